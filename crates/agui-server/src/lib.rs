@@ -1,0 +1,3 @@
+//! The agui-antigravity HTTP service.
+//!
+//! Not built yet: see the "agui-server" issue.

@@ -1,0 +1,3 @@
+//! AG-UI sessions backed by Antigravity conversations.
+//!
+//! Not built yet: see the "agui-session" issue.
