@@ -1,5 +1,33 @@
-//! `cargo xtask`: project automation.
+//! `cargo xtask`: project automation (fetching the harness, protobuf import and codegen).
+
+mod codegen;
+mod fetch_harness;
+mod import_protos;
+mod util;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(name = "cargo xtask", about = "agui-antigravity project automation")]
+struct Cli {
+    #[command(subcommand)]
+    task: Task,
+}
+
+#[derive(Subcommand)]
+enum Task {
+    /// Download the google-antigravity wheel, verify and install `localharness`, print its path.
+    FetchHarness(fetch_harness::Args),
+    /// Convert the protobuf descriptors embedded in the wheel into readable proto3 files in `proto/`.
+    ImportProtos(import_protos::Args),
+    /// Generate the committed Rust code for `proto/` (no system protoc needed).
+    Codegen(codegen::Args),
+}
 
 fn main() -> anyhow::Result<()> {
-    anyhow::bail!("no tasks yet")
+    match Cli::parse().task {
+        Task::FetchHarness(args) => fetch_harness::run(args),
+        Task::ImportProtos(args) => import_protos::run(args),
+        Task::Codegen(args) => codegen::run(args),
+    }
 }
