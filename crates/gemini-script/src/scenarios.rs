@@ -1,0 +1,1 @@
+//! Named scenario scripts.
