@@ -2,6 +2,7 @@
 
 mod codegen;
 mod fetch_harness;
+mod import_captures;
 mod import_protos;
 mod util;
 
@@ -22,6 +23,8 @@ enum Task {
     ImportProtos(import_protos::Args),
     /// Generate the committed Rust code for `proto/` (no system protoc needed).
     Codegen(codegen::Args),
+    /// Copy the host <-> harness frames of reference captures into `fixtures/harness-frames/`.
+    ImportCaptures(import_captures::Args),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -29,5 +32,6 @@ fn main() -> anyhow::Result<()> {
         Task::FetchHarness(args) => fetch_harness::run(args),
         Task::ImportProtos(args) => import_protos::run(args),
         Task::Codegen(args) => codegen::run(args),
+        Task::ImportCaptures(args) => import_captures::run(args),
     }
 }

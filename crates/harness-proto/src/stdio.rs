@@ -56,3 +56,61 @@ fn decode<M: Message + Default>(body: &[u8]) -> Result<M> {
         source,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lh::{ClientInfo, InputConfig, OutputConfig};
+
+    #[test]
+    fn input_config_matches_the_sdk_bytes() {
+        // Same layout as the bytes the Python SDK wrote in capture a_text (shorter path).
+        let config = InputConfig {
+            storage_directory: Some("/tmp/s".into()),
+            client_info: Some(ClientInfo {
+                language: Some("python".into()),
+                version: Some("0.1.22".into()),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let frame = encode_stdio_frame(&config);
+        let expected: &[u8] = b"\x1a\x00\x00\x00\x0a\x06/tmp/s\x22\x10\x0a\x06python\x12\x060.1.22";
+        assert_eq!(frame, expected);
+        assert_eq!(decode_stdio_frame::<InputConfig>(&frame).unwrap(), config);
+        assert_eq!(
+            read_stdio_frame::<InputConfig>(&mut &frame[..]).unwrap(),
+            config
+        );
+    }
+
+    #[test]
+    fn malformed_frames_are_errors() {
+        let good = encode_stdio_frame(&OutputConfig {
+            port: Some(38307),
+            api_key: Some("k".into()),
+        });
+        let cases: [(&[u8], &str); 4] = [
+            (&good[..3], "shorter than the 4-byte length prefix"),
+            (&good[..good.len() - 1], "follow"),
+            (&[good.as_slice(), b"x"].concat(), "follow"),
+            (b"\x02\x00\x00\x00\xff\xff", "invalid OutputConfig protobuf"),
+        ];
+        for (bytes, expected) in cases {
+            let err = decode_stdio_frame::<OutputConfig>(bytes)
+                .unwrap_err()
+                .to_string();
+            assert!(
+                err.contains(expected),
+                "{err:?} should mention {expected:?}"
+            );
+        }
+        let huge = (MAX_STDIO_FRAME as u32 + 1).to_le_bytes();
+        let err = read_stdio_frame::<OutputConfig>(&mut &huge[..])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("exceeds"), "{err}");
+        let err = read_stdio_frame::<OutputConfig>(&mut &good[..5]).unwrap_err();
+        assert!(matches!(err, ProtoError::Io(_)), "{err}");
+    }
+}
