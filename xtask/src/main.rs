@@ -1,9 +1,11 @@
 //! `cargo xtask`: project automation (fetching the harness, protobuf import and codegen).
 
+mod check_architecture;
 mod codegen;
 mod fetch_harness;
 mod import_captures;
 mod import_protos;
+mod test;
 mod util;
 
 use clap::{Parser, Subcommand};
@@ -23,6 +25,10 @@ enum Task {
     ImportProtos(import_protos::Args),
     /// Generate the committed Rust code for `proto/` (no system protoc needed).
     Codegen(codegen::Args),
+    /// Run the whole test suite, installing the harness and the Node test packages first.
+    Test(test::Args),
+    /// Check the crate layering and dependency invariants of ARCHITECTURE.md.
+    CheckArchitecture(check_architecture::Args),
     /// Copy the host <-> harness frames of reference captures into `fixtures/harness-frames/`.
     ImportCaptures(import_captures::Args),
 }
@@ -33,5 +39,7 @@ fn main() -> anyhow::Result<()> {
         Task::ImportProtos(args) => import_protos::run(args),
         Task::Codegen(args) => codegen::run(args),
         Task::ImportCaptures(args) => import_captures::run(args),
+        Task::CheckArchitecture(args) => check_architecture::run(args),
+        Task::Test(args) => test::run(args),
     }
 }

@@ -1,0 +1,252 @@
+//! `cargo xtask check-architecture`: the dependency invariants of ARCHITECTURE.md, checked on the
+//! resolved dependency graph (`cargo metadata`), normal dependencies only.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::process::Command;
+
+use anyhow::{Context as _, bail};
+use serde_json::Value;
+
+use crate::util::workspace_root;
+
+/// Which workspace crates each crate may depend on (its lower layers). A crate missing here is
+/// an error, so a new crate must be placed in the layering explicitly.
+const ALLOWED_WORKSPACE_DEPS: &[(&str, &[&str])] = &[
+    ("harness-install", &[]),
+    ("harness-proto", &[]),
+    ("agui-types", &[]),
+    ("gemini-script", &[]),
+    ("harness-client", &["harness-install", "harness-proto"]),
+    ("agui-translate", &["harness-proto", "agui-types"]),
+    (
+        "agui-session",
+        &[
+            "harness-install",
+            "harness-proto",
+            "harness-client",
+            "agui-types",
+            "agui-translate",
+        ],
+    ),
+    (
+        "agui-server",
+        &[
+            "harness-install",
+            "harness-proto",
+            "harness-client",
+            "agui-types",
+            "agui-translate",
+            "agui-session",
+            "gemini-script",
+        ],
+    ),
+    ("xtask", &["*"]),
+];
+
+/// External crates a workspace crate must not pull in, even transitively, with the reason.
+const FORBIDDEN: &[(&str, &[&str], &str)] = &[
+    (
+        "agui-translate",
+        &[
+            "tokio",
+            "mio",
+            "hyper",
+            "axum",
+            "reqwest",
+            "tungstenite",
+            "futures-util",
+        ],
+        "the translator is pure: no I/O, no async runtime",
+    ),
+    (
+        "agui-types",
+        &["tokio", "mio", "hyper", "axum", "tungstenite"],
+        "agui-types is usable by any AG-UI server",
+    ),
+    (
+        "harness-proto",
+        &["tokio", "mio", "hyper"],
+        "protocol types carry no runtime",
+    ),
+];
+
+/// Arguments of `check-architecture`.
+#[derive(clap::Args)]
+pub(crate) struct Args {}
+
+pub(crate) fn run(_args: Args) -> anyhow::Result<()> {
+    let output = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        .args(["metadata", "--format-version", "1", "--locked"])
+        .current_dir(workspace_root())
+        .output()
+        .context("running cargo metadata")?;
+    if !output.status.success() {
+        bail!(
+            "cargo metadata failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    let metadata: Value = serde_json::from_slice(&output.stdout)?;
+    let graph = Graph::from_metadata(&metadata)?;
+    let problems = check(&graph);
+    if !problems.is_empty() {
+        bail!(
+            "architecture invariants violated:\n- {}",
+            problems.join("\n- ")
+        );
+    }
+    println!(
+        "architecture invariants hold for {} workspace crates",
+        graph.members.len()
+    );
+    Ok(())
+}
+
+/// Package names, workspace membership and normal-dependency edges.
+struct Graph {
+    members: BTreeSet<String>,
+    edges: BTreeMap<String, BTreeSet<String>>,
+}
+
+impl Graph {
+    fn from_metadata(metadata: &Value) -> anyhow::Result<Self> {
+        let name_of: BTreeMap<&str, &str> = metadata["packages"]
+            .as_array()
+            .context("metadata.packages")?
+            .iter()
+            .filter_map(|p| Some((p["id"].as_str()?, p["name"].as_str()?)))
+            .collect();
+        let members = metadata["workspace_members"]
+            .as_array()
+            .context("metadata.workspace_members")?
+            .iter()
+            .filter_map(|id| name_of.get(id.as_str()?).map(|n| (*n).to_owned()))
+            .collect();
+        let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        for node in metadata["resolve"]["nodes"]
+            .as_array()
+            .context("metadata.resolve.nodes")?
+        {
+            let Some(from) = node["id"].as_str().and_then(|id| name_of.get(id)) else {
+                continue;
+            };
+            for dep in node["deps"].as_array().into_iter().flatten() {
+                let normal = dep["dep_kinds"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .any(|k| k["kind"].is_null());
+                if let (true, Some(to)) =
+                    (normal, dep["pkg"].as_str().and_then(|id| name_of.get(id)))
+                {
+                    edges
+                        .entry((*from).to_owned())
+                        .or_default()
+                        .insert((*to).to_owned());
+                }
+            }
+        }
+        Ok(Self { members, edges })
+    }
+
+    /// Every package reachable from `root` through normal dependencies.
+    fn closure(&self, root: &str) -> BTreeSet<String> {
+        let mut seen = BTreeSet::new();
+        let mut stack = vec![root.to_owned()];
+        while let Some(next) = stack.pop() {
+            for dep in self.edges.get(&next).into_iter().flatten() {
+                if seen.insert(dep.clone()) {
+                    stack.push(dep.clone());
+                }
+            }
+        }
+        seen
+    }
+}
+
+fn check(graph: &Graph) -> Vec<String> {
+    let mut problems = Vec::new();
+    for member in &graph.members {
+        let Some((_, allowed)) = ALLOWED_WORKSPACE_DEPS
+            .iter()
+            .find(|(name, _)| name == member)
+        else {
+            problems.push(format!("{member} has no place in the layering (add it to check_architecture.rs and ARCHITECTURE.md)"));
+            continue;
+        };
+        if allowed.contains(&"*") {
+            continue;
+        }
+        for dep in graph.edges.get(member).into_iter().flatten() {
+            if graph.members.contains(dep) && !allowed.contains(&dep.as_str()) {
+                problems.push(format!(
+                    "{member} depends on {dep}, which is not one of its lower layers"
+                ));
+            }
+        }
+    }
+    for (krate, forbidden, why) in FORBIDDEN {
+        let closure = graph.closure(krate);
+        for bad in forbidden.iter().filter(|f| closure.contains(**f)) {
+            problems.push(format!("{krate} depends (transitively) on {bad}: {why}"));
+        }
+    }
+    problems
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn graph(edges: &[(&str, &str)]) -> Graph {
+        let mut g = Graph {
+            members: BTreeSet::new(),
+            edges: BTreeMap::new(),
+        };
+        for name in [
+            "harness-proto",
+            "agui-types",
+            "agui-translate",
+            "harness-client",
+        ] {
+            g.members.insert(name.into());
+        }
+        for (from, to) in edges {
+            g.edges
+                .entry((*from).into())
+                .or_default()
+                .insert((*to).into());
+        }
+        g
+    }
+
+    #[test]
+    fn violations_are_reported() {
+        assert!(
+            check(&graph(&[
+                ("agui-translate", "agui-types"),
+                ("harness-client", "harness-proto")
+            ]))
+            .is_empty()
+        );
+        let upward = check(&graph(&[("harness-client", "agui-types")]));
+        assert_eq!(
+            upward,
+            ["harness-client depends on agui-types, which is not one of its lower layers"]
+        );
+        let io = check(&graph(&[
+            ("agui-translate", "agui-types"),
+            ("agui-types", "tokio"),
+        ]));
+        assert!(
+            io.iter()
+                .any(|p| p.starts_with("agui-translate depends (transitively) on tokio")),
+            "{io:?}"
+        );
+        assert!(
+            io.iter()
+                .any(|p| p.starts_with("agui-types depends (transitively) on tokio")),
+            "{io:?}"
+        );
+    }
+}
