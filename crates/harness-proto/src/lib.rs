@@ -15,6 +15,7 @@
 mod error;
 mod json;
 mod stdio;
+pub mod step;
 mod value;
 
 pub use error::{ProtoError, Result};

@@ -274,3 +274,75 @@ fn numbers_and_snake_case_are_read() {
         Some("gemini-3-flash-preview")
     );
 }
+
+/// Every captured step snapshot converts into a typed [`harness_proto::step::Step`] that keeps
+/// its action, error and pending request.
+#[test]
+fn every_captured_step_has_a_typed_view() {
+    use harness_proto::step::{Step, StepStatus};
+    const ACTIONS: &[&str] = &[
+        "listDirectory",
+        "findFile",
+        "searchDirectory",
+        "viewFile",
+        "createFile",
+        "editFile",
+        "runCommand",
+        "compaction",
+        "invokeSubagent",
+        "generateImage",
+        "finish",
+        "mcpTool",
+        "searchWeb",
+        "readUrlContent",
+        "customTool",
+        "skillLookup",
+        "runWorkflow",
+    ];
+    let mut steps = 0;
+    for entry in std::fs::read_dir(frames_dir()).unwrap() {
+        for line in std::fs::read_to_string(entry.unwrap().path())
+            .unwrap()
+            .lines()
+        {
+            let record: Value = serde_json::from_str(line).unwrap();
+            let Some(raw) = record["raw"]
+                .as_str()
+                .filter(|_| record["dir"] == "out" && record["channel"] == "ws")
+            else {
+                continue;
+            };
+            let json: Value = serde_json::from_str(raw).unwrap();
+            let updates: Vec<&Value> = match (
+                &json["stepUpdate"],
+                &json["initializeConversationResponse"]["history"],
+            ) {
+                (Value::Object(_), _) => vec![&json["stepUpdate"]],
+                (_, Value::Array(history)) => history.iter().collect(),
+                _ => continue,
+            };
+            for update in updates {
+                let typed = Step::from(&harness_proto::from_json(&update.to_string()).unwrap());
+                steps += 1;
+                let has_action = ACTIONS.iter().any(|a| update.get(*a).is_some());
+                assert_eq!(typed.action.is_some(), has_action, "{update}");
+                assert_eq!(
+                    typed.status == StepStatus::Error,
+                    typed.error.is_some() && update["state"] == "STATE_ERROR",
+                    "{update}"
+                );
+                assert_eq!(
+                    typed.request.is_some(),
+                    update.get("questionsRequest").is_some(),
+                    "{update}"
+                );
+                assert_eq!(
+                    typed.key.trajectory_id,
+                    update["trajectoryId"].as_str().unwrap_or(""),
+                    "{update}"
+                );
+            }
+        }
+    }
+    assert!(steps > 500, "only {steps} step snapshots found");
+}
