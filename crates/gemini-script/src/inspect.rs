@@ -255,6 +255,22 @@ pub fn strip_output_header(output: &str) -> &str {
     rest.trim_matches('\n')
 }
 
+/// The useful part of a tool result: the header lines removed and, for host
+/// tools, the JSON inside the harness's ``Tool response for X:`` code fence.
+pub fn tool_output_text(output: &str) -> &str {
+    let body = strip_output_header(output);
+    let fenced = body
+        .strip_prefix("Tool response for ")
+        .and_then(|rest| rest.split_once('\n'))
+        .and_then(|(_, after)| {
+            after
+                .strip_prefix("```json\n")
+                .or_else(|| after.strip_prefix("```\n"))
+        })
+        .and_then(|inner| inner.trim_end().strip_suffix("```"));
+    fenced.map_or(body, |inner| inner.trim_matches('\n'))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -305,6 +321,31 @@ mod tests {
             ),
         ] {
             assert_eq!(strip_user_request(input), expected, "input {input:?}");
+        }
+    }
+
+    #[test]
+    fn extracts_tool_output() {
+        for (output, expected) in [
+            (
+                "Created At: a\nCompleted At: b\nTool response for f:\n```json\n{\"x\": 1}\n```",
+                "{\"x\": 1}",
+            ),
+            (
+                "Created At: a\nCompleted At: b\nTool f failed with error message: boom",
+                "Tool f failed with error message: boom",
+            ),
+            (
+                "Created At: a\nCompleted At: b\n{\"name\":\"hello.txt\"}\n\nSummary: 1 file.",
+                "{\"name\":\"hello.txt\"}\n\nSummary: 1 file.",
+            ),
+            (
+                "Tool response for f:\n```json\nunterminated",
+                "Tool response for f:\n```json\nunterminated",
+            ),
+            ("", ""),
+        ] {
+            assert_eq!(tool_output_text(output), expected, "output {output:?}");
         }
     }
 

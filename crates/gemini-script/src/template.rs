@@ -29,7 +29,7 @@ impl RequestCtx<'_> {
             "tool_output" => inspect::last_function_responses(self.body)
                 .pop()
                 .and_then(|r| r.output)
-                .map(|o| inspect::strip_output_header(&o).to_owned())
+                .map(|o| inspect::tool_output_text(&o).to_owned())
                 .unwrap_or_default(),
             "model" => self.model.to_owned(),
             "location" => location(&inspect::last_user_text(self.body).unwrap_or_default()),

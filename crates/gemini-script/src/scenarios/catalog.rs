@@ -1,0 +1,318 @@
+//! The scenario definitions.
+
+use serde_json::json;
+
+use super::{ApiRetry, CustomTool, HostSetup, Scenario, Turn, TurnEnd};
+use crate::{matcher::Matcher, reply::Reply, script::Script};
+
+fn prompt(text: &'static str) -> Matcher {
+    Matcher::user_text().user_text_contains(text)
+}
+
+fn get_weather() -> CustomTool {
+    CustomTool {
+        name: "get_weather",
+        description: "Returns the weather forecast for a city.",
+        parameters: json!({
+            "type": "object",
+            "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
+            "required": ["city"]
+        }),
+        result: json!({"city": "Paris", "forecast": ["sunny", "sunny"]}),
+    }
+}
+
+/// One streamed text answer.
+pub fn plain_text() -> Scenario {
+    Scenario {
+        name: "plain_text",
+        doc: "Prompt \"Say hello\"; the model streams \"Hello from the scripted model.\" in three chunks.",
+        turns: vec![Turn::new("Say hello")],
+        script: Script::new().then(
+            Reply::text(["Hello ", "from the ", "scripted model."]).when(prompt("Say hello")),
+        ),
+        setup: HostSetup::default(),
+    }
+}
+
+/// Thought parts, then text, with a thought signature.
+pub fn thinking_text() -> Scenario {
+    Scenario {
+        name: "thinking_text",
+        doc: "Prompt \"What is the answer?\"; two thought chunks then two text chunks in one step \
+              (thinkingDelta then textDelta); the last text part carries a thoughtSignature.",
+        turns: vec![Turn::new("What is the answer?")],
+        script: Script::new().then(
+            Reply::text(["The answer ", "is 42."])
+                .thought([
+                    "**Planning** I should think first.",
+                    " Then answer briefly.",
+                ])
+                .signature("c2lnLWZvci10ZXh0")
+                .when(prompt("What is the answer?")),
+        ),
+        setup: HostSetup::default(),
+    }
+}
+
+/// A custom (host) tool call and the answer after its result.
+pub fn custom_tool_round_trip() -> Scenario {
+    Scenario {
+        name: "custom_tool_round_trip",
+        doc: "Prompt \"Weather in Paris?\" with host tool get_weather declared; the model thinks, \
+              calls get_weather{city: Paris, days: 2}; the host answers the toolCall with the \
+              canned forecast; the model then streams \"Paris will be sunny.\".",
+        turns: vec![Turn::new("Weather in Paris?")],
+        script: Script::new()
+            .then(
+                Reply::call("get_weather", json!({"city": "Paris", "days": 2}))
+                    .thought("I need the weather.")
+                    .signature("c2lnLWNhbGwtMQ==")
+                    .when(prompt("Weather in Paris?")),
+            )
+            .then(
+                Reply::text(["Paris will be ", "sunny."])
+                    .when(Matcher::function_response_to("get_weather")),
+            ),
+        setup: HostSetup {
+            custom_tools: vec![get_weather()],
+            ..HostSetup::default()
+        },
+    }
+}
+
+/// Two built-in tools in sequence: `list_dir`, then `run_command`.
+pub fn builtin_list_dir_and_run_command() -> Scenario {
+    Scenario {
+        name: "builtin_list_dir_and_run_command",
+        doc: "Prompt \"List the workspace and run a command\" with listDir and runCommand enabled \
+              (allow-all policy); the model calls list_dir on the workspace, then run_command \
+              `echo hello-from-run-command` in it, then answers. The workspace holds hello.txt \
+              and notes/todo.md.",
+        turns: vec![Turn::new("List the workspace and run a command")],
+        script: Script::new()
+            .then(
+                Reply::call("list_dir", json!({"DirectoryPath": "{{workspace}}"}))
+                    .when(prompt("List the workspace")),
+            )
+            .then(
+                Reply::call(
+                    "run_command",
+                    json!({
+                        "CommandLine": "echo hello-from-run-command",
+                        "Cwd": "{{workspace}}",
+                        "WaitMsBeforeAsync": 5000
+                    }),
+                )
+                .when(Matcher::function_response_to("list_dir")),
+            )
+            .then(
+                Reply::text("I listed the workspace and ran the command.")
+                    .when(Matcher::function_response_to("run_command")),
+            ),
+        setup: HostSetup {
+            builtin_tools: vec!["listDir", "runCommand"],
+            workspace_files: vec![
+                ("hello.txt", "hello\n"),
+                ("notes/todo.md", "- write tests\n"),
+            ],
+            ..HostSetup::default()
+        },
+    }
+}
+
+/// The built-in `ask_question` tool, answered by the host.
+pub fn ask_question() -> Scenario {
+    Scenario {
+        name: "ask_question",
+        doc: "Prompt \"Ask me something\" with userQuestions enabled (interactive behaviour); the \
+              model says \"Let me ask you.\" and calls ask_question (one multiple-choice \
+              question); the step goes WAITING_FOR_USER with a questionsRequest; the host picks \
+              choice 1 (Green); the model answers \"Thanks, green it is.\".",
+        turns: vec![Turn::new("Ask me something")],
+        script: Script::new()
+            .then(
+                Reply::text("Let me ask you.")
+                    .and_call(
+                        "ask_question",
+                        json!({"questions": [{
+                            "question": "Which color?",
+                            "options": ["Red", "Green", "Blue"],
+                            "is_multi_select": false
+                        }]}),
+                    )
+                    .when(prompt("Ask me something")),
+            )
+            .then(
+                Reply::text("Thanks, green it is.")
+                    .when(Matcher::function_response_to("ask_question")),
+            ),
+        setup: HostSetup {
+            builtin_tools: vec!["userQuestions"],
+            interactive: true,
+            question_answer: Some(
+                json!({"answers": [{"multipleChoiceAnswer": {"selectedChoiceIndices": [1]}}]}),
+            ),
+            ..HostSetup::default()
+        },
+    }
+}
+
+/// A retryable 429, then success.
+pub fn rate_limited_then_ok() -> Scenario {
+    Scenario {
+        name: "rate_limited_then_ok",
+        doc: "Prompt \"first prompt\" with retryConfig.apiRetry{maxRetries: 2, \
+              initialSleepDurationMs: 100}; the first model request gets HTTP 429 \
+              RESOURCE_EXHAUSTED (a SYSTEM ERROR step with httpCode 429), the retry gets \
+              \"Recovered after a rate limit.\".",
+        turns: vec![Turn::new("first prompt")],
+        script: Script::new()
+            .then(
+                Reply::error(429)
+                    .message("Resource has been exhausted (e.g. check quota).")
+                    .when(prompt("first prompt"))
+                    .named("rate limited"),
+            )
+            .then(Reply::text("Recovered after a rate limit.").when(prompt("first prompt"))),
+        setup: HostSetup {
+            api_retry: Some(ApiRetry {
+                max_retries: 2,
+                initial_sleep_ms: 100,
+            }),
+            ..HostSetup::default()
+        },
+    }
+}
+
+/// A terminal 400.
+pub fn bad_request() -> Scenario {
+    Scenario {
+        name: "bad_request",
+        doc: "Prompt \"first prompt\"; the model endpoint answers HTTP 400 INVALID_ARGUMENT; the \
+              harness reports a SYSTEM ERROR step (httpCode 400), then STATE_FULLY_IDLE with an \
+              error, then closes the socket.",
+        turns: vec![Turn {
+            expect: TurnEnd::Failed,
+            ..Turn::new("first prompt")
+        }],
+        script: Script::new().then(
+            Reply::error(400)
+                .message("Request contains an invalid argument.")
+                .when(prompt("first prompt")),
+        ),
+        setup: HostSetup::default(),
+    }
+}
+
+/// Two turns on one socket.
+pub fn two_turns() -> Scenario {
+    Scenario {
+        name: "two_turns",
+        doc: "Prompts \"first question\" then \"second question\"; text \"One two.\", then \
+              thinking \"hmm\" and text \"Three.\"; step indices continue across turns.",
+        turns: vec![Turn::new("first question"), Turn::new("second question")],
+        script: Script::new()
+            .then(Reply::text(["One ", "two."]).when(prompt("first question")))
+            .then(
+                Reply::text("Three.")
+                    .thought("hmm")
+                    .when(prompt("second question")),
+            ),
+        setup: HostSetup::default(),
+    }
+}
+
+/// A conversation re-attached after its socket closed.
+pub fn resume_history() -> Scenario {
+    Scenario {
+        name: "resume_history",
+        doc: "Turn 1 \"turn one please\": thinking, a host tool call lookup{key: alpha}, the \
+              host's result, text \"alpha resolved\". Then the host closes the socket and \
+              re-attaches with the same conversation id and CREATE_OR_RESUME (the \
+              initializeConversationResponse carries the history); turn 2 \"turn two please\" \
+              gets \"turn two reply\".",
+        turns: vec![
+            Turn::new("turn one please"),
+            Turn {
+                reattach: true,
+                ..Turn::new("turn two please")
+            },
+        ],
+        script: Script::new()
+            .then(
+                Reply::call("lookup", json!({"key": "alpha"}))
+                    .thought("think first")
+                    .when(prompt("turn one please")),
+            )
+            .then(Reply::text("alpha resolved").when(Matcher::function_response_to("lookup")))
+            .then(Reply::text("turn two reply").when(prompt("turn two please"))),
+        setup: HostSetup {
+            custom_tools: vec![CustomTool {
+                name: "lookup",
+                description: "Looks a key up.",
+                parameters: json!({
+                    "type": "object",
+                    "properties": {"key": {"type": "string"}},
+                    "required": ["key"]
+                }),
+                result: json!({"result": "value-for-alpha"}),
+            }],
+            ..HostSetup::default()
+        },
+    }
+}
+
+/// A `research` subagent started by the root agent.
+pub fn subagent() -> Scenario {
+    Scenario {
+        name: "subagent",
+        doc: "Prompt \"delegate please\" with subagents enabled; the root calls invoke_subagent \
+              (type research, prompt \"SUBTASK-XYZ say hi\") and says \"A subagent is on it.\" \
+              (root goes WAITING_FOR_SUBAGENTS); the subagent thinks and answers \"subagent \
+              result text\"; the root is told the subagent went idle and answers \"The subagent \
+              says hi.\". The turn ends at the root's FULLY_IDLE.",
+        turns: vec![Turn::new("delegate please")],
+        script: Script::new()
+            .then(
+                Reply::text("A subagent is on it.")
+                    .when(Matcher::function_response_to("invoke_subagent"))
+                    .named("root after invoke"),
+            )
+            .then(
+                Reply::text("The subagent says hi.")
+                    .when(
+                        Matcher::user_text()
+                            .system_message(true)
+                            .user_text_contains("has gone idle"),
+                    )
+                    .named("root after subagent"),
+            )
+            .then(
+                Reply::text("subagent result text")
+                    .thought("sub thinking")
+                    .when(
+                        Matcher::user_text()
+                            .system_message(true)
+                            .user_text_contains("SUBTASK-XYZ"),
+                    )
+                    .named("subagent"),
+            )
+            .then(
+                Reply::call(
+                    "invoke_subagent",
+                    json!({"Subagents": [{
+                        "TypeName": "research",
+                        "Role": "Helper",
+                        "Prompt": "SUBTASK-XYZ say hi"
+                    }]}),
+                )
+                .when(prompt("delegate please").system_message(false))
+                .named("root invokes"),
+            ),
+        setup: HostSetup {
+            builtin_tools: vec!["subagents"],
+            ..HostSetup::default()
+        },
+    }
+}
