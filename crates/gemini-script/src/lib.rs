@@ -64,14 +64,14 @@
 //! tool result, timestamps removed), `{{model}}` and `{{location}}` (a
 //! capitalised place after "in"/"for" in the prompt, default Paris).
 //!
-//! The control routes are described in [`control`](crate#control-routes).
-//!
 //! # Control routes
 //!
 //! `POST /_script/load` (replace the script), `POST /_script/push` (append
 //! entries), `POST /_script/reset` (empty script and log), `GET
 //! /_script/requests` / `DELETE /_script/requests` (the log), `GET
-//! /_script/state` (remaining entries). See the crate README for details.
+//! /_script/state` (remaining entries). Malformed bodies get HTTP 400 with
+//! `{"error": "..."}` naming the entry and field. The crate's `README.md` has
+//! the full reference with examples.
 
 mod control;
 pub mod demo;

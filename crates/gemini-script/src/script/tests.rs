@@ -216,3 +216,16 @@ fn builder_values_are_validated() {
         }
     }
 }
+
+#[test]
+fn the_readme_example_script_parses() {
+    let readme = include_str!("../../README.md");
+    let start = readme.find("```json\n").map(|i| i + "```json\n".len());
+    let block = start.and_then(|s| readme[s..].find("```").map(|e| &readme[s..s + e]));
+    let script = Script::from_json(block.unwrap_or_default()).expect("README example parses");
+    assert_eq!(script.replies.len(), 4);
+    assert_eq!(
+        script.replies[2].repeat,
+        Repeat::Times(NonZeroU32::new(2).unwrap_or(NonZeroU32::MIN))
+    );
+}
