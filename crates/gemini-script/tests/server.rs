@@ -436,3 +436,19 @@ async fn binding_a_taken_port_is_a_clear_error() {
         .expect_err("port is taken");
     assert!(err.to_string().contains("cannot bind"), "{err}");
 }
+
+#[tokio::test]
+async fn large_request_bodies_are_accepted() {
+    let model = ScriptedModel::start(Script::new().then(Reply::text("ok")))
+        .await
+        .expect("start");
+    // Harness requests carry the whole history; axum's default 2 MB cap must not apply.
+    let big = "x".repeat(5 * 1024 * 1024);
+    let (status, events) = stream(&model, &prompt(&big)).await;
+    assert_eq!(status, 200);
+    assert_eq!(texts(&events), vec!["ok"]);
+    assert_eq!(
+        model.requests()[0].last_user_text().map(|t| t.len()),
+        Some(big.len())
+    );
+}
