@@ -1,0 +1,140 @@
+//! Finding the `localharness` binary.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use harness_install::{Cache, DEFAULT_VERSION, Installer};
+
+use crate::error::{HarnessError, Result};
+
+/// Environment variable naming the harness binary explicitly.
+pub const HARNESS_PATH_ENV: &str = "ANTIGRAVITY_HARNESS_PATH";
+
+/// Finds the harness binary, in order: `explicit` (from the caller's options),
+/// `$ANTIGRAVITY_HARNESS_PATH`, the project cache (`cargo xtask fetch-harness`), a
+/// `google-antigravity` wheel installed in a Python environment, `localharness` on `PATH`.
+///
+/// The error lists every place tried and why it did not qualify.
+pub fn find_binary(explicit: Option<&Path>) -> Result<PathBuf> {
+    let mut tried = String::new();
+    let mut consider = |label: &str, candidate: Option<PathBuf>| -> Option<PathBuf> {
+        match candidate {
+            None => {
+                let _ = writeln!(tried, "  - {label}: not set / not found");
+                None
+            }
+            Some(path) => match usable(&path) {
+                Ok(()) => Some(path),
+                Err(why) => {
+                    let _ = writeln!(tried, "  - {label}: {} ({why})", path.display());
+                    None
+                }
+            },
+        }
+    };
+    if let Some(path) = explicit {
+        // An explicit choice that does not work is an error, not a reason to look elsewhere.
+        return consider("configured binary", Some(path.to_owned())).ok_or_else(|| {
+            HarnessError::NotFound {
+                tried: tried.clone(),
+            }
+        });
+    }
+    let from_env = std::env::var_os(HARNESS_PATH_ENV)
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from);
+    if let Some(path) = consider(&format!("${HARNESS_PATH_ENV}"), from_env) {
+        return Ok(path);
+    }
+    let cached = Cache::from_env()
+        .ok()
+        .map(|c| c.binary_path(DEFAULT_VERSION));
+    if let Some(path) = consider("project cache (cargo xtask fetch-harness)", cached) {
+        return Ok(path);
+    }
+    if let Some(path) = consider(
+        "installed google-antigravity wheel (python3)",
+        python_wheel_binary(),
+    ) {
+        return Ok(path);
+    }
+    if let Some(path) = consider("localharness on PATH", on_path("localharness")) {
+        return Ok(path);
+    }
+    Err(HarnessError::NotFound { tried })
+}
+
+/// Like [`find_binary`], but installs the pinned version into the project cache (downloading
+/// the wheel with pip) when nothing is found. Used by the server so a fresh machine works.
+pub fn find_or_install_binary(explicit: Option<&Path>) -> Result<PathBuf> {
+    match find_binary(explicit) {
+        Err(HarnessError::NotFound { .. }) if explicit.is_none() => {
+            tracing::info!(
+                "no localharness found; installing google-antigravity {DEFAULT_VERSION} from PyPI"
+            );
+            Ok(Installer::new(Cache::from_env()?, DEFAULT_VERSION).install()?)
+        }
+        other => other,
+    }
+}
+
+fn usable(path: &Path) -> Result<(), &'static str> {
+    let meta = std::fs::metadata(path).map_err(|_| "does not exist")?;
+    if !meta.is_file() {
+        return Err("not a file");
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        if meta.permissions().mode() & 0o111 == 0 {
+            return Err("not executable");
+        }
+    }
+    Ok(())
+}
+
+/// The binary inside a `google-antigravity` package importable by `python3`, if any.
+fn python_wheel_binary() -> Option<PathBuf> {
+    let python =
+        std::env::var(harness_install::PYTHON_ENV).unwrap_or_else(|_| "python3".to_owned());
+    let script = "import importlib.util as u, os\n\
+                  s = u.find_spec('google.antigravity')\n\
+                  print(os.path.join(list(s.submodule_search_locations)[0], 'bin', 'localharness') if s else '')";
+    let output = Command::new(python).args(["-c", script]).output().ok()?;
+    let text = String::from_utf8(output.stdout).ok()?;
+    let path = text.trim();
+    (output.status.success() && !path.is_empty()).then(|| PathBuf::from(path))
+}
+
+fn on_path(name: &str) -> Option<PathBuf> {
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|dir| dir.join(name))
+        .find(|p| p.is_file())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_explicit_binary_that_does_not_exist_is_an_error_naming_it() {
+        let err = find_binary(Some(Path::new("/nonexistent/localharness")))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("/nonexistent/localharness (does not exist)"),
+            "{err}"
+        );
+        assert!(err.contains("cargo xtask fetch-harness"), "{err}");
+    }
+
+    #[test]
+    fn an_explicit_file_that_is_not_executable_is_rejected() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("localharness");
+        std::fs::write(&file, "x").unwrap();
+        let err = find_binary(Some(&file)).unwrap_err().to_string();
+        assert!(err.contains("not executable"), "{err}");
+    }
+}

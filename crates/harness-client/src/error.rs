@@ -1,0 +1,111 @@
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Result alias for this crate.
+pub type Result<T, E = HarnessError> = std::result::Result<T, E>;
+
+/// Everything that can go wrong while hosting the harness.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum HarnessError {
+    /// No harness binary was found in any of the places discovery looks.
+    #[error(
+        "the localharness binary was not found. Tried:\n{tried}\nFix: run `cargo xtask fetch-harness` \
+         (installs it from the google-antigravity wheel), or set ANTIGRAVITY_HARNESS_PATH to the binary"
+    )]
+    NotFound {
+        /// Every place tried, one per line, with why it did not qualify.
+        tried: String,
+    },
+
+    /// Installing the harness from the wheel failed.
+    #[error(transparent)]
+    Install(#[from] harness_install::InstallError),
+
+    /// The binary could not be started.
+    #[error("could not start the harness {}: {source}", binary.display())]
+    Spawn {
+        /// The binary.
+        binary: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+
+    /// The harness did not answer the stdio handshake in time.
+    #[error("the harness {} did not send its OutputConfig within {timeout:?}. Stderr tail:\n{stderr_tail}", binary.display())]
+    BootTimeout {
+        /// The binary.
+        binary: PathBuf,
+        /// The boot timeout.
+        timeout: Duration,
+        /// The last lines the harness wrote to stderr.
+        stderr_tail: String,
+    },
+
+    /// The stdio handshake failed (the harness exited or wrote garbage).
+    #[error("the harness {} failed to start: {reason}. Stderr tail:\n{stderr_tail}", binary.display())]
+    Handshake {
+        /// The binary.
+        binary: PathBuf,
+        /// What went wrong.
+        reason: String,
+        /// The last lines the harness wrote to stderr.
+        stderr_tail: String,
+    },
+
+    /// The WebSocket could not be opened.
+    #[error(
+        "could not connect to the harness WebSocket on 127.0.0.1:{port} after {attempts} attempts: {last_error}"
+    )]
+    Connect {
+        /// The harness port.
+        port: u16,
+        /// How many attempts were made.
+        attempts: u32,
+        /// The last connection error.
+        last_error: String,
+    },
+
+    /// The harness refused to initialize a conversation (it drops the connection and explains
+    /// on stderr: unknown id with RESUME, existing id with CREATE_ONLY, id already attached,
+    /// invalid policy config, …).
+    #[error("the harness refused to initialize the conversation: {reason}")]
+    InitFailed {
+        /// The harness's stderr explanation, or what was observed.
+        reason: String,
+    },
+
+    /// The conversation's socket or process went away.
+    #[error("{0}")]
+    Closed(crate::CloseReason),
+
+    /// A conversation config is invalid (caught before it reaches the harness).
+    #[error("invalid conversation config: {0}")]
+    Config(String),
+
+    /// A frame could not be encoded or decoded.
+    #[error(transparent)]
+    Protocol(#[from] harness_proto::ProtoError),
+
+    /// The pool was shut down.
+    #[error("the harness pool is shut down")]
+    PoolClosed,
+
+    /// An I/O operation on the harness's pipes or directories failed.
+    #[error("could not {action}: {source}")]
+    Io {
+        /// What was being done.
+        action: String,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl HarnessError {
+    pub(crate) fn io(action: impl Into<String>) -> impl FnOnce(std::io::Error) -> Self {
+        let action = action.into();
+        move |source| Self::Io { action, source }
+    }
+}

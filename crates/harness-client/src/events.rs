@@ -1,0 +1,301 @@
+//! What a conversation reports to its reader, and how the end of a turn is detected.
+
+use harness_proto::lh::{
+    TrajectoryStateUpdate, UsageMetadata, UsageUpdate, trajectory_state_update,
+};
+use harness_proto::step::Step;
+
+use crate::process::ExitInfo;
+
+/// Something that happened on a conversation, in harness order.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ConversationEvent {
+    /// A snapshot of a step (root or subagent). The same step arrives many times as it grows.
+    Step(Step),
+    /// A trajectory changed state (the root's RUNNING, a subagent starting or going idle, …).
+    Trajectory(TrajectoryState),
+    /// Cumulative token usage after a model response.
+    Usage(Usage),
+    /// The turn is over: the root trajectory went idle or was cancelled. Sent after the
+    /// corresponding [`ConversationEvent::Trajectory`].
+    TurnEnded(TurnEnd),
+    /// The connection is gone; this is the last event of the connection.
+    Closed(CloseReason),
+}
+
+/// State of a trajectory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TrajectoryStatus {
+    /// Working.
+    Running,
+    /// Done with its work.
+    Idle,
+    /// Cancelled (e.g. a PreTurn hook denied the turn).
+    Cancelled,
+    /// Waiting for background tasks.
+    WaitingForTasks,
+    /// Waiting for its subagents (not the end of the turn).
+    WaitingForSubagents,
+    /// A state this version does not know.
+    Unknown,
+}
+
+/// A trajectory state change.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TrajectoryState {
+    /// The trajectory.
+    pub trajectory_id: String,
+    /// Its parent, for subagents.
+    pub parent_trajectory_id: Option<String>,
+    /// Nesting depth (0 for the root).
+    pub depth: i32,
+    /// The new state.
+    pub status: TrajectoryStatus,
+    /// Why it stopped, when it failed.
+    pub error: Option<String>,
+    /// A machine-readable error code, when given.
+    pub error_code: Option<String>,
+    /// A budget or quota stop reason, when given (proto enum name).
+    pub stop_reason: Option<String>,
+}
+
+impl From<&TrajectoryStateUpdate> for TrajectoryState {
+    fn from(u: &TrajectoryStateUpdate) -> Self {
+        use trajectory_state_update::{State, StopReason};
+        let status = match u.state() {
+            State::Running => TrajectoryStatus::Running,
+            State::FullyIdle => TrajectoryStatus::Idle,
+            State::Cancelled => TrajectoryStatus::Cancelled,
+            State::WaitingForTasks => TrajectoryStatus::WaitingForTasks,
+            State::WaitingForSubagents => TrajectoryStatus::WaitingForSubagents,
+            State::Unspecified => TrajectoryStatus::Unknown,
+        };
+        let non_empty = |s: &Option<String>| s.clone().filter(|s| !s.is_empty());
+        Self {
+            trajectory_id: u.trajectory_id().to_owned(),
+            parent_trajectory_id: non_empty(&u.parent_trajectory_id),
+            depth: u.depth(),
+            status,
+            error: non_empty(&u.error),
+            error_code: non_empty(&u.error_code),
+            stop_reason: match u.stop_reason() {
+                StopReason::Unspecified => None,
+                other => Some(other.as_str_name().to_owned()),
+            },
+        }
+    }
+}
+
+/// How a turn ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TurnEnd {
+    /// The root trajectory was cancelled (a PreTurn hook denial) rather than going idle.
+    /// A host `cancel()` ends with idle, not cancelled: see [`TurnEnd::halted`].
+    pub cancelled: bool,
+    /// Whether this host asked for the cancel (`haltRequest`) during the turn.
+    pub halted: bool,
+    /// The failure, e.g. `model unreachable: …` or `Error 400, Message: …`. A turn with an error
+    /// is usually followed by the harness closing the socket (see [`crate::Conversation::reconnect`]).
+    pub error: Option<String>,
+    /// A machine-readable error code, when given.
+    pub error_code: Option<String>,
+    /// A budget or quota stop reason, when given.
+    pub stop_reason: Option<String>,
+}
+
+/// Token usage, cumulative for the conversation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Usage {
+    /// All trajectories together.
+    pub total: UsageMetadata,
+    /// Per trajectory (root and subagents).
+    pub by_trajectory: Vec<(String, UsageMetadata)>,
+}
+
+impl From<&UsageUpdate> for Usage {
+    fn from(u: &UsageUpdate) -> Self {
+        Self {
+            total: u.total.clone().unwrap_or_default(),
+            by_trajectory: u
+                .agents
+                .iter()
+                .map(|a| {
+                    (
+                        a.trajectory_id().to_owned(),
+                        a.usage.clone().unwrap_or_default(),
+                    )
+                })
+                .collect(),
+        }
+    }
+}
+
+/// Why a connection ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CloseReason {
+    /// The harness process exited (crashed, killed, or shut down by someone else).
+    ProcessExited(ExitInfo),
+    /// The harness closed the socket. It does so after a terminal model error (400, 500,
+    /// exhausted retries); the conversation survives and can be re-attached.
+    ClosedByHarness {
+        /// WebSocket close code, if a close frame was sent.
+        code: Option<u16>,
+        /// The error of the turn that preceded the close, if any.
+        turn_error: Option<String>,
+    },
+    /// The connection broke (I/O error) while the process still runs.
+    ConnectionLost(String),
+    /// This host closed it (`close()`, or the process is shutting down).
+    ClosedByHost,
+}
+
+impl std::fmt::Display for CloseReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::ProcessExited(info) => write!(f, "{info}"),
+            Self::ClosedByHarness {
+                turn_error: Some(e),
+                ..
+            } => {
+                write!(
+                    f,
+                    "the harness closed the conversation's connection after the turn failed: {e}"
+                )
+            }
+            Self::ClosedByHarness { code, .. } => {
+                write!(
+                    f,
+                    "the harness closed the conversation's connection (close code {code:?})"
+                )
+            }
+            Self::ConnectionLost(e) => write!(f, "the connection to the harness broke: {e}"),
+            Self::ClosedByHost => f.write_str("the conversation was closed by this host"),
+        }
+    }
+}
+
+/// Detects the end of a turn: the root trajectory (whose id is the conversation id) reporting
+/// FULLY_IDLE or CANCELLED. Subagent trajectories going idle, and the root waiting for its
+/// subagents, are not the end. A second input queued while running yields one idle only.
+#[derive(Debug)]
+pub(crate) struct TurnTracker {
+    root: String,
+    halted: bool,
+    last_error: Option<String>,
+}
+
+impl TurnTracker {
+    pub(crate) fn new(root: String) -> Self {
+        Self {
+            root,
+            halted: false,
+            last_error: None,
+        }
+    }
+
+    /// Records that this host sent a `haltRequest`.
+    pub(crate) fn halted(&mut self) {
+        self.halted = true;
+    }
+
+    /// The error of the last finished turn (reported with a following socket close).
+    pub(crate) fn last_error(&self) -> Option<String> {
+        self.last_error.clone()
+    }
+
+    pub(crate) fn on_trajectory(&mut self, state: &TrajectoryState) -> Option<TurnEnd> {
+        if state.trajectory_id != self.root {
+            return None;
+        }
+        match state.status {
+            TrajectoryStatus::Running => {
+                self.last_error = None;
+                None
+            }
+            TrajectoryStatus::Idle | TrajectoryStatus::Cancelled => {
+                let end = TurnEnd {
+                    cancelled: state.status == TrajectoryStatus::Cancelled,
+                    halted: std::mem::take(&mut self.halted),
+                    error: state.error.clone(),
+                    error_code: state.error_code.clone(),
+                    stop_reason: state.stop_reason.clone(),
+                };
+                self.last_error = end.error.clone();
+                Some(end)
+            }
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn state(id: &str, status: TrajectoryStatus, error: Option<&str>) -> TrajectoryState {
+        TrajectoryState {
+            trajectory_id: id.into(),
+            parent_trajectory_id: None,
+            depth: 0,
+            status,
+            error: error.map(Into::into),
+            error_code: None,
+            stop_reason: None,
+        }
+    }
+
+    /// Feeds states; returns the index of each state that ended the turn.
+    fn check(states: &[TrajectoryState], expected_ends: &[usize]) {
+        let mut tracker = TurnTracker::new("root".into());
+        let ends: Vec<usize> = states
+            .iter()
+            .enumerate()
+            .filter_map(|(i, s)| tracker.on_trajectory(s).map(|_| i))
+            .collect();
+        assert_eq!(ends, expected_ends);
+    }
+
+    #[test]
+    fn only_the_root_ends_a_turn() {
+        use TrajectoryStatus::*;
+        check(
+            &[state("root", Running, None), state("root", Idle, None)],
+            &[1],
+        );
+        check(
+            &[
+                state("root", Running, None),
+                state("sub", Running, None),
+                state("root", WaitingForSubagents, None),
+                state("sub", Idle, None),
+                state("root", Running, None),
+                state("root", Idle, None),
+            ],
+            &[5],
+        );
+        check(&[state("root", Cancelled, Some("denied"))], &[0]);
+        check(
+            &[
+                state("sub", Cancelled, None),
+                state("root", WaitingForTasks, None),
+            ],
+            &[],
+        );
+    }
+
+    #[test]
+    fn a_halt_and_an_error_are_reported_once() {
+        let mut tracker = TurnTracker::new("root".into());
+        tracker.halted();
+        let end = tracker
+            .on_trajectory(&state("root", TrajectoryStatus::Idle, Some("boom")))
+            .unwrap();
+        assert!(end.halted && !end.cancelled);
+        assert_eq!(end.error.as_deref(), Some("boom"));
+        assert_eq!(tracker.last_error().as_deref(), Some("boom"));
+        let next = tracker
+            .on_trajectory(&state("root", TrajectoryStatus::Idle, None))
+            .unwrap();
+        assert!(!next.halted, "a halt belongs to one turn");
+    }
+}

@@ -1,0 +1,514 @@
+//! One `localharness` process: spawn, stdio handshake, stderr, exit monitoring and shutdown.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use harness_proto::lh::{ClientInfo, InputConfig, OutputConfig};
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::process::{Child, ChildStdin, Command};
+use tokio::sync::{broadcast, watch};
+use tracing::Instrument as _;
+
+use crate::discovery::find_binary;
+use crate::error::{HarnessError, Result};
+
+/// Variables passed from the host's environment to the harness; everything else is removed, so
+/// the host's secrets (e.g. `GEMINI_API_KEY`) never reach the agent's shell commands.
+pub const DEFAULT_PASSTHROUGH_ENV: &[&str] = &[
+    "PATH",
+    "LANG",
+    "LC_ALL",
+    "LC_CTYPE",
+    "TZ",
+    "TMPDIR",
+    "TERM",
+    "USER",
+    "LOGNAME",
+    "SHELL",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "NO_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "no_proxy",
+];
+
+/// How to start a harness process. Everything here is fixed for the life of the process and
+/// shared by its conversations (it is the pool's partition key, with the binary).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProcessOptions {
+    /// The binary; `None` runs discovery ([`crate::find_binary`]).
+    pub binary: Option<PathBuf>,
+    /// Where the harness stores conversations (`<id>.db`); needed to resume them later.
+    pub storage_dir: PathBuf,
+    /// `HOME` of the harness (it writes helper binaries under it); default `<storage_dir>/.home`.
+    pub home_dir: Option<PathBuf>,
+    /// Extra environment: set on the process and sent in `InputConfig.env` (the harness applies
+    /// it to `run_command`).
+    pub env: BTreeMap<String, String>,
+    /// Host variables passed through (see [`DEFAULT_PASSTHROUGH_ENV`]).
+    pub passthrough_env: Vec<String>,
+    /// How long the harness may take to answer the stdio handshake.
+    pub boot_timeout: Duration,
+    /// How many stderr lines to keep for error messages.
+    pub stderr_tail_lines: usize,
+}
+
+impl ProcessOptions {
+    /// Defaults for a given storage directory.
+    pub fn new(storage_dir: impl Into<PathBuf>) -> Self {
+        Self {
+            binary: None,
+            storage_dir: storage_dir.into(),
+            home_dir: None,
+            env: BTreeMap::new(),
+            passthrough_env: DEFAULT_PASSTHROUGH_ENV
+                .iter()
+                .map(|s| (*s).to_owned())
+                .collect(),
+            boot_timeout: Duration::from_secs(60),
+            stderr_tail_lines: 100,
+        }
+    }
+
+    fn home(&self) -> PathBuf {
+        self.home_dir
+            .clone()
+            .unwrap_or_else(|| self.storage_dir.join(".home"))
+    }
+}
+
+/// How a harness process ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExitInfo {
+    /// Process id.
+    pub pid: u32,
+    /// Exit status as text (`exit status: 0`, `signal: 9 (SIGKILL)`).
+    pub status: String,
+    /// Exit code, if it exited normally.
+    pub code: Option<i32>,
+    /// The last stderr lines, to explain a crash.
+    pub stderr_tail: String,
+}
+
+impl std::fmt::Display for ExitInfo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "the harness process (pid {}) exited ({})",
+            self.pid, self.status
+        )?;
+        if !self.stderr_tail.is_empty() {
+            write!(f, ". Stderr tail:\n{}", self.stderr_tail)?;
+        }
+        Ok(())
+    }
+}
+
+/// A running harness process. Cheap to clone; the process is stopped when the last clone is
+/// dropped (SIGKILL of its whole process group) or explicitly with [`HarnessProcess::shutdown`].
+#[derive(Clone)]
+pub struct HarnessProcess {
+    pub(crate) inner: Arc<ProcessInner>,
+}
+
+impl std::fmt::Debug for HarnessProcess {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HarnessProcess")
+            .field("pid", &self.inner.pid)
+            .field("port", &self.inner.port)
+            .finish()
+    }
+}
+
+pub(crate) struct ProcessInner {
+    pub(crate) binary: PathBuf,
+    pub(crate) pid: u32,
+    pub(crate) port: u16,
+    pub(crate) api_key: String,
+    stdin: Mutex<Option<ChildStdin>>,
+    pub(crate) exit: watch::Receiver<Option<ExitInfo>>,
+    pub(crate) stderr: Arc<StderrLog>,
+    /// Number of live conversations; shutdown waits for it to reach zero before closing stdin.
+    pub(crate) live: watch::Sender<usize>,
+    /// Set when shutdown starts: conversations close their sockets.
+    pub(crate) closing: watch::Sender<bool>,
+}
+
+impl HarnessProcess {
+    /// Starts a harness and completes the stdio handshake.
+    pub async fn spawn(options: &ProcessOptions) -> Result<Self> {
+        let binary = find_binary(options.binary.as_deref())?;
+        let home = options.home();
+        for dir in [&options.storage_dir, &home] {
+            tokio::fs::create_dir_all(dir)
+                .await
+                .map_err(HarnessError::io(format!(
+                    "create directory {}",
+                    dir.display()
+                )))?;
+        }
+        let storage_dir = std::path::absolute(&options.storage_dir).map_err(HarnessError::io(
+            format!("resolve {}", options.storage_dir.display()),
+        ))?;
+
+        let mut command = Command::new(&binary);
+        command.env_clear();
+        for name in &options.passthrough_env {
+            if let Some(value) = std::env::var_os(name) {
+                command.env(name, value);
+            }
+        }
+        command
+            .env("HOME", &home)
+            .envs(&options.env)
+            .current_dir(&storage_dir)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            // Its own group, so shutdown reaches the shell commands it starts too.
+            .process_group(0)
+            .kill_on_drop(true);
+        let mut child = command.spawn().map_err(|source| HarnessError::Spawn {
+            binary: binary.clone(),
+            source,
+        })?;
+        let pid = child.id().unwrap_or_default();
+        let span = tracing::info_span!("harness", pid);
+        let stderr = Arc::new(StderrLog::new(options.stderr_tail_lines));
+        if let Some(err) = child.stderr.take() {
+            tokio::spawn(drain_stderr(err, stderr.clone()).instrument(span.clone()));
+        }
+        let mut stdin = child.stdin.take().expect("stdin is piped");
+        let mut stdout = child.stdout.take().expect("stdout is piped");
+
+        let config = InputConfig {
+            storage_directory: Some(storage_dir.to_string_lossy().into_owned()),
+            client_info: Some(client_info()),
+            env: options.env.clone(),
+            ..Default::default()
+        };
+        let handshake = async {
+            stdin
+                .write_all(&harness_proto::encode_stdio_frame(&config))
+                .await?;
+            stdin.flush().await?;
+            let mut len = [0u8; 4];
+            stdout.read_exact(&mut len).await?;
+            let size = u32::from_le_bytes(len) as usize;
+            if size > harness_proto::MAX_STDIO_FRAME {
+                return Err(std::io::Error::other(format!(
+                    "OutputConfig length {size} is implausible"
+                )));
+            }
+            let mut frame = len.to_vec();
+            frame.resize(4 + size, 0);
+            stdout.read_exact(&mut frame[4..]).await?;
+            harness_proto::decode_stdio_frame::<OutputConfig>(&frame).map_err(std::io::Error::other)
+        };
+        let output = match tokio::time::timeout(options.boot_timeout, handshake).await {
+            Ok(Ok(output)) => output,
+            Ok(Err(e)) => {
+                let reason = format!("stdio handshake failed: {e}");
+                return Err(fail_boot(child, pid, &stderr, |stderr_tail| {
+                    HarnessError::Handshake {
+                        binary: binary.clone(),
+                        reason,
+                        stderr_tail,
+                    }
+                })
+                .await);
+            }
+            Err(_) => {
+                let timeout = options.boot_timeout;
+                return Err(fail_boot(child, pid, &stderr, |stderr_tail| {
+                    HarnessError::BootTimeout {
+                        binary: binary.clone(),
+                        timeout,
+                        stderr_tail,
+                    }
+                })
+                .await);
+            }
+        };
+        let port = u16::try_from(output.port()).unwrap_or(0);
+        if port == 0 || output.api_key().is_empty() {
+            let reason = format!("OutputConfig without a usable port and key: {output:?}");
+            return Err(
+                fail_boot(child, pid, &stderr, |stderr_tail| HarnessError::Handshake {
+                    binary: binary.clone(),
+                    reason,
+                    stderr_tail,
+                })
+                .await,
+            );
+        }
+        // The harness writes nothing more to stdout, but a full pipe would block it: drain anyway.
+        tokio::spawn(async move {
+            let mut sink = tokio::io::sink();
+            let _ = tokio::io::copy(&mut stdout, &mut sink).await;
+        });
+        let (exit_tx, exit_rx) = watch::channel(None);
+        tokio::spawn(monitor(child, pid, stderr.clone(), exit_tx).instrument(span));
+        tracing::info!(pid, port, binary = %binary.display(), "started localharness");
+        Ok(Self {
+            inner: Arc::new(ProcessInner {
+                binary,
+                pid,
+                port,
+                api_key: output.api_key().to_owned(),
+                stdin: Mutex::new(Some(stdin)),
+                exit: exit_rx,
+                stderr,
+                live: watch::channel(0).0,
+                closing: watch::channel(false).0,
+            }),
+        })
+    }
+
+    /// Process id.
+    pub fn pid(&self) -> u32 {
+        self.inner.pid
+    }
+
+    /// The WebSocket port the harness listens on (127.0.0.1 only).
+    pub fn port(&self) -> u16 {
+        self.inner.port
+    }
+
+    /// The binary this process runs.
+    pub fn binary(&self) -> &Path {
+        &self.inner.binary
+    }
+
+    /// How the process ended, if it has.
+    pub fn exit_info(&self) -> Option<ExitInfo> {
+        self.inner.exit.borrow().clone()
+    }
+
+    /// Whether the process is still running and not shutting down.
+    pub fn is_usable(&self) -> bool {
+        self.exit_info().is_none() && !*self.inner.closing.borrow()
+    }
+
+    /// Number of conversations currently open on this process.
+    pub fn live_conversations(&self) -> usize {
+        *self.inner.live.borrow()
+    }
+
+    /// The last lines the harness wrote to stderr.
+    pub fn stderr_tail(&self) -> String {
+        self.inner.stderr.tail()
+    }
+
+    /// Waits until the process has exited.
+    pub async fn wait(&self) -> ExitInfo {
+        let mut exit = self.inner.exit.clone();
+        loop {
+            if let Some(info) = exit.borrow_and_update().clone() {
+                return info;
+            }
+            if exit.changed().await.is_err() {
+                // The monitor is gone without reporting (runtime shutting down).
+                return ExitInfo {
+                    pid: self.inner.pid,
+                    status: "unknown".into(),
+                    code: None,
+                    stderr_tail: self.stderr_tail(),
+                };
+            }
+        }
+    }
+
+    /// Stops the process: conversations close their sockets, then stdin is closed (the
+    /// harness's shutdown signal); if it has not exited after 5 s its process group gets
+    /// SIGTERM, then after 1 s SIGKILL. Leftover processes of the group are killed.
+    pub async fn shutdown(&self) -> ExitInfo {
+        self.shutdown_with(Duration::from_secs(5), Duration::from_secs(1))
+            .await
+    }
+
+    pub(crate) async fn shutdown_with(&self, grace: Duration, term_grace: Duration) -> ExitInfo {
+        let inner = &self.inner;
+        inner.closing.send_replace(true);
+        let mut live = inner.live.subscribe();
+        let _ = tokio::time::timeout(Duration::from_secs(2), live.wait_for(|n| *n == 0)).await;
+        drop(inner.stdin.lock().expect("stdin lock").take());
+        let info = match tokio::time::timeout(grace, self.wait()).await {
+            Ok(info) => info,
+            Err(_) => {
+                tracing::warn!(
+                    pid = inner.pid,
+                    "harness did not exit after stdin closed; sending SIGTERM"
+                );
+                signal_group(inner.pid, Signal::SIGTERM);
+                match tokio::time::timeout(term_grace, self.wait()).await {
+                    Ok(info) => info,
+                    Err(_) => {
+                        tracing::warn!(pid = inner.pid, "harness ignored SIGTERM; sending SIGKILL");
+                        signal_group(inner.pid, Signal::SIGKILL);
+                        self.wait().await
+                    }
+                }
+            }
+        };
+        // Commands the agent left running in the background share the group.
+        signal_group(inner.pid, Signal::SIGKILL);
+        info
+    }
+}
+
+impl Drop for ProcessInner {
+    fn drop(&mut self) {
+        // Last handle gone: make sure nothing of this harness outlives it.
+        signal_group(self.pid, Signal::SIGKILL);
+    }
+}
+
+fn signal_group(pid: u32, signal: Signal) {
+    let Ok(pid) = i32::try_from(pid) else { return };
+    if pid > 0 {
+        // ESRCH (already gone) is the expected case after a clean exit.
+        let _ = killpg(Pid::from_raw(pid), signal);
+    }
+}
+
+/// Kills a process that failed to boot and builds the error with its stderr tail.
+async fn fail_boot(
+    mut child: Child,
+    pid: u32,
+    stderr: &StderrLog,
+    error: impl FnOnce(String) -> HarnessError,
+) -> HarnessError {
+    signal_group(pid, Signal::SIGKILL);
+    let _ = child.wait().await;
+    // Give the stderr reader a moment to collect the last lines (they explain the failure).
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    error(stderr.tail())
+}
+
+async fn monitor(
+    mut child: Child,
+    pid: u32,
+    stderr: Arc<StderrLog>,
+    exit: watch::Sender<Option<ExitInfo>>,
+) {
+    let status = child.wait().await;
+    // Let the stderr reader catch up with the final lines before reporting them.
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let (status, code) = match status {
+        Ok(s) => (describe(&s), s.code()),
+        Err(e) => (format!("wait failed: {e}"), None),
+    };
+    let info = ExitInfo {
+        pid,
+        status,
+        code,
+        stderr_tail: stderr.tail(),
+    };
+    if code == Some(0) {
+        tracing::info!(status = %info.status, "localharness exited");
+    } else {
+        tracing::warn!(status = %info.status, stderr_tail = %info.stderr_tail, "localharness exited abnormally");
+    }
+    exit.send_replace(Some(info));
+}
+
+fn describe(status: &std::process::ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(code), _) => format!("exit code {code}"),
+        (None, Some(sig)) => match Signal::try_from(sig) {
+            Ok(s) => format!("killed by {s}"),
+            Err(_) => format!("killed by signal {sig}"),
+        },
+        _ => status.to_string(),
+    }
+}
+
+fn client_info() -> ClientInfo {
+    ClientInfo {
+        language: Some("rust".into()),
+        version: Some(env!("CARGO_PKG_VERSION").into()),
+        language_version: Some(
+            option_env!("CARGO_PKG_RUST_VERSION")
+                .unwrap_or("unknown")
+                .into(),
+        ),
+        os: Some(std::env::consts::OS.into()),
+        os_version: Some(std::env::consts::ARCH.into()),
+    }
+}
+
+/// The harness's stderr: every line goes to `tracing`, the last ones are kept for errors, and
+/// listeners can watch new lines (init failures are only explained there).
+pub(crate) struct StderrLog {
+    lines: Mutex<VecDeque<String>>,
+    capacity: usize,
+    live: broadcast::Sender<String>,
+}
+
+impl StderrLog {
+    fn new(capacity: usize) -> Self {
+        Self {
+            lines: Mutex::new(VecDeque::new()),
+            capacity: capacity.max(1),
+            live: broadcast::channel(256).0,
+        }
+    }
+
+    fn push(&self, line: String) {
+        let mut lines = self.lines.lock().expect("stderr lock");
+        if lines.len() == self.capacity {
+            lines.pop_front();
+        }
+        lines.push_back(line.clone());
+        drop(lines);
+        let _ = self.live.send(line);
+    }
+
+    /// The kept lines, oldest first.
+    pub(crate) fn tail(&self) -> String {
+        let lines = self.lines.lock().expect("stderr lock");
+        lines
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    /// New lines from now on.
+    pub(crate) fn subscribe(&self) -> broadcast::Receiver<String> {
+        self.live.subscribe()
+    }
+}
+
+async fn drain_stderr(stderr: tokio::process::ChildStderr, log: Arc<StderrLog>) {
+    let mut lines = BufReader::new(stderr).lines();
+    loop {
+        match lines.next_line().await {
+            Ok(Some(line)) => {
+                // Most lines carry glog's "ERROR: logging before google.Init: I…" prefix although
+                // they are informational; real problems are plain lines.
+                if line.starts_with("ERROR: logging before") || line.starts_with("I") {
+                    tracing::debug!(target: "localharness", "{line}");
+                } else {
+                    tracing::info!(target: "localharness", "{line}");
+                }
+                log.push(line);
+            }
+            Ok(None) => break,
+            Err(e) => {
+                tracing::debug!(error = %e, "stopped reading harness stderr");
+                break;
+            }
+        }
+    }
+}
