@@ -331,13 +331,18 @@ impl HarnessProcess {
     /// harness's shutdown signal); if it has not exited after 5 s its process group gets
     /// SIGTERM, then after 1 s SIGKILL. Leftover processes of the group are killed.
     pub async fn shutdown(&self) -> ExitInfo {
-        self.shutdown_with(Duration::from_secs(5), Duration::from_secs(1))
+        self.shutdown_with_grace(Duration::from_secs(5), Duration::from_secs(1))
             .await
     }
 
-    pub(crate) async fn shutdown_with(&self, grace: Duration, term_grace: Duration) -> ExitInfo {
+    /// [`HarnessProcess::shutdown`] with explicit waits: `grace` after closing stdin, then
+    /// `term_grace` after SIGTERM.
+    pub async fn shutdown_with_grace(&self, grace: Duration, term_grace: Duration) -> ExitInfo {
         let inner = &self.inner;
         inner.closing.send_replace(true);
+        // The harness runs commands in sessions of their own; find them while they are still
+        // its children (once it exits they are reparented and untraceable).
+        let commands = descendants(inner.pid);
         let mut live = inner.live.subscribe();
         let _ = tokio::time::timeout(Duration::from_secs(2), live.wait_for(|n| *n == 0)).await;
         drop(inner.stdin.lock().expect("stdin lock").take());
@@ -359,8 +364,7 @@ impl HarnessProcess {
                 }
             }
         };
-        // Commands the agent left running in the background share the group.
-        signal_group(inner.pid, Signal::SIGKILL);
+        kill_tree(inner.pid, &commands);
         info
     }
 }
@@ -368,8 +372,61 @@ impl HarnessProcess {
 impl Drop for ProcessInner {
     fn drop(&mut self) {
         // Last handle gone: make sure nothing of this harness outlives it.
-        signal_group(self.pid, Signal::SIGKILL);
+        let commands = descendants(self.pid);
+        kill_tree(self.pid, &commands);
     }
+}
+
+/// SIGKILLs the harness's group and the process groups of `descendants` (its commands).
+fn kill_tree(pid: u32, descendants: &[(u32, u32)]) {
+    signal_group(pid, Signal::SIGKILL);
+    let ours = u32::try_from(nix::unistd::getpgrp().as_raw()).unwrap_or(0);
+    for &(child, group) in descendants {
+        if group > 1 && group != ours {
+            signal_group(group, Signal::SIGKILL);
+        }
+        if let Ok(child) = i32::try_from(child) {
+            let _ = nix::sys::signal::kill(Pid::from_raw(child), Signal::SIGKILL);
+        }
+    }
+}
+
+/// `(pid, process group)` of every live descendant of `root`, from `/proc` (Linux; empty
+/// elsewhere). A command that detaches itself completely (double fork) is not found.
+pub(crate) fn descendants(root: u32) -> Vec<(u32, u32)> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let mut table = Vec::new();
+    for entry in entries.flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        // After the parenthesised command name: state ppid pgrp …
+        let Some((_, rest)) = stat.rsplit_once(") ") else {
+            continue;
+        };
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        if let (Some(ppid), Some(pgrp)) = (fields.get(1), fields.get(2))
+            && let (Ok(ppid), Ok(pgrp)) = (ppid.parse::<u32>(), pgrp.parse::<u32>())
+        {
+            table.push((pid, ppid, pgrp));
+        }
+    }
+    let mut found: Vec<(u32, u32)> = Vec::new();
+    let mut frontier = vec![root];
+    while let Some(parent) = frontier.pop() {
+        for &(pid, ppid, pgrp) in &table {
+            if ppid == parent && !found.iter().any(|(p, _)| *p == pid) {
+                found.push((pid, pgrp));
+                frontier.push(pid);
+            }
+        }
+    }
+    found
 }
 
 fn signal_group(pid: u32, signal: Signal) {

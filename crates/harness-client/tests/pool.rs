@@ -1,0 +1,260 @@
+//! The process pool with the real harness.
+
+mod support;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use gemini_script::{Matcher, Reply, Script};
+use harness_client::proto::lh::harness_config::SessionContinuationMode;
+use harness_client::{DefaultCallbacks, HarnessError, HarnessPool, PoolOptions, PoolStats};
+use support::{Fixture, assert_group_gone, turn};
+
+fn pool(capacity: usize, idle_grace: Duration, prestart_spare: bool) -> HarnessPool {
+    HarnessPool::new(PoolOptions {
+        max_conversations_per_process: capacity,
+        idle_grace,
+        prestart_spare,
+        ..Default::default()
+    })
+    .unwrap()
+}
+
+async fn eventually(what: &str, mut check: impl FnMut() -> bool) {
+    let deadline = Instant::now() + support::PATIENCE;
+    while !check() {
+        assert!(Instant::now() < deadline, "timed out waiting for: {what}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Answers "alpha", "beta" or "gamma" by keyword, any number of times.
+fn echo_script() -> Script {
+    ["alpha", "beta", "gamma"]
+        .into_iter()
+        .fold(Script::new(), |script, word| {
+            script.then(
+                Reply::text([format!("reply to {word}")])
+                    .when(Matcher::user_text().keywords([word]))
+                    .forever(),
+            )
+        })
+}
+
+#[tokio::test]
+async fn conversations_share_processes_and_spill_at_capacity() {
+    let fx = Fixture::new(echo_script()).await;
+    let pool = pool(2, Duration::from_secs(30), false);
+    let options = fx.process_options();
+    let callbacks = Arc::new(DefaultCallbacks);
+    let mut a = pool
+        .open(&options, fx.config().build().unwrap(), callbacks.clone())
+        .await
+        .unwrap();
+    let mut b = pool
+        .open(&options, fx.config().build().unwrap(), callbacks.clone())
+        .await
+        .unwrap();
+    let mut c = pool
+        .open(&options, fx.config().build().unwrap(), callbacks.clone())
+        .await
+        .unwrap();
+    assert_eq!(
+        a.process().pid(),
+        b.process().pid(),
+        "two fit in one process"
+    );
+    assert_ne!(
+        a.process().pid(),
+        c.process().pid(),
+        "the third spills into a new one"
+    );
+    assert_eq!(
+        pool.stats(),
+        PoolStats {
+            processes: 2,
+            conversations: 3,
+            partitions: 1
+        }
+    );
+    // Concurrent turns on one process stay isolated.
+    let (la, lb, lc) = tokio::join!(
+        turn(&mut a, "alpha"),
+        turn(&mut b, "beta"),
+        turn(&mut c, "gamma")
+    );
+    assert_eq!(
+        (la.answer(), lb.answer(), lc.answer()),
+        (
+            "reply to alpha".into(),
+            "reply to beta".into(),
+            "reply to gamma".into()
+        )
+    );
+    // A released slot is reused.
+    let shared = a.process().pid();
+    drop(a);
+    eventually("the slot is released", || pool.stats().conversations == 2).await;
+    let d = pool
+        .open(&options, fx.config().build().unwrap(), callbacks)
+        .await
+        .unwrap();
+    assert_eq!(d.process().pid(), shared);
+    pool.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_failed_init_spares_the_shared_process() {
+    let fx = Fixture::new(echo_script()).await;
+    let pool = pool(4, Duration::from_secs(30), false);
+    let options = fx.process_options();
+    let mut sibling = pool
+        .open(
+            &options,
+            fx.config().build().unwrap(),
+            Arc::new(DefaultCallbacks),
+        )
+        .await
+        .unwrap();
+    let bad = fx.config().conversation_id(
+        "00000000000000000000000000000000",
+        SessionContinuationMode::Resume,
+    );
+    let err = pool
+        .open(&options, bad.build().unwrap(), Arc::new(DefaultCallbacks))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, HarnessError::InitFailed { .. }), "{err}");
+    assert!(sibling.process().is_usable(), "the shared process survives");
+    assert_eq!(turn(&mut sibling, "alpha").await.answer(), "reply to alpha");
+    assert_eq!(
+        pool.stats().conversations,
+        1,
+        "the failed open released its slot"
+    );
+    pool.shutdown().await;
+}
+
+#[tokio::test]
+async fn an_idle_process_is_stopped_after_the_grace_period() {
+    let fx = Fixture::new(echo_script()).await;
+    let pool = pool(4, Duration::from_millis(300), false);
+    let conversation = pool
+        .open(
+            &fx.process_options(),
+            fx.config().build().unwrap(),
+            Arc::new(DefaultCallbacks),
+        )
+        .await
+        .unwrap();
+    let pid = conversation.process().pid();
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    assert_eq!(
+        pool.stats().processes,
+        1,
+        "a process with a conversation is never reaped"
+    );
+    drop(conversation);
+    eventually("the idle process is stopped", || {
+        pool.stats().processes == 0
+    })
+    .await;
+    assert_group_gone(pid).await;
+}
+
+#[tokio::test]
+async fn a_dead_process_is_replaced_for_new_conversations() {
+    let fx = Fixture::new(echo_script()).await;
+    let pool = pool(4, Duration::from_secs(30), false);
+    let options = fx.process_options();
+    let first = pool
+        .open(
+            &options,
+            fx.config().build().unwrap(),
+            Arc::new(DefaultCallbacks),
+        )
+        .await
+        .unwrap();
+    let dead = first.process().pid();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(dead as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    eventually("the death is noticed", || {
+        first.process().exit_info().is_some()
+    })
+    .await;
+    let mut second = pool
+        .open(
+            &options,
+            fx.config().build().unwrap(),
+            Arc::new(DefaultCallbacks),
+        )
+        .await
+        .unwrap();
+    assert_ne!(second.process().pid(), dead);
+    assert_eq!(turn(&mut second, "beta").await.answer(), "reply to beta");
+    pool.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_spare_process_is_started_ahead_of_need() {
+    let fx = Fixture::new(echo_script()).await;
+    let pool = pool(1, Duration::from_secs(30), true);
+    let options = fx.process_options();
+    let first = pool
+        .open(
+            &options,
+            fx.config().build().unwrap(),
+            Arc::new(DefaultCallbacks),
+        )
+        .await
+        .unwrap();
+    eventually("a spare boots", || pool.stats().processes == 2).await;
+    let mut second = pool
+        .open(
+            &options,
+            fx.config().build().unwrap(),
+            Arc::new(DefaultCallbacks),
+        )
+        .await
+        .unwrap();
+    assert_ne!(first.process().pid(), second.process().pid());
+    assert_eq!(turn(&mut second, "gamma").await.answer(), "reply to gamma");
+    pool.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_shut_down_pool_refuses_new_conversations_and_leaves_nothing() {
+    let fx = Fixture::new(echo_script()).await;
+    let pool = pool(4, Duration::from_secs(30), false);
+    let options = fx.process_options();
+    let conversation = pool
+        .open(
+            &options,
+            fx.config().build().unwrap(),
+            Arc::new(DefaultCallbacks),
+        )
+        .await
+        .unwrap();
+    let pid = conversation.process().pid();
+    pool.shutdown().await;
+    let err = pool
+        .open(
+            &options,
+            fx.config().build().unwrap(),
+            Arc::new(DefaultCallbacks),
+        )
+        .await
+        .unwrap_err();
+    assert!(matches!(err, HarnessError::PoolClosed), "{err}");
+    assert_group_gone(pid).await;
+    assert!(
+        HarnessPool::new(PoolOptions {
+            max_conversations_per_process: 0,
+            ..Default::default()
+        })
+        .is_err()
+    );
+}
