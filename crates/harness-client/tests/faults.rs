@@ -132,7 +132,7 @@ async fn dropping_the_host_leaves_no_process_behind() {
     let fx = Fixture::new(script).await;
     let process = fx.spawn().await;
     let pid = process.pid();
-    let mut conversation = fx
+    let conversation = fx
         .open(
             &process,
             fx.config().builtin_tools([BuiltinTool::RunCommand]),
