@@ -33,14 +33,50 @@ pub(crate) use legacy::LegacyThinking;
 #[serde(rename_all = "camelCase")]
 pub struct EventBase {
     /// When the event was produced, in epoch milliseconds.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "base_field::timestamp",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub timestamp: Option<i64>,
     /// The provider-native event this one was translated from (never `null`).
     #[serde(default, skip_serializing_if = "is_none_or_null")]
     pub raw_event: Option<Value>,
     /// Extra information; the key `"ag-ui"` is reserved for the protocol.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "base_field::metadata",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub metadata: Option<Map<String, Value>>,
+}
+
+/// The base fields are flattened into each payload, where serde loses error locations;
+/// these name the field in the error instead.
+mod base_field {
+    use serde::Deserialize;
+    use serde::de::{Deserializer, Error as _};
+    use serde_json::{Map, Value};
+
+    use crate::json::located;
+
+    fn named<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
+        name: &str,
+        deserializer: D,
+    ) -> Result<T, D::Error> {
+        T::deserialize(deserializer)
+            .map_err(|error| D::Error::custom(located(name, &error.to_string())))
+    }
+
+    pub(super) fn timestamp<'de, D: Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error> {
+        named("timestamp", d)
+    }
+
+    pub(super) fn metadata<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<Map<String, Value>>, D::Error> {
+        named("metadata", d)
+    }
 }
 
 impl EventBase {
@@ -82,16 +118,15 @@ macro_rules! define_events {
             $( $(#[$doc])* #[serde(rename = $wire)] $variant($payload), )*
         }
 
-        /// [`Event`] without the legacy translation, for the derived deserializer.
-        #[derive(Deserialize)]
-        #[serde(tag = "type")]
-        enum StrictEvent {
-            $( #[serde(rename = $wire)] $variant($payload), )*
-        }
-
-        impl From<StrictEvent> for Event {
-            fn from(event: StrictEvent) -> Self {
-                match event { $( StrictEvent::$variant(e) => Event::$variant(e), )* }
+        /// Deserializes the payload of a known type straight from the event object (its
+        /// `type` key is ignored like any unknown field), keeping error locations that
+        /// serde's buffering internally-tagged enums would lose.
+        fn payload_from_value(
+            event_type: EventType,
+            value: Value,
+        ) -> std::result::Result<Event, serde_path_to_error::Error<serde_json::Error>> {
+            match event_type {
+                $( EventType::$variant => serde_path_to_error::deserialize(value).map(Event::$variant), )*
             }
         }
 
@@ -225,15 +260,18 @@ pub(crate) fn decode_value(mut value: Value, legacy: &mut LegacyThinking) -> Res
             ));
         }
     };
-    if EventType::from_wire_name(&event_type).is_none() && !legacy.upgrade(map, &event_type) {
-        return Err(Error::UnknownEventType(event_type));
-    }
-    serde_path_to_error::deserialize::<_, StrictEvent>(value)
-        .map(Event::from)
-        .map_err(|error| {
-            let (path, reason) = locate(&error.path().to_string(), &strip_position(error.inner()));
-            Error::invalid("event", path, reason)
-        })
+    let known = match EventType::from_wire_name(&event_type) {
+        Some(known) => known,
+        None if legacy.upgrade(map, &event_type) => {
+            let upgraded = map.get("type").and_then(Value::as_str).unwrap_or_default();
+            EventType::from_wire_name(upgraded).ok_or(Error::UnknownEventType(event_type))?
+        }
+        None => return Err(Error::UnknownEventType(event_type)),
+    };
+    payload_from_value(known, value).map_err(|error| {
+        let (path, reason) = locate(&error.path().to_string(), &strip_position(error.inner()));
+        Error::invalid("event", path, reason)
+    })
 }
 
 impl<'de> Deserialize<'de> for Event {

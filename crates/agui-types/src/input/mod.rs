@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::error::{Error, Result};
-use crate::json::{is_none_or_null, locate, strip_position};
+use crate::json::{describe, is_none_or_null, locate, strip_position};
 
 /// The body of an AG-UI run request, as `@ag-ui/client` 1.0 `HttpAgent` posts it.
 ///
@@ -121,6 +121,16 @@ impl RunAgentInput {
     /// reason, e.g. `messages[1].content[0].source.mimeType: required field is missing` or
     /// `messages[3].id: duplicate message id "m1" (also messages[0])`.
     pub fn from_json(body: &[u8]) -> Result<Self> {
+        // Serde would also read a struct from a JSON array; the protocol only has objects.
+        if body
+            .iter()
+            .find(|b| !b.is_ascii_whitespace())
+            .is_some_and(|&b| b != b'{')
+        {
+            let value: Value =
+                serde_json::from_slice(body).map_err(|e| Self::error(".".into(), &e))?;
+            return Self::from_value(value);
+        }
         let mut deserializer = serde_json::Deserializer::from_slice(body);
         let input: Self = serde_path_to_error::deserialize(&mut deserializer)
             .map_err(|error| Self::error(error.path().to_string(), error.inner()))?;
@@ -133,6 +143,10 @@ impl RunAgentInput {
 
     /// Converts an already-parsed JSON value and validates it (see [`Self::from_json`]).
     pub fn from_value(value: Value) -> Result<Self> {
+        if !value.is_object() {
+            let reason = format!("expected a JSON object, found {}", describe(&value));
+            return Err(Error::invalid("RunAgentInput", ".", reason));
+        }
         let input: Self = serde_path_to_error::deserialize(value)
             .map_err(|error| Self::error(error.path().to_string(), error.inner()))?;
         input.validate()?;
