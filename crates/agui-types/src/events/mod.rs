@@ -90,6 +90,11 @@ impl EventBase {
 pub(crate) trait Payload {
     /// The `subagentRunId` this event is attributed to (its own id for `SUBAGENT_*`).
     fn subagent_run_id(&self) -> Option<&str>;
+
+    /// Sets the attribution; false (and no change) for events that cannot carry one.
+    fn set_subagent_run_id(&mut self, _id: Option<String>) -> bool {
+        false
+    }
 }
 
 /// Implements [`Payload`] for payloads with an optional `subagent_run_id` attribution.
@@ -98,6 +103,11 @@ macro_rules! attributable {
         $(impl $crate::events::Payload for $payload {
             fn subagent_run_id(&self) -> Option<&str> {
                 self.subagent_run_id.as_deref()
+            }
+
+            fn set_subagent_run_id(&mut self, id: Option<String>) -> bool {
+                self.subagent_run_id = id;
+                true
             }
         })*
     };
@@ -173,6 +183,15 @@ macro_rules! define_events {
             pub fn subagent_run_id(&self) -> Option<&str> {
                 match self { $( Event::$variant(e) => Payload::subagent_run_id(e), )* }
             }
+
+            /// Attributes this event to a subagent invocation (`None`: to the parent).
+            ///
+            /// Returns false and changes nothing for events that carry no attribution: the
+            /// run-scoped `RUN_*` and `MESSAGES_SNAPSHOT`, and `SUBAGENT_*`, whose
+            /// `subagentRunId` is the invocation's identity rather than an attribution.
+            pub fn set_subagent_run_id(&mut self, id: Option<String>) -> bool {
+                match self { $( Event::$variant(e) => Payload::set_subagent_run_id(e, id), )* }
+            }
         }
 
         $(
@@ -208,6 +227,13 @@ impl Event {
     /// Sets `rawEvent`, the provider-native event this one was translated from.
     pub fn with_raw_event(mut self, raw_event: Value) -> Self {
         self.base_mut().raw_event = Some(raw_event);
+        self
+    }
+
+    /// This event attributed to the subagent invocation `id` (see
+    /// [`set_subagent_run_id`](Self::set_subagent_run_id) for the events that cannot be).
+    pub fn with_subagent_run_id(mut self, id: impl Into<String>) -> Self {
+        self.set_subagent_run_id(Some(id.into()));
         self
     }
 

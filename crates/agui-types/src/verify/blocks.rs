@@ -3,19 +3,19 @@
 //! feed its synthesized starts and ends through the same checks.
 
 use super::{Check, Owner, Rule, StreamVerifier, owner_check, owner_name};
-use crate::events::{EncryptedValueSubtype, EventType, ReasoningEncryptedValue, SubagentStarted};
+use crate::events::{EncryptedValueSubtype, ReasoningEncryptedValue, SubagentStarted};
 
 fn owned(tag: Option<&str>) -> Owner {
     tag.map(str::to_owned)
 }
 
 impl StreamVerifier {
-    pub(super) fn text_start(&mut self, ty: EventType, id: &str, tag: Option<&str>) -> Check {
+    pub(super) fn text_start(&mut self, id: &str, tag: Option<&str>) -> Check {
         if self.run.text.contains(id) {
             return Err((
                 Rule::AlreadyOpen,
                 format!(
-                    "{ty}: text message '{id}' is already open; close it with TEXT_MESSAGE_END first"
+                    "text message '{id}' is already open; close it with TEXT_MESSAGE_END first"
                 ),
             ));
         }
@@ -30,18 +30,12 @@ impl StreamVerifier {
         Ok(())
     }
 
-    pub(super) fn text_continue(
-        &mut self,
-        ty: EventType,
-        id: &str,
-        tag: Option<&str>,
-        closing: bool,
-    ) -> Check {
+    pub(super) fn text_continue(&mut self, id: &str, tag: Option<&str>, closing: bool) -> Check {
         if !self.run.text.contains(id) {
             return Err((
                 Rule::NotOpen,
                 format!(
-                    "{ty}: no open text message '{id}' (TEXT_MESSAGE_START must come first, and nothing may follow TEXT_MESSAGE_END)"
+                    "no open text message '{id}' (TEXT_MESSAGE_START must come first, and nothing may follow TEXT_MESSAGE_END)"
                 ),
             ));
         }
@@ -54,7 +48,6 @@ impl StreamVerifier {
 
     pub(super) fn tool_start(
         &mut self,
-        ty: EventType,
         id: &str,
         tag: Option<&str>,
         parent_message_id: Option<&str>,
@@ -62,9 +55,7 @@ impl StreamVerifier {
         if self.run.tools.contains(id) {
             return Err((
                 Rule::AlreadyOpen,
-                format!(
-                    "{ty}: tool call '{id}' is already open; close it with TOOL_CALL_END first"
-                ),
+                format!("tool call '{id}' is already open; close it with TOOL_CALL_END first"),
             ));
         }
         // A call lives inside its parent message and carries no owner of its own, so it
@@ -77,7 +68,7 @@ impl StreamVerifier {
             return Err((
                 Rule::Attribution,
                 format!(
-                    "{ty}: subagentRunId '{tag}' does not match its parent message '{pid}' owned by {}",
+                    "subagentRunId '{tag}' does not match its parent message '{pid}' owned by {}",
                     owner_name(owner)
                 ),
             ));
@@ -94,7 +85,7 @@ impl StreamVerifier {
                 return Err((
                     Rule::Attribution,
                     format!(
-                        "{ty}: tool call '{id}' is owned by {} but would be re-opened by {}",
+                        "tool call '{id}' is owned by {} but would be re-opened by {}",
                         owner_name(existing),
                         owner_name(&effective)
                     ),
@@ -109,18 +100,12 @@ impl StreamVerifier {
         Ok(())
     }
 
-    pub(super) fn tool_continue(
-        &mut self,
-        ty: EventType,
-        id: &str,
-        tag: Option<&str>,
-        closing: bool,
-    ) -> Check {
+    pub(super) fn tool_continue(&mut self, id: &str, tag: Option<&str>, closing: bool) -> Check {
         if !self.run.tools.contains(id) {
             return Err((
                 Rule::NotOpen,
                 format!(
-                    "{ty}: no open tool call '{id}' (TOOL_CALL_START must come first, and nothing may follow TOOL_CALL_END)"
+                    "no open tool call '{id}' (TOOL_CALL_START must come first, and nothing may follow TOOL_CALL_END)"
                 ),
             ));
         }
@@ -132,13 +117,7 @@ impl StreamVerifier {
     }
 
     /// `REASONING_START` (`span`) or `REASONING_MESSAGE_START`.
-    pub(super) fn reasoning_open(
-        &mut self,
-        ty: EventType,
-        span: bool,
-        id: &str,
-        tag: Option<&str>,
-    ) -> Check {
+    pub(super) fn reasoning_open(&mut self, span: bool, id: &str, tag: Option<&str>) -> Check {
         let (open, what, closer) = if span {
             (&mut self.run.spans, "reasoning span", "REASONING_END")
         } else {
@@ -151,7 +130,7 @@ impl StreamVerifier {
         if open.contains(id) {
             return Err((
                 Rule::AlreadyOpen,
-                format!("{ty}: {what} '{id}' is already open; close it with {closer} first"),
+                format!("{what} '{id}' is already open; close it with {closer} first"),
             ));
         }
         // Spans and messages share one owner record, so a span and the message inside it
@@ -168,7 +147,6 @@ impl StreamVerifier {
     /// `REASONING_END` (`span`), `REASONING_MESSAGE_CONTENT` or `REASONING_MESSAGE_END`.
     pub(super) fn reasoning_continue(
         &mut self,
-        ty: EventType,
         span: bool,
         id: &str,
         tag: Option<&str>,
@@ -186,7 +164,7 @@ impl StreamVerifier {
         if !open.contains(id) {
             return Err((
                 Rule::NotOpen,
-                format!("{ty}: no open {what} '{id}' ({opener} must come first)"),
+                format!("no open {what} '{id}' ({opener} must come first)"),
             ));
         }
         owner_check(

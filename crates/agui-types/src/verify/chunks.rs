@@ -27,6 +27,15 @@ impl Kind {
         }
     }
 
+    /// The end event the client synthesizes for a stream of this kind.
+    fn end(self) -> EventType {
+        match self {
+            Self::Text => EventType::TextMessageEnd,
+            Self::Tool => EventType::ToolCallEnd,
+            Self::Reasoning => EventType::ReasoningMessageEnd,
+        }
+    }
+
     fn id_field(self) -> &'static str {
         match self {
             Self::Tool => "toolCallId",
@@ -109,6 +118,11 @@ fn owned(tag: Option<&str>) -> Owner {
     tag.map(str::to_owned)
 }
 
+/// Says which synthesized event a failure belongs to.
+fn expanded(event_type: EventType, (rule, message): (Rule, String)) -> (Rule, String) {
+    (rule, format!("chunk expansion ({event_type}): {message}"))
+}
+
 fn chunk_error(message: String) -> Check {
     Err((Rule::Chunk, message))
 }
@@ -183,12 +197,11 @@ impl StreamVerifier {
     fn end_pending(&mut self, pending: &Pending) -> Check {
         let (id, tag) = (pending.id(), pending.tag());
         match pending.kind() {
-            Kind::Text => self.text_continue(EventType::TextMessageEnd, id, tag, true),
-            Kind::Tool => self.tool_continue(EventType::ToolCallEnd, id, tag, true),
-            Kind::Reasoning => {
-                self.reasoning_continue(EventType::ReasoningMessageEnd, false, id, tag, true)
-            }
+            Kind::Text => self.text_continue(id, tag, true),
+            Kind::Tool => self.tool_continue(id, tag, true),
+            Kind::Reasoning => self.reasoning_continue(false, id, tag, true),
         }
+        .map_err(|error| expanded(pending.kind().end(), error))
     }
 
     /// Which lane a chunk belongs to; a continuation may omit both its id and its tag.
@@ -276,7 +289,8 @@ impl StreamVerifier {
                         "the first {ty} of a message must carry messageId"
                     ));
                 };
-                self.text_start(EventType::TextMessageStart, &id, tag)?;
+                self.text_start(&id, tag)
+                    .map_err(|e| expanded(EventType::TextMessageStart, e))?;
                 let pending = Pending::Text {
                     id: id.clone(),
                     role: chunk.role.unwrap_or_default(),
@@ -289,7 +303,8 @@ impl StreamVerifier {
         };
         if chunk.delta.is_some() || !chunk.base.is_empty() {
             let owner = tag.or(opener.as_deref());
-            self.text_continue(EventType::TextMessageContent, &id, owner, false)?;
+            self.text_continue(&id, owner, false)
+                .map_err(|e| expanded(EventType::TextMessageContent, e))?;
         }
         Ok(())
     }
@@ -334,7 +349,8 @@ impl StreamVerifier {
                     ));
                 };
                 let parent = chunk.parent_message_id.clone();
-                self.tool_start(EventType::ToolCallStart, id, tag, parent.as_deref())?;
+                self.tool_start(id, tag, parent.as_deref())
+                    .map_err(|e| expanded(EventType::ToolCallStart, e))?;
                 let pending = Pending::Tool {
                     id: id.clone(),
                     name: name.clone(),
@@ -347,7 +363,8 @@ impl StreamVerifier {
         };
         if chunk.delta.is_some() || !chunk.base.is_empty() {
             let owner = tag.or(opener.as_deref());
-            self.tool_continue(EventType::ToolCallArgs, &id, owner, false)?;
+            self.tool_continue(&id, owner, false)
+                .map_err(|e| expanded(EventType::ToolCallArgs, e))?;
         }
         Ok(())
     }
@@ -373,7 +390,8 @@ impl StreamVerifier {
                         "the first {ty} of a message must carry messageId"
                     ));
                 };
-                self.reasoning_open(EventType::ReasoningMessageStart, false, &id, tag)?;
+                self.reasoning_open(false, &id, tag)
+                    .map_err(|e| expanded(EventType::ReasoningMessageStart, e))?;
                 self.run.lanes.0.push((
                     lane,
                     Pending::Reasoning {
@@ -386,8 +404,8 @@ impl StreamVerifier {
         };
         if chunk.delta.is_some() || !chunk.base.is_empty() {
             let owner = tag.or(opener.as_deref());
-            let content = EventType::ReasoningMessageContent;
-            self.reasoning_continue(content, false, &id, owner, false)?;
+            self.reasoning_continue(false, &id, owner, false)
+                .map_err(|e| expanded(EventType::ReasoningMessageContent, e))?;
         }
         Ok(())
     }

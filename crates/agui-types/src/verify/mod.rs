@@ -242,7 +242,6 @@ impl StreamVerifier {
 
     fn apply(&mut self, event: &Event) -> Check {
         let tag = event.subagent_run_id();
-        let ty = event.event_type();
         match event {
             Event::RunStarted(e) => {
                 self.run = RunState::default();
@@ -286,14 +285,14 @@ impl StreamVerifier {
                 self.seed_owners(&e.messages, true);
                 Ok(())
             }
-            Event::TextMessageStart(e) => self.text_start(ty, &e.message_id, tag),
-            Event::TextMessageContent(e) => self.text_continue(ty, &e.message_id, tag, false),
-            Event::TextMessageEnd(e) => self.text_continue(ty, &e.message_id, tag, true),
+            Event::TextMessageStart(e) => self.text_start(&e.message_id, tag),
+            Event::TextMessageContent(e) => self.text_continue(&e.message_id, tag, false),
+            Event::TextMessageEnd(e) => self.text_continue(&e.message_id, tag, true),
             Event::ToolCallStart(e) => {
-                self.tool_start(ty, &e.tool_call_id, tag, e.parent_message_id.as_deref())
+                self.tool_start(&e.tool_call_id, tag, e.parent_message_id.as_deref())
             }
-            Event::ToolCallArgs(e) => self.tool_continue(ty, &e.tool_call_id, tag, false),
-            Event::ToolCallEnd(e) => self.tool_continue(ty, &e.tool_call_id, tag, true),
+            Event::ToolCallArgs(e) => self.tool_continue(&e.tool_call_id, tag, false),
+            Event::ToolCallEnd(e) => self.tool_continue(&e.tool_call_id, tag, true),
             Event::ToolCallResult(e) => {
                 // Minting the tool message records its owner; the newest mint wins.
                 self.run
@@ -302,15 +301,15 @@ impl StreamVerifier {
                     .insert(e.message_id.clone(), tag.map(str::to_owned));
                 Ok(())
             }
-            Event::ReasoningStart(e) => self.reasoning_open(ty, true, &e.message_id, tag),
-            Event::ReasoningMessageStart(e) => self.reasoning_open(ty, false, &e.message_id, tag),
+            Event::ReasoningStart(e) => self.reasoning_open(true, &e.message_id, tag),
+            Event::ReasoningMessageStart(e) => self.reasoning_open(false, &e.message_id, tag),
             Event::ReasoningMessageContent(e) => {
-                self.reasoning_continue(ty, false, &e.message_id, tag, false)
+                self.reasoning_continue(false, &e.message_id, tag, false)
             }
             Event::ReasoningMessageEnd(e) => {
-                self.reasoning_continue(ty, false, &e.message_id, tag, true)
+                self.reasoning_continue(false, &e.message_id, tag, true)
             }
-            Event::ReasoningEnd(e) => self.reasoning_continue(ty, true, &e.message_id, tag, true),
+            Event::ReasoningEnd(e) => self.reasoning_continue(true, &e.message_id, tag, true),
             Event::ReasoningEncryptedValue(e) => self.encrypted_value(e),
             Event::StepStarted(e) => self.step_started(&e.step_name, tag),
             Event::StepFinished(e) => self.step_finished(&e.step_name, tag),
