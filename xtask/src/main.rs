@@ -5,6 +5,7 @@ mod codegen;
 mod fetch_harness;
 mod import_captures;
 mod import_protos;
+mod record;
 mod test;
 mod util;
 
@@ -25,6 +26,8 @@ enum Task {
     ImportProtos(import_protos::Args),
     /// Generate the committed Rust code for `proto/` (no system protoc needed).
     Codegen(codegen::Args),
+    /// Record the real harness's frames for scripted scenarios into `fixtures/steps/`.
+    Record(record::Args),
     /// Run the whole test suite, installing the harness and the Node test packages first.
     Test(test::Args),
     /// Check the crate layering and dependency invariants of ARCHITECTURE.md.
@@ -41,5 +44,6 @@ fn main() -> anyhow::Result<()> {
         Task::ImportCaptures(args) => import_captures::run(args),
         Task::CheckArchitecture(args) => check_architecture::run(args),
         Task::Test(args) => test::run(args),
+        Task::Record(args) => record::run(args),
     }
 }

@@ -64,7 +64,7 @@ pub use harness_proto::step::{
     Step, StepAction, StepError, StepKey, StepSource, StepStatus, StepTarget, ToolAction, ToolKind,
     UserRequest,
 };
-pub use link::{ConnectOptions, InitInfo};
+pub use link::{ConnectOptions, FrameDirection, FrameTap, InitInfo};
 pub use pool::{HarnessPool, PoolOptions, PoolStats};
 pub use process::{DEFAULT_PASSTHROUGH_ENV, ExitInfo, HarnessProcess, ProcessOptions};
 

@@ -34,8 +34,20 @@ use crate::process::HarnessProcess;
 
 type Socket = WebSocketStream<MaybeTlsStream<TcpStream>>;
 
+/// Which way a frame went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FrameDirection {
+    /// Host → harness (`InitializeConversationEvent`, `InputEvent`).
+    ToHarness,
+    /// Harness → host (`OutputEvent`).
+    FromHarness,
+}
+
+/// Sees every WebSocket text frame of a conversation, e.g. to record fixtures or debug.
+pub type FrameTap = Arc<dyn Fn(FrameDirection, &str) + Send + Sync>;
+
 /// Connection tuning. Defaults follow the Python SDK, with larger message limits.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone)]
 pub struct ConnectOptions {
     /// Connection attempts (with 0.1 s · 2ⁿ backoff) before giving up.
     pub connect_attempts: u32,
@@ -46,6 +58,20 @@ pub struct ConnectOptions {
     /// How long to keep retrying an init the harness drops because the conversation id is still
     /// attached to a socket that was just closed (it releases it asynchronously).
     pub reattach_window: Duration,
+    /// Called with every frame sent or received.
+    pub tap: Option<FrameTap>,
+}
+
+impl std::fmt::Debug for ConnectOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ConnectOptions")
+            .field("connect_attempts", &self.connect_attempts)
+            .field("init_timeout", &self.init_timeout)
+            .field("max_message_size", &self.max_message_size)
+            .field("reattach_window", &self.reattach_window)
+            .field("tap", &self.tap.is_some())
+            .finish()
+    }
 }
 
 impl Default for ConnectOptions {
@@ -55,6 +81,7 @@ impl Default for ConnectOptions {
             init_timeout: Duration::from_secs(60),
             max_message_size: 512 << 20,
             reattach_window: Duration::from_secs(3),
+            tap: None,
         }
     }
 }
@@ -131,13 +158,21 @@ async fn try_open(
     let init = InitializeConversationEvent {
         config: Some(config.clone()),
     };
+    let text = harness_proto::to_json(&init);
+    if let Some(tap) = &options.tap {
+        tap(FrameDirection::ToHarness, &text);
+    }
     socket
-        .send(Message::text(harness_proto::to_json(&init)))
+        .send(Message::text(text))
         .await
         .map_err(|e| HarnessError::InitFailed {
             reason: format!("sending the config failed: {e}"),
         })?;
-    let response = match tokio::time::timeout(options.init_timeout, first_event(&mut socket)).await
+    let response = match tokio::time::timeout(
+        options.init_timeout,
+        first_event(&mut socket, options.tap.as_ref()),
+    )
+    .await
     {
         Err(_) => {
             return Err(HarnessError::InitFailed {
@@ -164,7 +199,16 @@ async fn try_open(
             .is_some_and(|s| s.available()),
         conversation_id: conversation_id.clone(),
     };
-    Ok((start(process, socket, conversation_id, callbacks), init))
+    Ok((
+        start(
+            process,
+            socket,
+            conversation_id,
+            callbacks,
+            options.tap.clone(),
+        ),
+        init,
+    ))
 }
 
 async fn connect(process: &HarnessProcess, options: &ConnectOptions) -> Result<Socket> {
@@ -207,6 +251,7 @@ async fn connect(process: &HarnessProcess, options: &ConnectOptions) -> Result<S
 /// Waits for the init response; `Err` describes how the connection ended instead.
 async fn first_event(
     socket: &mut Socket,
+    tap: Option<&FrameTap>,
 ) -> std::result::Result<InitializeConversationResponse, String> {
     while let Some(frame) = socket.next().await {
         let text = match frame {
@@ -218,6 +263,9 @@ async fn first_event(
             Ok(_) => continue,
             Err(e) => return Err(format!("the connection dropped ({e})")),
         };
+        if let Some(tap) = tap {
+            tap(FrameDirection::FromHarness, &text);
+        }
         match harness_proto::from_json::<OutputEvent>(&text) {
             Ok(OutputEvent {
                 event: Some(output_event::Event::InitializeConversationResponse(r)),
@@ -279,6 +327,7 @@ fn start(
     socket: Socket,
     conversation_id: String,
     callbacks: Arc<dyn Callbacks>,
+    tap: Option<FrameTap>,
 ) -> Link {
     let (sink, stream) = socket.split();
     let (outbound_tx, outbound_rx) = mpsc::unbounded_channel();
@@ -286,7 +335,7 @@ fn start(
     let closed = Arc::new(Mutex::new(None));
     let tracker = Arc::new(Mutex::new(TurnTracker::new(conversation_id.clone())));
     let span = tracing::info_span!("conversation", conversation_id = %conversation_id, pid = process.pid());
-    tokio::spawn(write_frames(sink, outbound_rx).instrument(span.clone()));
+    tokio::spawn(write_frames(sink, outbound_rx, tap.clone()).instrument(span.clone()));
     let reader = Reader {
         process: process.clone(),
         ctx: CallContext {
@@ -300,6 +349,7 @@ fn start(
         tracker: tracker.clone(),
         questions_asked: HashSet::new(),
         tasks: JoinSet::new(),
+        tap,
     };
     let reader = tokio::spawn(reader.run(stream).instrument(span));
     Link {
@@ -314,12 +364,16 @@ fn start(
 async fn write_frames(
     mut sink: futures_util::stream::SplitSink<Socket, Message>,
     mut outbound: mpsc::UnboundedReceiver<Outbound>,
+    tap: Option<FrameTap>,
 ) {
     while let Some(item) = outbound.recv().await {
         match item {
             Outbound::Event(event, ack) => {
                 let text = harness_proto::to_json(&event);
                 tracing::trace!(frame = %text, "to harness");
+                if let Some(tap) = &tap {
+                    tap(FrameDirection::ToHarness, &text);
+                }
                 let result = sink
                     .send(Message::text(text))
                     .await
@@ -352,6 +406,7 @@ struct Reader {
     questions_asked: HashSet<(String, u32)>,
     /// In-flight callbacks; dropping the reader aborts them (their answers could not be sent).
     tasks: JoinSet<()>,
+    tap: Option<FrameTap>,
 }
 
 impl Reader {
@@ -416,6 +471,9 @@ impl Reader {
 
     fn on_frame(&mut self, text: &str) {
         tracing::trace!(frame = %text, "from harness");
+        if let Some(tap) = &self.tap {
+            tap(FrameDirection::FromHarness, text);
+        }
         let event = match harness_proto::from_json::<OutputEvent>(text) {
             Ok(event) => event,
             Err(e) => {

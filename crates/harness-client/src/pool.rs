@@ -21,7 +21,7 @@ use crate::link::ConnectOptions;
 use crate::process::{HarnessProcess, ProcessOptions};
 
 /// Pool tuning.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct PoolOptions {
     /// Conversations per process (at least 1; 1 gives each conversation its own process).
     pub max_conversations_per_process: usize,
