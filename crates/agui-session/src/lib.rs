@@ -1,3 +1,6 @@
 //! AG-UI sessions backed by Antigravity conversations.
 //!
-//! Not built yet: see the "agui-session" issue.
+//! Work in progress (see the agui-session issue): the modules below are being built.
+
+pub mod prompt;
+pub mod store;
