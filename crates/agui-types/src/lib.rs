@@ -16,6 +16,32 @@
 //! * [`AgentCapabilities`]: the capability discovery document.
 //!
 //! The crate does no I/O and depends on no runtime.
+//!
+//! ```
+//! use agui_types::{Encoding, Event, RunAgentInput, StreamVerifier};
+//!
+//! // The request body, as HttpAgent posts it.
+//! let body = br#"{"threadId":"t1","runId":"r1","messages":[{"id":"u1","role":"user","content":"hi"}]}"#;
+//! let input = RunAgentInput::from_json(body)?;
+//! let encoding = Encoding::negotiate(Some("text/event-stream"));
+//! assert_eq!(encoding.content_type(), "text/event-stream");
+//!
+//! let mut verifier = StreamVerifier::new();
+//! let mut response = Vec::new();
+//! for event in [
+//!     Event::run_started(&input.thread_id, &input.run_id),
+//!     Event::text_message_start("m1"),
+//!     Event::text_message_content("m1", "Hello!"),
+//!     Event::text_message_end("m1"),
+//!     Event::run_finished(&input.thread_id, &input.run_id),
+//! ] {
+//!     verifier.check(&event)?;
+//!     response.extend_from_slice(&encoding.encode(&event));
+//! }
+//! verifier.finish()?;
+//! assert!(response.starts_with(b"data: {\"type\":\"RUN_STARTED\""));
+//! # Ok::<(), agui_types::Error>(())
+//! ```
 
 mod capabilities;
 mod error;

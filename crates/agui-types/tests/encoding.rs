@@ -321,3 +321,11 @@ fn protobuf_framing_errors() {
         "framing is lost after an oversized prefix"
     );
 }
+
+/// The exact bytes a client receives for a small run (keys in a stable order, optional
+/// fields absent, LF framing).
+#[test]
+fn sse_wire_format_of_a_run() {
+    let body: String = run().iter().map(sse::encode).collect();
+    insta::assert_snapshot!(body);
+}

@@ -44,7 +44,7 @@ fn constructors_produce_minimal_wire_events() {
             json!({ "type": "RUN_FINISHED", "threadId": "t", "runId": "r", "outcome": { "type": "success" } }),
         ),
         (
-            Event::run_finished_with("t", "r", RunOutcome::cancelled()),
+            Event::run_finished_with("t", "r", RunOutcome::Cancelled),
             json!({ "type": "RUN_FINISHED", "threadId": "t", "runId": "r", "outcome": { "type": "cancelled" } }),
         ),
         (

@@ -113,8 +113,8 @@ pub enum RunOutcome {
         #[serde(deserialize_with = "non_empty")]
         interrupts: Vec<Interrupt>,
     },
-    /// Stopped by whoever ran it; not a failure.
-    Cancelled {},
+    /// Stopped by whoever ran it; not a failure (the next run is an ordinary run).
+    Cancelled,
 }
 
 impl RunOutcome {
@@ -130,11 +130,6 @@ impl RunOutcome {
         Self::Success {
             pending_tool_call_ids,
         }
-    }
-
-    /// `{"type":"cancelled"}`.
-    pub fn cancelled() -> Self {
-        Self::Cancelled {}
     }
 }
 

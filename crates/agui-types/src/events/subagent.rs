@@ -57,7 +57,7 @@ pub struct SubagentFinished {
 )]
 pub enum SubagentOutcome {
     /// The work completed.
-    Success {},
+    Success,
     /// Paused on run-level interrupts.
     Suspended {
         /// The interrupts it waits for.

@@ -4,6 +4,8 @@
 // Each test crate that includes this module uses a different part of it.
 #![allow(dead_code)]
 
+pub(crate) mod build;
+
 use agui_types::{
     ActivityDelta, ActivitySnapshot, EncryptedValueSubtype, Event, Interrupt, Message,
     PatchOperation, ReasoningMessageChunk, RunOutcome, SubagentFinished, SubagentStarted,
@@ -189,7 +191,7 @@ impl Renderer {
                     3 => Some(RunOutcome::Interrupt {
                         interrupts: vec![Interrupt::new("int-1", Interrupt::REASON_CONFIRMATION)],
                     }),
-                    _ => Some(RunOutcome::cancelled()),
+                    _ => Some(RunOutcome::Cancelled),
                 };
                 let mut finished = agui_types::RunFinished::new("thread", &run_id);
                 finished.outcome = outcome;

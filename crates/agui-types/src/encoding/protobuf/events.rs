@@ -1,9 +1,10 @@
 //! Protobuf mapping of each event payload (the envelope and `base_event` are handled in
 //! the parent module).
 
+use super::content::{content_from_pb, content_to_pb};
 use super::messages::{
-    content_from_pb, content_to_pb, input_from_pb, input_to_pb, interrupt_from_pb, interrupt_to_pb,
-    message_to_pb, messages_from_pb, patch_from_pb, patch_to_pb, usage_from_pb, usage_to_pb,
+    input_from_pb, input_to_pb, interrupt_from_pb, interrupt_to_pb, message_to_pb,
+    messages_from_pb, patch_from_pb, patch_to_pb, usage_from_pb, usage_to_pb,
 };
 use super::value::{from_pb_struct, opt_from_pb, opt_to_pb, req_from_pb, to_pb, to_pb_struct};
 use crate::error::{Error, Result};
@@ -340,7 +341,7 @@ impl ProtoPayload for RunFinished {
                 proto.outcome = "interrupt".to_owned();
                 proto.interrupts = interrupts.iter().map(interrupt_to_pb).collect();
             }
-            Some(RunOutcome::Cancelled {}) => proto.outcome = "cancelled".to_owned(),
+            Some(RunOutcome::Cancelled) => proto.outcome = "cancelled".to_owned(),
         }
         proto
     }
@@ -360,7 +361,7 @@ impl ProtoPayload for RunFinished {
                     .map(interrupt_from_pb)
                     .collect::<Result<_>>()?,
             }),
-            "cancelled" => Some(RunOutcome::Cancelled {}),
+            "cancelled" => Some(RunOutcome::Cancelled),
             other => return Err(bad(format!("unknown RUN_FINISHED outcome {other:?}"))),
         };
         Ok(Self {
@@ -399,7 +400,7 @@ impl ProtoPayload for SubagentFinished {
     fn to_proto(&self, base: pb::BaseEvent) -> Self::Proto {
         let (outcome, interrupt_ids) = match &self.outcome {
             None => (String::new(), Vec::new()),
-            Some(SubagentOutcome::Success {}) => ("success".to_owned(), Vec::new()),
+            Some(SubagentOutcome::Success) => ("success".to_owned(), Vec::new()),
             Some(SubagentOutcome::Suspended { interrupt_ids }) => {
                 ("suspended".to_owned(), interrupt_ids.clone())
             }
@@ -415,7 +416,7 @@ impl ProtoPayload for SubagentFinished {
     fn from_proto(p: Self::Proto, base: EventBase) -> Result<Self> {
         let outcome = match p.outcome.as_str() {
             "" => None,
-            "success" => Some(SubagentOutcome::Success {}),
+            "success" => Some(SubagentOutcome::Success),
             "suspended" => Some(SubagentOutcome::Suspended {
                 interrupt_ids: p.interrupt_ids,
             }),

@@ -8,6 +8,7 @@
 //! `google.protobuf.Value`s, so numbers become doubles (integers beyond 2^53 lose precision,
 //! as in JavaScript).
 
+mod content;
 mod events;
 mod messages;
 mod value;
