@@ -329,3 +329,21 @@ fn sse_wire_format_of_a_run() {
     let body: String = run().iter().map(sse::encode).collect();
     insta::assert_snapshot!(body);
 }
+
+#[test]
+fn long_streams_decode_completely() {
+    let mut events = vec![Event::run_started("t", "r"), Event::text_message_start("m")];
+    events.extend((0..20_000).map(|i| Event::text_message_content("m", format!("token {i} "))));
+    events.extend([Event::text_message_end("m"), Event::run_finished("t", "r")]);
+    for encoding in [Encoding::Sse, Encoding::Protobuf] {
+        let body: Vec<u8> = events
+            .iter()
+            .flat_map(|e| encoding.encode(e).to_vec())
+            .collect();
+        assert_eq!(
+            encoding.decode_all(&body).expect("decodes"),
+            events,
+            "{encoding:?}"
+        );
+    }
+}

@@ -48,6 +48,9 @@ pub fn decode_all(body: &[u8]) -> Result<Vec<Event>> {
 #[derive(Debug)]
 pub struct SseDecoder {
     buffer: Vec<u8>,
+    /// Start of the first message not yet returned.
+    start: usize,
+    /// Everything before this index (and after `start`) holds no message terminator.
     scanned: usize,
     legacy: LegacyThinking,
 }
@@ -63,6 +66,7 @@ impl SseDecoder {
     pub fn new() -> Self {
         Self {
             buffer: Vec::new(),
+            start: 0,
             scanned: 0,
             legacy: LegacyThinking::streaming(),
         }
@@ -70,6 +74,12 @@ impl SseDecoder {
 
     /// Appends received bytes. Fails when an unterminated message exceeds [`MAX_BUFFER`].
     pub fn push(&mut self, bytes: &[u8]) -> Result<()> {
+        // Returned messages are dropped lazily so that taking events stays linear.
+        if self.start > 0 && self.start * 2 >= self.buffer.len() {
+            self.buffer.drain(..self.start);
+            self.scanned -= self.start;
+            self.start = 0;
+        }
         self.buffer.extend_from_slice(bytes);
         if self.pending_len() > MAX_BUFFER {
             return Err(Error::SseFrame(format!(
@@ -82,29 +92,28 @@ impl SseDecoder {
 
     /// Length of the buffered bytes after the last complete message.
     fn pending_len(&self) -> usize {
-        let last_end = self
-            .buffer
+        let unread = &self.buffer[self.start..];
+        let last_end = unread
             .windows(2)
             .rposition(|pair| pair == b"\n\n")
             .map_or(0, |at| at + 2);
-        self.buffer.len() - last_end
+        unread.len() - last_end
     }
 
     /// The next complete event, if a whole message is buffered. Messages without `data:`
     /// lines (comments, keep-alives) are skipped.
     pub fn next_event(&mut self) -> Option<Result<Event>> {
         loop {
-            let search_from = self.scanned.saturating_sub(1);
-            let Some(offset) = self.buffer[search_from..]
-                .windows(2)
-                .position(|p| p == b"\n\n")
-            else {
+            // A terminator may straddle the previous scan's end.
+            let from = self.start.max(self.scanned.saturating_sub(1));
+            let Some(offset) = self.buffer[from..].windows(2).position(|p| p == b"\n\n") else {
                 self.scanned = self.buffer.len();
                 return None;
             };
-            let end = search_from + offset;
-            let message: Vec<u8> = self.buffer.drain(..end + 2).take(end).collect();
-            self.scanned = 0;
+            let end = from + offset;
+            let message = String::from_utf8_lossy(&self.buffer[self.start..end]).into_owned();
+            self.start = end + 2;
+            self.scanned = self.start;
             if let Some(result) = self.decode_message(&message) {
                 return Some(result);
             }
@@ -114,14 +123,14 @@ impl SseDecoder {
     /// Ends the stream: an unterminated last message is decoded, as the client does when
     /// the connection closes.
     pub fn finish(&mut self) -> Option<Result<Event>> {
-        let rest = std::mem::take(&mut self.buffer);
-        self.scanned = 0;
+        let rest = String::from_utf8_lossy(&self.buffer[self.start..]).into_owned();
+        self.buffer.clear();
+        (self.start, self.scanned) = (0, 0);
         self.decode_message(&rest)
     }
 
-    fn decode_message(&mut self, message: &[u8]) -> Option<Result<Event>> {
-        let text = String::from_utf8_lossy(message);
-        let data: Vec<&str> = text
+    fn decode_message(&mut self, message: &str) -> Option<Result<Event>> {
+        let data: Vec<&str> = message
             .split('\n')
             .filter_map(|line| line.strip_prefix("data:"))
             .map(|data| data.strip_prefix(' ').unwrap_or(data))
