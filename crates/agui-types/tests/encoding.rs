@@ -58,6 +58,9 @@ fn accept_negotiation_picks_binary_only_when_asked_explicitly() {
     for (accept, expected) in cases {
         assert_eq!(Encoding::negotiate(accept), expected, "Accept: {accept:?}");
     }
+    assert_eq!(Encoding::Protobuf.keep_alive(), None);
+    let keep_alive = Encoding::Sse.keep_alive().expect("SSE has comments");
+    assert_eq!(sse::decode_all(keep_alive).expect("a comment"), []);
     assert_eq!(Encoding::Sse.content_type(), SSE_CONTENT_TYPE);
     assert_eq!(SSE_CONTENT_TYPE, "text/event-stream");
     assert_eq!(Encoding::Protobuf.content_type(), PROTO_CONTENT_TYPE);

@@ -26,7 +26,11 @@ use serde_json::{Value, json};
 
 /// `tests/agui-client`, after checking that its packages are installed.
 fn client_dir() -> PathBuf {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/agui-client");
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .nth(2)
+        .expect("workspace root");
+    let dir = workspace.join("tests/agui-client");
     let installed = dir.join("node_modules/@ag-ui/client/package.json");
     assert!(
         installed.is_file(),

@@ -71,6 +71,15 @@ impl Encoding {
         }
     }
 
+    /// Bytes that keep an idle connection open without carrying an event: an SSE comment
+    /// (ignored by the client). Protobuf streams have no such frame.
+    pub const fn keep_alive(self) -> Option<&'static [u8]> {
+        match self {
+            Self::Sse => Some(b": keep-alive\n\n"),
+            Self::Protobuf => None,
+        }
+    }
+
     /// Appends one encoded event to `out`.
     pub fn encode_into(self, event: &Event, out: &mut BytesMut) {
         match self {
