@@ -143,6 +143,15 @@ impl Conversation {
         self.send_event(input_event::Event::HaltRequest(true)).await
     }
 
+    /// A handle that can cancel the running turn from another task (e.g. a callback enforcing a
+    /// budget). It acts on the current connection; after [`Conversation::reconnect`] take a new one.
+    pub fn canceller(&self) -> Canceller {
+        Canceller {
+            outbound: self.link.outbound.clone(),
+            tracker: self.link.tracker.clone(),
+        }
+    }
+
     /// Injects a system message that starts a turn (`automatedTrigger`).
     pub async fn trigger(&self, text: &str) -> Result<()> {
         self.send_event(input_event::Event::AutomatedTrigger(text.to_owned()))
@@ -202,6 +211,30 @@ impl Conversation {
 impl Drop for Conversation {
     fn drop(&mut self) {
         let _ = self.link.outbound.send(Outbound::Close);
+    }
+}
+
+/// Cancels a conversation's running turn from anywhere (see [`Conversation::canceller`]).
+#[derive(Clone)]
+pub struct Canceller {
+    outbound: tokio::sync::mpsc::UnboundedSender<Outbound>,
+    tracker: Arc<std::sync::Mutex<crate::events::TurnTracker>>,
+}
+
+impl std::fmt::Debug for Canceller {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Canceller").finish_non_exhaustive()
+    }
+}
+
+impl Canceller {
+    /// Sends `haltRequest`; false when the connection is already gone.
+    pub fn cancel(&self) -> bool {
+        self.tracker.lock().expect("tracker lock").halted();
+        let halt = InputEvent {
+            event: Some(input_event::Event::HaltRequest(true)),
+        };
+        self.outbound.send(Outbound::Event(halt, None)).is_ok()
     }
 }
 

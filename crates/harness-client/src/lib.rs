@@ -54,7 +54,7 @@ pub use config::{
     BuiltinTool, ConversationConfig, CustomTool, DEFAULT_IMAGE_MODEL, ModelEndpoint,
     SystemInstructions, default_builtin_tools, policy,
 };
-pub use conversation::Conversation;
+pub use conversation::{Canceller, Conversation};
 pub use discovery::{HARNESS_PATH_ENV, find_binary, find_or_install_binary};
 pub use error::{HarnessError, Result};
 pub use events::{
