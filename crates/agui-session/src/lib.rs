@@ -1,6 +1,47 @@
 //! AG-UI sessions backed by Antigravity conversations.
 //!
-//! Work in progress (see the agui-session issue): the modules below are being built.
+//! An [`Agent`] serves AG-UI runs (`RunAgentInput` in, a stream of events out) for one agent
+//! configuration ([`AgentOptions`]), keeping one Antigravity conversation per AG-UI thread.
+//! The substance is bridging two shapes: an Antigravity turn can span several AG-UI runs,
+//! because it parks on a human (a frontend tool, a question, an approval) — the run ends, the
+//! harness waits with no timeout, and a later run answers and continues the same turn.
+//!
+//! What a run does, in order: adopt the client's state and context; apply answers
+//! (`resume[]` and `forwardedProps.command` answer interrupts, tool messages answer frontend
+//! tools — each channel only its own kind); pick the newest user message not yet forwarded
+//! (by message id: each reaches the harness exactly once); abandon what is parked if the user
+//! moved on; then stream the turn (translated by `agui-translate`, merged with the events of
+//! server and frontend tools) until it ends or parks, and end with exactly one terminal event.
+//!
+//! Sessions survive what they can: a parked session stays live (hot resume); an idle one is
+//! hibernated (its conversation closed) and resumed transparently; a swept or restarted
+//! thread continues its conversation from the save directory with its forwarded message ids
+//! (persisted in [`store`]), so nothing is forgotten and nothing is sent twice; a model error
+//! that closes the socket is re-attached; a dead harness is replaced on the next run.
 
+mod agent;
+mod answers;
+pub mod backend;
+mod bridge;
+mod callbacks;
+mod contract;
+mod error;
+pub mod interrupts;
+mod options;
 pub mod prompt;
+mod run;
+mod session;
 pub mod store;
+pub mod testing;
+mod tools;
+mod turn;
+
+pub use agent::{Agent, AgentStats, RunStream};
+pub use backend::{Backend, ConversationHandle, HarnessBackend};
+pub use callbacks::{APP_CONTEXT_TOOL, APP_STATE_TOOL};
+pub use error::{RunErrorCode, RunFailure, SessionError};
+pub use interrupts::{InterruptAnswer, REASON_APPROVAL, REASON_QUESTION};
+pub use options::{AgentOptions, ConcurrentRuns, StructuredOutputMode};
+pub use tools::{
+    FnTool, InterruptRequest, ServerTool, StateError, ToolContext, ToolError, ToolRegistry,
+};

@@ -1,0 +1,133 @@
+//! Where conversations come from: the real harness (through the process pool) or, in tests, a
+//! scripted fake ([`crate::testing`]).
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use harness_client::{
+    Callbacks, Canceller, Conversation, ConversationEvent, HarnessError, HarnessPool, InitInfo,
+    ProcessOptions,
+};
+use harness_proto::lh::{HarnessConfig, UserInput};
+
+/// Opens conversations.
+#[async_trait]
+pub trait Backend: Send + Sync + 'static {
+    /// Opens (or resumes, per `config`'s continuation mode) a conversation whose callbacks are
+    /// answered by `callbacks`.
+    async fn open(
+        &self,
+        config: HarnessConfig,
+        callbacks: Arc<dyn Callbacks>,
+    ) -> Result<Box<dyn ConversationHandle>, HarnessError>;
+
+    /// Live harness processes, for metrics (0 for backends without processes).
+    fn processes(&self) -> usize {
+        0
+    }
+
+    /// Stops everything the backend started.
+    async fn shutdown(&self);
+}
+
+/// One open conversation (see [`harness_client::Conversation`] for the semantics).
+#[async_trait]
+pub trait ConversationHandle: Send + Sync + 'static {
+    /// The conversation id.
+    fn id(&self) -> &str;
+    /// What the harness said at init (history when resuming).
+    fn init_info(&self) -> &InitInfo;
+    /// Whether the connection is up.
+    fn is_open(&self) -> bool;
+    /// Sends user input.
+    async fn send(&mut self, input: UserInput) -> Result<(), HarnessError>;
+    /// A handle that cancels the running turn from another task.
+    fn canceller(&self) -> Arc<dyn Fn() -> bool + Send + Sync>;
+    /// The next event; cancel-safe.
+    async fn next_event(&mut self) -> Option<ConversationEvent>;
+    /// An event already received, without waiting.
+    fn try_next_event(&mut self) -> Option<ConversationEvent>;
+    /// Re-attaches to the same conversation on a new connection.
+    async fn reconnect(&mut self) -> Result<InitInfo, HarnessError>;
+    /// Closes the connection; the harness keeps (and checkpoints) the conversation.
+    async fn close(self: Box<Self>);
+}
+
+/// The real backend: conversations on pooled `localharness` processes.
+#[derive(Debug, Clone)]
+pub struct HarnessBackend {
+    pool: HarnessPool,
+    process: ProcessOptions,
+}
+
+impl HarnessBackend {
+    /// Conversations of processes started with `process`, shared through `pool`.
+    pub fn new(pool: HarnessPool, process: ProcessOptions) -> Self {
+        Self { pool, process }
+    }
+
+    /// The pool.
+    pub fn pool(&self) -> &HarnessPool {
+        &self.pool
+    }
+}
+
+#[async_trait]
+impl Backend for HarnessBackend {
+    async fn open(
+        &self,
+        config: HarnessConfig,
+        callbacks: Arc<dyn Callbacks>,
+    ) -> Result<Box<dyn ConversationHandle>, HarnessError> {
+        let conversation = self.pool.open(&self.process, config, callbacks).await?;
+        Ok(Box::new(conversation))
+    }
+
+    fn processes(&self) -> usize {
+        self.pool.stats().processes
+    }
+
+    async fn shutdown(&self) {
+        self.pool.shutdown().await;
+    }
+}
+
+#[async_trait]
+impl ConversationHandle for Conversation {
+    fn id(&self) -> &str {
+        Conversation::id(self)
+    }
+
+    fn init_info(&self) -> &InitInfo {
+        Conversation::init_info(self)
+    }
+
+    fn is_open(&self) -> bool {
+        Conversation::is_open(self)
+    }
+
+    async fn send(&mut self, input: UserInput) -> Result<(), HarnessError> {
+        Conversation::send(self, input).await
+    }
+
+    fn canceller(&self) -> Arc<dyn Fn() -> bool + Send + Sync> {
+        let canceller: Canceller = Conversation::canceller(self);
+        Arc::new(move || canceller.cancel())
+    }
+
+    async fn next_event(&mut self) -> Option<ConversationEvent> {
+        Conversation::next_event(self).await
+    }
+
+    fn try_next_event(&mut self) -> Option<ConversationEvent> {
+        Conversation::try_next_event(self)
+    }
+
+    async fn reconnect(&mut self) -> Result<InitInfo, HarnessError> {
+        Conversation::reconnect(self).await.cloned()
+    }
+
+    async fn close(self: Box<Self>) {
+        Conversation::close(*self).await;
+    }
+}

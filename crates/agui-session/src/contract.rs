@@ -1,0 +1,294 @@
+//! The tool contract of a thread's conversation, and the harness config built from it.
+//!
+//! Antigravity fixes a conversation's tools when it connects, so the tools a client sends
+//! (`RunAgentInput.tools`) are part of the conversation's identity: when they change, the
+//! session reconnects with the new list (cold resume, history kept).
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use agui_types::Tool;
+use harness_client::{BuiltinTool, ConversationConfig, CustomTool, policy};
+use harness_proto::lh::{HarnessConfig, LifecycleHook, harness_config::SessionContinuationMode};
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+use crate::callbacks::{APP_CONTEXT_TOOL, APP_STATE_TOOL, CallbackPolicy};
+use crate::error::SessionError;
+use crate::options::AgentOptions;
+use crate::tools::ToolRegistry;
+
+/// The client tools a conversation was opened with.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Contract {
+    /// A digest of the accepted tools (name, description, schema), independent of order.
+    pub(crate) signature: String,
+    /// Accepted frontend tools.
+    pub(crate) frontend: Vec<Tool>,
+    /// Silent tools available in this contract (not shadowed by another tool).
+    pub(crate) silent: BTreeSet<String>,
+}
+
+impl Contract {
+    /// The contract for a run's `tools`. Tools that cannot be declared (invalid names, names
+    /// taken by a server or built-in tool) are left out with a warning.
+    pub(crate) fn new(tools: &[Tool], options: &AgentOptions, server: &ToolRegistry) -> Self {
+        let mut frontend: Vec<Tool> = Vec::new();
+        if options.frontend_tools {
+            for tool in tools {
+                if let Err(why) = declarable(&tool.name, options, server) {
+                    tracing::warn!(tool = %tool.name, "leaving a client tool out: {why}");
+                } else if frontend.iter().any(|t| t.name == tool.name) {
+                    tracing::warn!(tool = %tool.name, "leaving a duplicate client tool out");
+                } else {
+                    frontend.push(tool.clone());
+                }
+            }
+        }
+        frontend.sort_by(|a, b| a.name.cmp(&b.name));
+        let taken =
+            |name: &str| server.get(name).is_some() || frontend.iter().any(|t| t.name == name);
+        let mut silent = BTreeSet::new();
+        if options.app_context_tool && !taken(APP_CONTEXT_TOOL) {
+            silent.insert(APP_CONTEXT_TOOL.to_owned());
+        }
+        if options.app_state_tool && !taken(APP_STATE_TOOL) {
+            silent.insert(APP_STATE_TOOL.to_owned());
+        }
+        let listed: Vec<Value> = frontend
+            .iter()
+            .map(|t| json!({"name": t.name, "description": t.description, "parameters": t.parameters}))
+            .collect();
+        let digest = Sha256::digest(Value::Array(listed).to_string().as_bytes());
+        let signature = digest.iter().take(8).map(|b| format!("{b:02x}")).collect();
+        Self {
+            signature,
+            frontend,
+            silent,
+        }
+    }
+
+    /// How the callbacks of a conversation with this contract behave.
+    pub(crate) fn callback_policy(&self, options: &AgentOptions) -> CallbackPolicy {
+        CallbackPolicy {
+            frontend_tools: self.frontend.iter().map(|t| t.name.clone()).collect(),
+            silent_tools: self.silent.clone(),
+            deduplicate: options.deduplicate_tool_calls,
+            tool_approval: options.tool_approval,
+            auto_approve: options.auto_approve_tools.clone(),
+            max_tool_calls: options.max_tool_calls_per_turn,
+            questions: options.questions_reachable(),
+        }
+    }
+
+    /// Every tool name this contract suppresses in the step translation (the session emits
+    /// their events itself).
+    pub(crate) fn session_tool_names(&self, server: &ToolRegistry) -> BTreeSet<String> {
+        server
+            .iter()
+            .map(|t| t.name().to_owned())
+            .chain(self.frontend.iter().map(|t| t.name.clone()))
+            .chain(self.silent.iter().cloned())
+            .collect()
+    }
+
+    /// The harness config for a conversation of `thread` with this contract.
+    pub(crate) fn harness_config(
+        &self,
+        options: &AgentOptions,
+        server: &ToolRegistry,
+        workspace: &Path,
+        conversation_id: &str,
+    ) -> Result<HarnessConfig, SessionError> {
+        let mut config = ConversationConfig::new(&options.model, options.endpoint.clone())
+            .builtin_tools(options.builtin_tools.iter().copied())
+            .workspace(workspace)
+            .app_data_dir(options.save_dir.join("app"))
+            .behavior(options.behavior)
+            .conversation_id(conversation_id, SessionContinuationMode::CreateOrResume);
+        if let Some(base) = &options.harness_base {
+            config = config.base(base.clone());
+        }
+        if let Some(model) = &options.image_model {
+            config = config.image_model(model);
+        }
+        if let Some(instructions) = &options.system_instructions {
+            config = config.system_instructions(instructions.clone());
+        }
+        if let Some((schema, _)) = &options.response_schema {
+            config = config.response_schema(schema.clone());
+        }
+        if let Some((retries, sleep)) = options.api_retry {
+            config = config.api_retry(retries, sleep);
+        }
+        if options.tool_approval || options.max_tool_calls_per_turn.is_some() {
+            config = config.hook(LifecycleHook::PreTool);
+        }
+        config = match (&options.policy, options.tool_approval) {
+            (Some(policy), _) => config.policy(policy.clone()),
+            // Approval asks the user about every call, which is the check the harness requires.
+            (None, true) => config,
+            (None, false) => config.policy(policy::allow_all()),
+        };
+        for tool in server.iter() {
+            config = config.tool(CustomTool {
+                name: tool.name().to_owned(),
+                description: tool.description().to_owned(),
+                parameters: tool.parameters(),
+            });
+        }
+        for tool in &self.frontend {
+            config = config.tool(CustomTool {
+                name: tool.name.clone(),
+                description: if tool.description.trim().is_empty() {
+                    format!("Client-side tool: {}", tool.name)
+                } else {
+                    tool.description.clone()
+                },
+                parameters: match &tool.parameters {
+                    Some(schema @ Value::Object(map))
+                        if !map.is_empty() && schema.get("type").is_none_or(|t| t == "object") =>
+                    {
+                        schema.clone()
+                    }
+                    _ => json!({"type": "object", "properties": {}}),
+                },
+            });
+        }
+        for name in &self.silent {
+            let description = if name == APP_CONTEXT_TOOL {
+                "Returns what the app shares about the user, the page and the app. Call it before answering \
+                 anything that may depend on them."
+            } else {
+                "Returns the app's shared state, including the user's edits in the UI. Call it before answering \
+                 anything that may depend on the app state."
+            };
+            config = config.tool(CustomTool {
+                name: name.clone(),
+                description: description.into(),
+                parameters: Value::Null,
+            });
+        }
+        Ok(config.build()?)
+    }
+}
+
+fn declarable(name: &str, options: &AgentOptions, server: &ToolRegistry) -> Result<(), String> {
+    let valid = name
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'))
+        && name.len() <= 64;
+    if !valid {
+        return Err("not a valid function name".into());
+    }
+    if server.get(name).is_some() {
+        return Err("a server tool has this name".into());
+    }
+    if BuiltinTool::from_name(name).is_some_and(|b| options.builtin_tools.contains(&b)) {
+        return Err("an enabled built-in tool has this name".into());
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use harness_client::ModelEndpoint;
+
+    use super::*;
+
+    fn options() -> AgentOptions {
+        let mut o = AgentOptions::new("m", ModelEndpoint::gemini("http://x", "k"), "/tmp/agent");
+        o.builtin_tools = [BuiltinTool::RunCommand].into();
+        o.app_state_tool = true;
+        o
+    }
+
+    fn tool(name: &str, description: &str, parameters: Option<Value>) -> Tool {
+        Tool {
+            name: name.into(),
+            description: description.into(),
+            parameters,
+            metadata: None,
+        }
+    }
+
+    #[test]
+    fn the_signature_covers_schema_and_description_but_not_order() {
+        let a = tool("pick", "Pick a colour", Some(json!({"type": "object"})));
+        let b = tool("ask", "Ask", None);
+        let one = Contract::new(&[a.clone(), b.clone()], &options(), &ToolRegistry::new());
+        let two = Contract::new(&[b.clone(), a.clone()], &options(), &ToolRegistry::new());
+        assert_eq!(one.signature, two.signature);
+        let changed = Contract::new(
+            &[
+                tool("pick", "Pick a color", Some(json!({"type": "object"}))),
+                b,
+            ],
+            &options(),
+            &ToolRegistry::new(),
+        );
+        assert_ne!(one.signature, changed.signature);
+    }
+
+    #[test]
+    fn undeclarable_tools_are_left_out() {
+        let tools = [
+            tool("bad name", "", None),
+            tool("run_command", "", None),
+            tool("ok", "", None),
+            tool("ok", "dup", None),
+        ];
+        let contract = Contract::new(&tools, &options(), &ToolRegistry::new());
+        assert_eq!(
+            contract
+                .frontend
+                .iter()
+                .map(|t| t.name.as_str())
+                .collect::<Vec<_>>(),
+            ["ok"]
+        );
+        assert!(contract.silent.contains(APP_STATE_TOOL));
+        let shadowed = Contract::new(
+            &[tool(APP_STATE_TOOL, "mine", None)],
+            &options(),
+            &ToolRegistry::new(),
+        );
+        assert!(
+            shadowed.silent.is_empty(),
+            "a client tool with the name takes precedence"
+        );
+    }
+
+    #[test]
+    fn the_harness_config_declares_every_tool() {
+        let contract = Contract::new(
+            &[tool("pick", "", Some(json!({"type": "string"})))],
+            &options(),
+            &ToolRegistry::new(),
+        );
+        let config = contract
+            .harness_config(
+                &options(),
+                &ToolRegistry::new(),
+                Path::new("/tmp/w/abc"),
+                "c0ffee",
+            )
+            .unwrap();
+        let names: Vec<&str> = config.tools.iter().map(|t| t.name()).collect();
+        assert_eq!(names, ["pick", APP_STATE_TOOL]);
+        assert_eq!(config.tools[0].description(), "Client-side tool: pick");
+        assert_eq!(
+            config.tools[0].parameters_json_schema(),
+            r#"{"properties":{},"type":"object"}"#
+        );
+        assert_eq!(config.cascade_id(), "c0ffee");
+        assert!(
+            config.policy_config.is_some(),
+            "without approval, everything is allowed explicitly"
+        );
+    }
+}

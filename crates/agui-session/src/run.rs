@@ -1,0 +1,603 @@
+//! One AG-UI run: from `RUN_STARTED` to exactly one terminal event.
+//!
+//! A run applies the client's answers, sends the newest unforwarded user message (after the
+//! turn in flight, if any, has ended), and streams the turn until it ends or something parks
+//! on the client and the harness goes quiet. The turn's state (translator, parked requests)
+//! stays on the session, so a later run continues where this one stopped.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use agui_translate::StepFailure;
+use agui_types::{Event, RunAgentInput, RunOutcome, TokenUsage};
+use harness_client::{CloseReason, ConversationEvent, ModelEndpoint};
+use harness_proto::lh::UsageMetadata;
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+use crate::agent::{AgentInner, pending_tools};
+use crate::answers;
+use crate::bridge::Bridge;
+use crate::callbacks::SessionCallbacks;
+use crate::contract::Contract;
+use crate::error::{RunErrorCode, RunFailure};
+use crate::options::ConcurrentRuns;
+use crate::prompt::{self, Prompt, PromptLimits};
+use crate::session::{Broken, Session, SessionState};
+use crate::turn::Turn;
+
+/// How long the harness must stay quiet before a run that has something parked ends (so the
+/// steps that precede the park — the end of the text that led to it — reach this run).
+const SETTLE: Duration = Duration::from_millis(150);
+
+/// Why the reading loop stopped without failing.
+enum Ending {
+    /// The turn ended (or there was nothing to do).
+    Finished,
+    /// Something waits for the client.
+    Parked,
+    /// The client went away.
+    Detached,
+}
+
+pub(crate) async fn execute(
+    agent: Arc<AgentInner>,
+    input: RunAgentInput,
+    out: mpsc::Sender<Event>,
+) {
+    let mut run = Run::new(agent, &input, out);
+    run.emit(Event::run_started(&input.thread_id, &input.run_id))
+        .await;
+    check_protocol_version(input.protocol_version.as_deref());
+    let started = Instant::now();
+    let result = run.body(&input).await;
+    let terminal = run.terminal(result);
+    if let Event::RunError(e) = &terminal {
+        tracing::warn!(code = ?e.code, message = %e.message, elapsed_ms = started.elapsed().as_millis() as u64, "run failed");
+    } else {
+        tracing::info!(
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            "run finished"
+        );
+    }
+    run.emit(terminal).await;
+}
+
+struct Run {
+    agent: Arc<AgentInner>,
+    thread_id: String,
+    run_id: String,
+    out: mpsc::Sender<Event>,
+    attached: bool,
+    usage_start: Option<UsageMetadata>,
+    usage_now: Option<UsageMetadata>,
+    /// The last failure a step reported (gives a turn error its HTTP code).
+    last_failure: Option<StepFailure>,
+    bridge: Option<Arc<Bridge>>,
+    #[cfg(debug_assertions)]
+    verifier: agui_types::StreamVerifier,
+}
+
+impl Run {
+    fn new(agent: Arc<AgentInner>, input: &RunAgentInput, out: mpsc::Sender<Event>) -> Self {
+        Self {
+            agent,
+            thread_id: input.thread_id.clone(),
+            run_id: input.run_id.clone(),
+            out,
+            attached: true,
+            usage_start: None,
+            usage_now: None,
+            last_failure: None,
+            bridge: None,
+            #[cfg(debug_assertions)]
+            verifier: agui_types::StreamVerifier::new(),
+        }
+    }
+
+    /// Sends an event to the client (dropped once the client is gone; the run goes on).
+    async fn emit(&mut self, event: Event) {
+        #[cfg(debug_assertions)]
+        if let Err(violation) = self.verifier.check(&event) {
+            tracing::error!(%violation, "this run emitted an event the AG-UI client would reject");
+        }
+        if self.attached && self.out.send(event).await.is_err() {
+            tracing::info!("the client went away; the turn goes on without it");
+            self.attached = false;
+        }
+    }
+
+    async fn emit_all(&mut self, events: Vec<Event>) {
+        for event in events {
+            self.emit(event).await;
+        }
+    }
+
+    async fn flush_bridge(&mut self, bridge: &Bridge) {
+        let events = bridge.drain_events();
+        self.emit_all(events).await;
+    }
+
+    async fn body(&mut self, input: &RunAgentInput) -> Result<Ending, RunFailure> {
+        if self.agent.closing.load(Ordering::SeqCst) {
+            return Err(RunFailure::new(
+                RunErrorCode::Cancelled,
+                "The server is shutting down.",
+            ));
+        }
+        let session = self.agent.session(&self.thread_id).await;
+        let mut state = match self.agent.options.concurrent_runs {
+            ConcurrentRuns::Refuse => session.state.try_lock().map_err(|_| busy())?,
+            ConcurrentRuns::Wait(limit) => tokio::time::timeout(limit, session.state.lock())
+                .await
+                .map_err(|_| busy())?,
+        };
+        session.touch();
+        self.bridge = Some(session.bridge.clone());
+        self.usage_start = state.usage.clone();
+        let outcome = self.drive(&session, &mut state, input).await;
+        // Close-out, on every path: open blocks close before the terminal event, queued
+        // callback events are delivered, and what the client owes is persisted.
+        if let Some(turn) = state.turn.as_mut() {
+            let events = turn.close_run();
+            self.emit_all(events).await;
+        }
+        self.flush_bridge(&session.bridge).await;
+        let record = state.record(pending_tools(&session.bridge));
+        drop(state);
+        self.agent.persist(&self.thread_id, record).await;
+        session.touch();
+        outcome
+    }
+
+    async fn drive(
+        &mut self,
+        session: &Arc<Session>,
+        state: &mut SessionState,
+        input: &RunAgentInput,
+    ) -> Result<Ending, RunFailure> {
+        let bridge = session.bridge.clone();
+        bridge.set_context(input.context.clone());
+        bridge.adopt_client_state(input.state.as_ref());
+        let applied = answers::apply(&bridge, input, &state.restart_pending, |id| {
+            state.is_forwarded(id)
+        });
+        let limits = PromptLimits {
+            max_attachment_bytes: self.agent.options.max_attachment_bytes,
+        };
+        let mut prompt =
+            prompt::newest_unforwarded_with(&input.messages, |id| state.is_forwarded(id), &limits);
+        for id in &applied.consumed {
+            state.record_forwarded(id.clone());
+        }
+        if !applied.late_results.is_empty() {
+            prompt = Some(with_late_results(
+                prompt,
+                &applied.late_results,
+                &applied.consumed,
+            ));
+        }
+        if let Some(prompt) = &prompt {
+            for note in &prompt.notes {
+                tracing::warn!(message_id = %prompt.message_id, "{note}");
+            }
+        }
+        if prompt.is_some() && applied.resolved == 0 {
+            let abandoned = bridge.abandon_all();
+            if abandoned > 0 {
+                tracing::info!(
+                    abandoned,
+                    "new user message while requests were parked; abandoning them"
+                );
+            }
+        }
+        // Delivered first: what callbacks produced while no run was attached.
+        self.flush_bridge(&bridge).await;
+        if prompt.is_none() && state.turn.is_none() {
+            return Ok(Ending::Finished);
+        }
+        let contract = Contract::new(&input.tools, &self.agent.options, &self.agent.tools);
+        self.ensure_conversation(session, state, contract).await?;
+        let bare = prompt.is_none() && applied.resolved == 0;
+        let mut shutdown = self.agent.shutdown.subscribe();
+        let mut quiet_since = Instant::now();
+        loop {
+            if state.turn.is_none() {
+                let Some(next) = prompt.take() else {
+                    return Ok(Ending::Finished);
+                };
+                self.send_prompt(session, state, next).await?;
+                quiet_since = Instant::now();
+            }
+            let parked = bridge.is_parked();
+            if parked && bare {
+                // Nothing answered and nothing new: say again what is waiting.
+                return Ok(Ending::Parked);
+            }
+            let conversation = state
+                .conversation
+                .as_mut()
+                .expect("a turn in flight has a conversation");
+            tokio::select! {
+                biased;
+                _ = shutdown.changed() => {
+                    return Err(RunFailure::new(RunErrorCode::Cancelled, "The server is shutting down; the turn was interrupted."));
+                }
+                _ = self.out.closed(), if self.attached => {
+                    self.attached = false;
+                    tracing::info!("the client went away; the turn goes on without it");
+                    return Ok(Ending::Detached);
+                }
+                _ = bridge.changed() => self.flush_bridge(&bridge).await,
+                _ = tokio::time::sleep_until(quiet_since + SETTLE), if parked => return Ok(Ending::Parked),
+                event = conversation.next_event() => {
+                    quiet_since = Instant::now();
+                    session.touch();
+                    if let Some(ending) = self.on_event(state, &bridge, event).await? {
+                        return Ok(ending);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Handles one conversation event; `Some` ends the loop.
+    async fn on_event(
+        &mut self,
+        state: &mut SessionState,
+        bridge: &Bridge,
+        event: Option<ConversationEvent>,
+    ) -> Result<Option<Ending>, RunFailure> {
+        match event {
+            Some(ConversationEvent::Step(step)) => {
+                if let Some(turn) = state.turn.as_mut() {
+                    let (events, failures) = turn.step(&step);
+                    self.emit_all(events).await;
+                    for failure in failures {
+                        tracing::info!(http_code = failure.http_code, message = %failure.message, "the harness reported a failure step");
+                        self.last_failure = Some(failure);
+                    }
+                }
+                self.flush_bridge(bridge).await;
+                Ok(None)
+            }
+            Some(ConversationEvent::Trajectory(change)) => {
+                if let Some(turn) = state.turn.as_mut() {
+                    let events = turn.trajectory(&change);
+                    self.emit_all(events).await;
+                }
+                Ok(None)
+            }
+            Some(ConversationEvent::Usage(usage)) => {
+                state.usage = Some(usage.total.clone());
+                self.usage_now = Some(usage.total);
+                Ok(None)
+            }
+            Some(ConversationEvent::TurnEnded(end)) => {
+                if let Some(mut turn) = state.turn.take() {
+                    let events = turn.close_run();
+                    self.emit_all(events).await;
+                }
+                self.flush_bridge(bridge).await;
+                let exhausted = bridge.budget_exhausted();
+                bridge.new_turn();
+                if exhausted {
+                    let max = self
+                        .agent
+                        .options
+                        .max_tool_calls_per_turn
+                        .unwrap_or_default();
+                    return Err(RunFailure::new(
+                        RunErrorCode::MaxToolCallsExceeded,
+                        format!(
+                            "The turn was stopped after {max} tool calls (max_tool_calls_per_turn)."
+                        ),
+                    ));
+                }
+                if let Some(error) = end.error {
+                    return Err(self.turn_failure(&error));
+                }
+                if end.cancelled || end.halted {
+                    return Err(RunFailure::new(
+                        RunErrorCode::Cancelled,
+                        "The turn was cancelled.",
+                    ));
+                }
+                Ok(None)
+            }
+            Some(ConversationEvent::Closed(reason)) => Err(self.connection_closed(state, reason)),
+            None => Err(self.connection_closed(
+                state,
+                CloseReason::ConnectionLost("the event stream ended".into()),
+            )),
+        }
+    }
+
+    fn turn_failure(&self, error: &str) -> RunFailure {
+        let code = self
+            .last_failure
+            .as_ref()
+            .map(|f| f.http_code)
+            .filter(|c| *c != 0);
+        let message = match code {
+            Some(code) => format!("The agent failed: {error} (HTTP {code})"),
+            None => format!("The agent failed: {error}"),
+        };
+        RunFailure::new(RunErrorCode::AgentError, message)
+    }
+
+    fn connection_closed(&mut self, state: &mut SessionState, reason: CloseReason) -> RunFailure {
+        state.turn = None;
+        match reason {
+            CloseReason::ProcessExited(info) => {
+                if state.conversation.take().is_some() {
+                    self.agent.live.fetch_sub(1, Ordering::SeqCst);
+                }
+                state.broken = Some(Broken::Lost(info.status.clone()));
+                RunFailure::new(
+                    RunErrorCode::HarnessLost,
+                    format!(
+                        "The Antigravity harness stopped ({}); the next run starts a new one.",
+                        info.status
+                    ),
+                )
+            }
+            CloseReason::ClosedByHarness { turn_error, .. } => {
+                state.broken = Some(Broken::Disconnected);
+                self.turn_failure(
+                    turn_error
+                        .as_deref()
+                        .unwrap_or("the harness closed the conversation"),
+                )
+            }
+            CloseReason::ConnectionLost(error) => {
+                state.broken = Some(Broken::Disconnected);
+                RunFailure::new(
+                    RunErrorCode::HarnessLost,
+                    format!("The connection to the Antigravity harness broke: {error}"),
+                )
+            }
+            CloseReason::ClosedByHost => RunFailure::new(
+                RunErrorCode::Cancelled,
+                "The Antigravity session was closed while the run was in progress.",
+            ),
+        }
+    }
+
+    /// Makes sure the session has a usable conversation with the run's tool contract.
+    async fn ensure_conversation(
+        &mut self,
+        session: &Arc<Session>,
+        state: &mut SessionState,
+        contract: Contract,
+    ) -> Result<(), RunFailure> {
+        if let Some(Broken::Lost(why)) = state.broken.take() {
+            tracing::warn!(reason = %why, "the harness of this thread is gone; rebuilding the session. Conversation history from before the failure is likely lost");
+        }
+        if let Some(conversation) = state.conversation.as_mut()
+            && !conversation.is_open()
+        {
+            match conversation.reconnect().await {
+                Ok(info) => tracing::info!(
+                    steps = info.history.len(),
+                    "re-attached to the conversation"
+                ),
+                Err(e) => {
+                    tracing::warn!(error = %e, "could not re-attach; starting over on a new connection");
+                    state.conversation = None;
+                    self.agent.live.fetch_sub(1, Ordering::SeqCst);
+                }
+            }
+        }
+        let changed = state
+            .contract
+            .as_ref()
+            .is_some_and(|c| c.signature != contract.signature);
+        if state.conversation.is_some() && changed {
+            if state.turn.is_some() || session.bridge.is_parked() {
+                tracing::warn!(
+                    "the client's tools changed while a turn is in flight; keeping the current tools until it ends"
+                );
+                return Ok(());
+            }
+            tracing::info!(
+                "the client's tools changed; rebuilding the conversation (history is kept)"
+            );
+            if let Some(conversation) = state.conversation.take() {
+                conversation.close().await;
+                self.agent.live.fetch_sub(1, Ordering::SeqCst);
+            }
+        }
+        if state.conversation.is_some() {
+            return Ok(());
+        }
+        self.agent.reserve_conversation(&session.thread_id).await?;
+        std::fs::create_dir_all(&state.workspace).map_err(|e| {
+            RunFailure::new(
+                RunErrorCode::AgentError,
+                format!(
+                    "could not create the workspace {}: {e}",
+                    state.workspace.display()
+                ),
+            )
+        })?;
+        let options = &self.agent.options;
+        let config = contract
+            .harness_config(
+                options,
+                &self.agent.tools,
+                &state.workspace,
+                &state.conversation_id,
+            )
+            .map_err(|e| RunFailure::new(RunErrorCode::AgentError, e.to_string()))?;
+        let callbacks = Arc::new(SessionCallbacks {
+            bridge: session.bridge.clone(),
+            tools: self.agent.tools.clone(),
+            policy: contract.callback_policy(options),
+        });
+        let conversation = self
+            .agent
+            .backend
+            .open(config, callbacks)
+            .await
+            .map_err(|e| {
+                RunFailure::new(
+                    RunErrorCode::AgentError,
+                    format!("Could not start the Antigravity conversation: {e}"),
+                )
+            })?;
+        self.agent.live.fetch_add(1, Ordering::SeqCst);
+        let resumed = conversation.init_info().history.len();
+        tracing::info!(conversation_id = %conversation.id(), resumed_steps = resumed, "conversation open");
+        session.bridge.set_canceller(Some(conversation.canceller()));
+        state.usage = state
+            .usage
+            .take()
+            .or_else(|| conversation.init_info().cumulative_usage.clone());
+        if self.usage_start.is_none() {
+            self.usage_start = state.usage.clone();
+        }
+        state.contract = Some(contract);
+        state.conversation = Some(conversation);
+        Ok(())
+    }
+
+    async fn send_prompt(
+        &mut self,
+        session: &Arc<Session>,
+        state: &mut SessionState,
+        prompt: Prompt,
+    ) -> Result<(), RunFailure> {
+        let options = &self.agent.options;
+        let contract = state
+            .contract
+            .as_ref()
+            .expect("a conversation has a contract");
+        session.bridge.new_turn();
+        let translator =
+            crate::turn::translator(options, contract.session_tool_names(&self.agent.tools));
+        state.turn = Some(Turn::new(translator));
+        let conversation = state.conversation.as_mut().expect("ensured before sending");
+        if let Err(e) = conversation.send(prompt.input).await {
+            state.turn = None;
+            state.broken = Some(Broken::Disconnected);
+            return Err(RunFailure::new(
+                RunErrorCode::HarnessLost,
+                format!("Could not send the message to the harness: {e}"),
+            ));
+        }
+        tracing::info!(message_id = %prompt.message_id, "user message sent");
+        state.record_forwarded(prompt.message_id);
+        let record = state.record(pending_tools(&session.bridge));
+        self.agent.persist(&self.thread_id, record).await;
+        Ok(())
+    }
+
+    fn terminal(&self, result: Result<Ending, RunFailure>) -> Event {
+        let usage = self.usage();
+        match result {
+            Err(failure) => agui_types::RunError {
+                message: failure.message,
+                code: Some(failure.code.as_str().to_owned()),
+                usage,
+                ..Default::default()
+            }
+            .into(),
+            Ok(_) => {
+                let bridge = self.bridge.as_ref();
+                let interrupts = bridge.map(|b| b.interrupts()).unwrap_or_default();
+                let pending: Vec<String> = bridge
+                    .map(|b| b.pending_tool_calls())
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|(id, _)| id)
+                    .collect();
+                let mut finished = agui_types::RunFinished::new(&self.thread_id, &self.run_id);
+                finished.usage = usage;
+                if !interrupts.is_empty() {
+                    finished.outcome = Some(RunOutcome::Interrupt { interrupts });
+                } else if !pending.is_empty() {
+                    finished.outcome = Some(RunOutcome::Success {
+                        pending_tool_call_ids: pending,
+                    });
+                }
+                finished.into()
+            }
+        }
+    }
+
+    /// This run's own model usage (the harness reports cumulative totals).
+    fn usage(&self) -> Vec<TokenUsage> {
+        let Some(now) = &self.usage_now else {
+            return Vec::new();
+        };
+        let before = self.usage_start.clone().unwrap_or_default();
+        let delta = |a: Option<u64>, b: Option<u64>| a.unwrap_or(0).saturating_sub(b.unwrap_or(0));
+        let output = delta(now.candidates_token_count, before.candidates_token_count);
+        let reasoning = delta(now.thoughts_token_count, before.thoughts_token_count);
+        let provider = match self.agent.options.endpoint {
+            ModelEndpoint::Gemini { .. } | ModelEndpoint::Vertex { .. } => {
+                Some("google".to_owned())
+            }
+            ModelEndpoint::OpenAiCompatible { .. } => None,
+        };
+        vec![TokenUsage {
+            provider,
+            model: Some(self.agent.options.model.clone()),
+            input_tokens: Some(delta(now.prompt_token_count, before.prompt_token_count)),
+            output_tokens: Some(output + reasoning),
+            total_tokens: Some(delta(now.total_token_count, before.total_token_count)),
+            reasoning_tokens: Some(reasoning),
+            cached_input_tokens: Some(delta(
+                now.cached_content_token_count,
+                before.cached_content_token_count,
+            )),
+            ..Default::default()
+        }]
+    }
+}
+
+fn busy() -> RunFailure {
+    RunFailure::new(
+        RunErrorCode::ThreadBusy,
+        "Another run on this thread is still in progress; retry when it has finished.",
+    )
+}
+
+/// Logs a client declaring a protocol version this producer does not speak.
+fn check_protocol_version(version: Option<&str>) {
+    let Some(version) = version else { return };
+    let parsed: Option<Vec<u64>> = version.split('.').map(|p| p.parse().ok()).collect();
+    match parsed.as_deref() {
+        Some([1, 0]) | Some([1]) => {}
+        Some(parts) if parts > &[1, 0][..] => {
+            tracing::warn!(
+                version,
+                "the client's AG-UI protocol version is newer than this adapter's 1.0; serving the run as 1.0"
+            )
+        }
+        Some(_) => {}
+        None => tracing::warn!(
+            version,
+            "unreadable AG-UI protocol version; serving the run as 1.0"
+        ),
+    }
+}
+
+/// Adds notes about tool results that arrived after a restart to the prompt (or makes them the
+/// prompt), so the model learns what the client did.
+fn with_late_results(prompt: Option<Prompt>, notes: &[String], consumed: &[String]) -> Prompt {
+    let text = harness_client::input::text_part(&notes.join("\n"));
+    match prompt {
+        Some(mut prompt) => {
+            prompt.input.parts.insert(0, text);
+            prompt
+        }
+        None => Prompt {
+            message_id: consumed.first().cloned().unwrap_or_default(),
+            input: harness_proto::lh::UserInput { parts: vec![text] },
+            notes: Vec::new(),
+        },
+    }
+}

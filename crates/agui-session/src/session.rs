@@ -1,0 +1,143 @@
+//! One AG-UI thread's session: its harness conversation (or none while hibernated), the
+//! current turn, and what was already forwarded.
+
+use std::collections::VecDeque;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use harness_proto::lh::UsageMetadata;
+
+use crate::backend::ConversationHandle;
+use crate::bridge::Bridge;
+use crate::contract::Contract;
+use crate::store::{PendingTool, ThreadRecord};
+use crate::turn::Turn;
+
+/// How many forwarded message ids a thread remembers (scanning stops at the newest one, so
+/// only recent ids matter).
+pub(crate) const FORWARDED_KEPT: usize = 512;
+
+/// A thread's session. Runs hold [`Session::state`] for their whole duration, which
+/// serialises runs of one thread and keeps the sweeper away from a run in flight.
+pub(crate) struct Session {
+    pub(crate) thread_id: String,
+    pub(crate) bridge: Arc<Bridge>,
+    pub(crate) state: tokio::sync::Mutex<SessionState>,
+    last_activity: Mutex<Instant>,
+}
+
+/// Why a session's conversation cannot be used as it is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Broken {
+    /// The harness process died: the next run starts over on a new process.
+    Lost(String),
+    /// The connection closed (e.g. after a terminal model error): the next run re-attaches.
+    Disconnected,
+}
+
+/// What only a run (or the sweeper, when no run holds it) may touch.
+pub(crate) struct SessionState {
+    pub(crate) conversation: Option<Box<dyn ConversationHandle>>,
+    pub(crate) conversation_id: String,
+    pub(crate) workspace: PathBuf,
+    /// The contract of the open conversation.
+    pub(crate) contract: Option<Contract>,
+    forwarded: VecDeque<String>,
+    /// The turn in flight (sent and not yet ended), spanning runs.
+    pub(crate) turn: Option<Turn>,
+    pub(crate) broken: Option<Broken>,
+    /// Frontend tool calls that were parked when the server last stopped.
+    pub(crate) restart_pending: Vec<PendingTool>,
+    /// Cumulative usage of the conversation at the last usage report.
+    pub(crate) usage: Option<UsageMetadata>,
+}
+
+impl Session {
+    pub(crate) fn new(
+        thread_id: String,
+        record: Option<ThreadRecord>,
+        fresh_workspace: PathBuf,
+    ) -> Arc<Self> {
+        let bridge = Bridge::new(thread_id.clone());
+        let state = match record {
+            Some(record) => SessionState {
+                conversation: None,
+                conversation_id: record.conversation_id,
+                workspace: if record.workspace.as_os_str().is_empty() {
+                    fresh_workspace
+                } else {
+                    record.workspace
+                },
+                contract: None,
+                forwarded: record.forwarded.into_iter().collect(),
+                turn: None,
+                broken: None,
+                restart_pending: record.pending_frontend_tools,
+                usage: None,
+            },
+            None => SessionState {
+                conversation: None,
+                conversation_id: uuid::Uuid::new_v4().simple().to_string(),
+                workspace: fresh_workspace,
+                contract: None,
+                forwarded: VecDeque::new(),
+                turn: None,
+                broken: None,
+                restart_pending: Vec::new(),
+                usage: None,
+            },
+        };
+        Arc::new(Self {
+            thread_id,
+            bridge,
+            state: tokio::sync::Mutex::new(state),
+            last_activity: Mutex::new(Instant::now()),
+        })
+    }
+
+    /// Marks activity (runs, steps), keeping the session away from the idle sweeper.
+    pub(crate) fn touch(&self) {
+        *self.last_activity.lock().unwrap_or_else(|p| p.into_inner()) = Instant::now();
+    }
+
+    /// Time since the last activity.
+    pub(crate) fn idle_for(&self) -> std::time::Duration {
+        self.last_activity
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .elapsed()
+    }
+}
+
+impl SessionState {
+    pub(crate) fn is_forwarded(&self, message_id: &str) -> bool {
+        self.forwarded.iter().any(|id| id == message_id)
+    }
+
+    pub(crate) fn record_forwarded(&mut self, message_id: String) {
+        if self.is_forwarded(&message_id) {
+            return;
+        }
+        self.forwarded.push_back(message_id);
+        while self.forwarded.len() > FORWARDED_KEPT {
+            self.forwarded.pop_front();
+        }
+    }
+
+    /// The record persisted for this thread.
+    pub(crate) fn record(&self, pending: Vec<PendingTool>) -> ThreadRecord {
+        ThreadRecord {
+            conversation_id: self.conversation_id.clone(),
+            forwarded: self.forwarded.iter().cloned().collect(),
+            pending_frontend_tools: pending,
+            tool_signature: self
+                .contract
+                .as_ref()
+                .map(|c| c.signature.clone())
+                .unwrap_or_default(),
+            workspace: self.workspace.clone(),
+            ..ThreadRecord::default()
+        }
+    }
+}

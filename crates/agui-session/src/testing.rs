@@ -1,0 +1,366 @@
+//! A scripted stand-in for the harness, for fast tests of session logic.
+//!
+//! [`FakeHarness`] is a [`Backend`] whose conversations are driven by the test: it sees what
+//! the session sends, pushes events as the harness would, and calls the session's callbacks
+//! the way the harness does (tool calls, hooks, questions). It is no substitute for the real
+//! harness — the integration tests run that too — but it makes every session rule quick and
+//! deterministic to check.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use harness_client::{
+    CallContext, Callbacks, CloseReason, ConversationEvent, HarnessError, HookRequest,
+    HookResponse, InitInfo, QuestionAnswer, QuestionRequest, ToolCallRequest, ToolOutcome,
+    TrajectoryState, TrajectoryStatus, TurnEnd,
+};
+use harness_proto::lh::{HarnessConfig, UserInput, user_input};
+use harness_proto::step::{Step, StepKey, StepSource, StepStatus, StepTarget};
+use serde_json::{Map, Value};
+use tokio::sync::{Notify, mpsc};
+
+use crate::backend::{Backend, ConversationHandle};
+
+/// The fake harness: a [`Backend`] plus the test's view of every conversation it opened.
+#[derive(Clone, Default)]
+pub struct FakeHarness {
+    state: Arc<Mutex<Vec<FakeConversation>>>,
+    opened: Arc<Notify>,
+    refuse_next_open: Arc<AtomicBool>,
+}
+
+impl std::fmt::Debug for FakeHarness {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FakeHarness")
+            .field(
+                "conversations",
+                &self.state.lock().map(|s| s.len()).unwrap_or(0),
+            )
+            .finish()
+    }
+}
+
+impl FakeHarness {
+    /// A fake with no conversations.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The backend to give an agent.
+    pub fn backend(&self) -> Arc<dyn Backend> {
+        Arc::new(self.clone())
+    }
+
+    /// How many conversations were opened so far.
+    pub fn opened(&self) -> usize {
+        self.state.lock().expect("fake lock").len()
+    }
+
+    /// The `n`th opened conversation (0-based), waiting for it to be opened.
+    pub async fn conversation(&self, n: usize) -> FakeConversation {
+        loop {
+            let notified = self.opened.notified();
+            if let Some(c) = self.state.lock().expect("fake lock").get(n) {
+                return c.clone();
+            }
+            tokio::time::timeout(Duration::from_secs(10), notified)
+                .await
+                .expect("the session opens a conversation");
+        }
+    }
+
+    /// Makes the next open fail like an init the harness refused.
+    pub fn refuse_next_open(&self) {
+        self.refuse_next_open.store(true, Ordering::SeqCst);
+    }
+}
+
+#[async_trait]
+impl Backend for FakeHarness {
+    async fn open(
+        &self,
+        config: HarnessConfig,
+        callbacks: Arc<dyn Callbacks>,
+    ) -> Result<Box<dyn ConversationHandle>, HarnessError> {
+        if self.refuse_next_open.swap(false, Ordering::SeqCst) {
+            return Err(HarnessError::InitFailed {
+                reason: "refused by the fake harness".into(),
+            });
+        }
+        let (events_tx, events_rx) = mpsc::unbounded_channel();
+        let (inputs_tx, inputs_rx) = mpsc::unbounded_channel();
+        let id = config.cascade_id().to_owned();
+        let open = Arc::new(AtomicBool::new(true));
+        let conversation = FakeConversation {
+            id: id.clone(),
+            config: Arc::new(config),
+            callbacks,
+            events: events_tx,
+            inputs: Arc::new(tokio::sync::Mutex::new(inputs_rx)),
+            cancels: Arc::new(Mutex::new(0)),
+            open: open.clone(),
+        };
+        let cancels = conversation.cancels.clone();
+        self.state.lock().expect("fake lock").push(conversation);
+        self.opened.notify_waiters();
+        Ok(Box::new(FakeHandle {
+            init: InitInfo {
+                conversation_id: id.clone(),
+                history: Vec::new(),
+                cumulative_usage: None,
+                sandbox_available: false,
+            },
+            id,
+            events: events_rx,
+            inputs: inputs_tx,
+            cancels,
+            open,
+        }))
+    }
+
+    async fn shutdown(&self) {
+        for c in self.state.lock().expect("fake lock").iter() {
+            c.open.store(false, Ordering::SeqCst);
+        }
+    }
+}
+
+/// The test's side of one fake conversation.
+#[derive(Clone)]
+pub struct FakeConversation {
+    id: String,
+    config: Arc<HarnessConfig>,
+    callbacks: Arc<dyn Callbacks>,
+    events: mpsc::UnboundedSender<ConversationEvent>,
+    inputs: Arc<tokio::sync::Mutex<mpsc::UnboundedReceiver<UserInput>>>,
+    cancels: Arc<Mutex<usize>>,
+    open: Arc<AtomicBool>,
+}
+
+impl FakeConversation {
+    /// The conversation id (root trajectory).
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// The config the session opened it with.
+    pub fn config(&self) -> &HarnessConfig {
+        &self.config
+    }
+
+    /// The next user input the session sent (waits for it).
+    pub async fn next_input(&self) -> String {
+        let mut inputs = self.inputs.lock().await;
+        let input = tokio::time::timeout(Duration::from_secs(10), inputs.recv())
+            .await
+            .expect("the session sends an input")
+            .expect("the conversation is open");
+        input_text(&input)
+    }
+
+    /// Whether another input arrives within `wait`.
+    pub async fn input_within(&self, wait: Duration) -> Option<String> {
+        let mut inputs = self.inputs.lock().await;
+        tokio::time::timeout(wait, inputs.recv())
+            .await
+            .ok()
+            .flatten()
+            .map(|i| input_text(&i))
+    }
+
+    /// How many cancels the session sent.
+    pub fn cancels(&self) -> usize {
+        *self.cancels.lock().expect("fake lock")
+    }
+
+    /// Pushes an event as the harness would.
+    pub fn emit(&self, event: ConversationEvent) {
+        let _ = self.events.send(event);
+    }
+
+    /// A full text step of the root trajectory: one ACTIVE snapshot with the text, then DONE.
+    pub fn say(&self, index: u32, text: &str) {
+        let mut step = self.step(index, StepSource::Model, StepTarget::User);
+        step.text = text.into();
+        step.text_delta = text.into();
+        self.emit(ConversationEvent::Step(step.clone()));
+        step.status = StepStatus::Done;
+        step.text_delta = String::new();
+        self.emit(ConversationEvent::Step(step));
+    }
+
+    /// The echo of the user input, as the harness sends it first in a turn.
+    pub fn echo(&self, index: u32, text: &str) {
+        let mut step = self.step(index, StepSource::User, StepTarget::Model);
+        step.status = StepStatus::Done;
+        step.text = text.into();
+        step.text_delta = text.into();
+        self.emit(ConversationEvent::Step(step));
+    }
+
+    /// A blank root step snapshot to fill in.
+    pub fn step(&self, index: u32, source: StepSource, target: StepTarget) -> Step {
+        Step {
+            key: StepKey {
+                trajectory_id: self.id.clone(),
+                index,
+            },
+            parent_trajectory_id: None,
+            status: StepStatus::Active,
+            source,
+            target,
+            text: String::new(),
+            text_delta: String::new(),
+            thinking: String::new(),
+            thinking_delta: String::new(),
+            action: None,
+            error: None,
+            request: None,
+        }
+    }
+
+    /// The root trajectory starts running.
+    pub fn running(&self) {
+        self.trajectory(TrajectoryStatus::Running, None);
+    }
+
+    /// The turn ends (root idle), optionally with an error.
+    pub fn idle(&self, error: Option<&str>) {
+        self.trajectory(TrajectoryStatus::Idle, error);
+        self.emit(ConversationEvent::TurnEnded(TurnEnd {
+            cancelled: false,
+            halted: false,
+            error: error.map(str::to_owned),
+            error_code: None,
+            stop_reason: None,
+        }));
+    }
+
+    fn trajectory(&self, status: TrajectoryStatus, error: Option<&str>) {
+        self.emit(ConversationEvent::Trajectory(TrajectoryState {
+            trajectory_id: self.id.clone(),
+            parent_trajectory_id: None,
+            depth: 0,
+            status,
+            error: error.map(str::to_owned),
+            error_code: None,
+            stop_reason: None,
+        }));
+    }
+
+    /// The connection ends for `reason`.
+    pub fn close(&self, reason: CloseReason) {
+        self.open.store(false, Ordering::SeqCst);
+        self.emit(ConversationEvent::Closed(reason));
+    }
+
+    /// Calls a host tool as the harness would; the answer arrives when the session gives it.
+    pub fn call_tool(
+        &self,
+        id: &str,
+        name: &str,
+        arguments: Value,
+    ) -> tokio::task::JoinHandle<ToolOutcome> {
+        let callbacks = self.callbacks.clone();
+        let ctx = self.ctx();
+        let call = ToolCallRequest {
+            id: id.into(),
+            name: name.into(),
+            arguments: arguments.as_object().cloned().unwrap_or_else(Map::new),
+        };
+        tokio::spawn(async move { callbacks.tool_call(&ctx, call).await })
+    }
+
+    /// Sends a hook request as the harness would.
+    pub fn hook(&self, request: HookRequest) -> tokio::task::JoinHandle<HookResponse> {
+        let callbacks = self.callbacks.clone();
+        let ctx = self.ctx();
+        tokio::spawn(async move { callbacks.hook(&ctx, request).await })
+    }
+
+    /// Asks questions as the harness would for an `ask_question` step.
+    pub fn ask(&self, request: QuestionRequest) -> tokio::task::JoinHandle<QuestionAnswer> {
+        let callbacks = self.callbacks.clone();
+        let ctx = self.ctx();
+        tokio::spawn(async move { callbacks.question(&ctx, request).await })
+    }
+
+    fn ctx(&self) -> CallContext {
+        CallContext {
+            conversation_id: self.id.clone(),
+            trajectory_id: self.id.clone(),
+        }
+    }
+}
+
+fn input_text(input: &UserInput) -> String {
+    input
+        .parts
+        .iter()
+        .map(|p| match &p.part {
+            Some(user_input::part::Part::Text(t)) => t.clone(),
+            Some(user_input::part::Part::Media(m)) => format!("[media {}]", m.mime_type()),
+            _ => String::new(),
+        })
+        .collect::<Vec<_>>()
+        .join("")
+}
+
+struct FakeHandle {
+    id: String,
+    init: InitInfo,
+    events: mpsc::UnboundedReceiver<ConversationEvent>,
+    inputs: mpsc::UnboundedSender<UserInput>,
+    cancels: Arc<Mutex<usize>>,
+    open: Arc<AtomicBool>,
+}
+
+#[async_trait]
+impl ConversationHandle for FakeHandle {
+    fn id(&self) -> &str {
+        &self.id
+    }
+
+    fn init_info(&self) -> &InitInfo {
+        &self.init
+    }
+
+    fn is_open(&self) -> bool {
+        self.open.load(Ordering::SeqCst)
+    }
+
+    async fn send(&mut self, input: UserInput) -> Result<(), HarnessError> {
+        if !self.is_open() {
+            return Err(HarnessError::Closed(CloseReason::ClosedByHost));
+        }
+        self.inputs
+            .send(input)
+            .map_err(|_| HarnessError::Closed(CloseReason::ClosedByHost))
+    }
+
+    fn canceller(&self) -> Arc<dyn Fn() -> bool + Send + Sync> {
+        let cancels = self.cancels.clone();
+        Arc::new(move || {
+            *cancels.lock().expect("fake lock") += 1;
+            true
+        })
+    }
+
+    async fn next_event(&mut self) -> Option<ConversationEvent> {
+        self.events.recv().await
+    }
+
+    fn try_next_event(&mut self) -> Option<ConversationEvent> {
+        self.events.try_recv().ok()
+    }
+
+    async fn reconnect(&mut self) -> Result<InitInfo, HarnessError> {
+        Err(HarnessError::Closed(CloseReason::ClosedByHost))
+    }
+
+    async fn close(self: Box<Self>) {
+        self.open.store(false, Ordering::SeqCst);
+    }
+}

@@ -1,0 +1,420 @@
+//! The session flows end to end with the real harness and the scripted model.
+
+mod support;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use agui_session::{Agent, AgentOptions, FnTool, HarnessBackend, ToolRegistry};
+use agui_types::{Event, RunOutcome};
+use gemini_script::{Handle, Matcher, Reply, Script, ScriptedModel};
+use harness_client::{BuiltinTool, HarnessPool, ModelEndpoint, PoolOptions, ProcessOptions};
+use harness_proto::lh::AgentBehavior;
+use serde_json::{Value, json};
+use support::{finish, input_of, last, text, types, user};
+
+struct Live {
+    agent: Agent,
+    model: Handle,
+    dir: tempfile::TempDir,
+}
+
+fn options(dir: &std::path::Path, model: &Handle) -> AgentOptions {
+    let mut options = AgentOptions::new(
+        "gemini-3-flash-preview",
+        ModelEndpoint::gemini(model.base_url(), "test-key"),
+        dir,
+    );
+    options.builtin_tools = [BuiltinTool::ListDirectory, BuiltinTool::RunCommand].into();
+    options.api_retry = Some((2, 100));
+    options
+}
+
+fn agent(options: AgentOptions, tools: ToolRegistry) -> Agent {
+    let pool = HarnessPool::new(PoolOptions::default()).unwrap();
+    let backend = HarnessBackend::new(pool, ProcessOptions::new(options.save_dir.clone()));
+    Agent::new(options, Arc::new(backend), tools).unwrap()
+}
+
+impl Live {
+    async fn new(
+        script: Script,
+        configure: impl FnOnce(&mut AgentOptions),
+        tools: ToolRegistry,
+    ) -> Self {
+        let model = ScriptedModel::start(script).await.unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let mut options = options(dir.path(), &model);
+        configure(&mut options);
+        Self {
+            agent: agent(options, tools),
+            model,
+            dir,
+        }
+    }
+
+    async fn run(&self, input: Value) -> Vec<Event> {
+        finish(self.agent.run(input_of(input))).await
+    }
+}
+
+fn interrupts(events: &[Event]) -> Vec<agui_types::Interrupt> {
+    match last(events) {
+        Event::RunFinished(f) => match &f.outcome {
+            Some(RunOutcome::Interrupt { interrupts }) => interrupts.clone(),
+            _ => Vec::new(),
+        },
+        _ => Vec::new(),
+    }
+}
+
+fn count(events: &[Event], kind: &str) -> usize {
+    events
+        .iter()
+        .filter(|e| e.event_type().as_str() == kind)
+        .count()
+}
+
+#[tokio::test]
+async fn a_frontend_tool_parks_and_resumes_running_once() {
+    let script = Script::new()
+        .then(
+            Reply::text(["Let me ask your browser."])
+                .and_call("pick_colour", json!({"hint": "warm"})),
+        )
+        // The model repeats the call after the first result, as it sometimes does.
+        .then(
+            Reply::call("pick_colour", json!({"hint": "warm"}))
+                .when(Matcher::function_response_to("pick_colour")),
+        )
+        .then(Reply::text(["You picked red."]).when(Matcher::function_response_to("pick_colour")));
+    let live = Live::new(script, |_| {}, ToolRegistry::new()).await;
+    let tools = json!([{"name": "pick_colour", "description": "Asks the user for a colour", "parameters": {"type": "object", "properties": {"hint": {"type": "string"}}}}]);
+    let first = live
+        .run(json!({"messages": [user("m1", "Pick a colour")], "tools": tools}))
+        .await;
+    let Event::RunFinished(done) = last(&first) else {
+        panic!("{}", types(&first))
+    };
+    let Some(RunOutcome::Success {
+        pending_tool_call_ids,
+    }) = &done.outcome
+    else {
+        panic!("{done:?}")
+    };
+    assert_eq!(count(&first, "TOOL_CALL_START"), 1);
+    let call_id = pending_tool_call_ids[0].clone();
+    let second = live
+        .run(json!({"messages": [user("m1", "Pick a colour"), {"id": "a1", "role": "assistant", "toolCalls": [
+            {"id": call_id, "type": "function", "function": {"name": "pick_colour", "arguments": "{}"}}]},
+            {"id": "t1", "role": "tool", "toolCallId": call_id, "content": "red"}], "tools": tools}))
+        .await;
+    assert_eq!(text(&second), "You picked red.");
+    assert_eq!(
+        count(&second, "TOOL_CALL_START"),
+        0,
+        "the repeated call is answered from the first result: {}",
+        types(&second)
+    );
+    let functions: Vec<_> = live.model.requests().last().unwrap().function_responses();
+    assert!(
+        functions
+            .iter()
+            .all(|f| f.output.as_deref().unwrap_or("").contains("red")),
+        "{functions:?}"
+    );
+}
+
+#[tokio::test]
+async fn ask_question_interrupts_and_resume_answers() {
+    let question = json!({"questions": [{"question": "Which colour?", "options": ["Red", "Green"], "is_multi_select": false}]});
+    let script = Script::new()
+        .then(Reply::call("ask_question", question))
+        .then(Reply::text(["Green it is."]).when(Matcher::function_response_to("ask_question")));
+    let live = Live::new(
+        script,
+        |o| {
+            o.builtin_tools.insert(BuiltinTool::AskQuestion);
+            o.behavior = AgentBehavior::Interactive;
+        },
+        ToolRegistry::new(),
+    )
+    .await;
+    let first = live.run(json!({"messages": [user("m1", "Ask me")]})).await;
+    let open = interrupts(&first);
+    assert_eq!(open.len(), 1, "{}", types(&first));
+    assert_eq!(open[0].reason, "ask_question");
+    let second = live
+        .run(json!({"messages": [user("m1", "Ask me")], "resume": [{"interruptId": open[0].id, "status": "resolved",
+            "payload": {"responses": [{"selected_option_ids": ["1"]}]}}]}))
+        .await;
+    assert_eq!(text(&second), "Green it is.");
+    let told = live.model.requests().last().unwrap().function_responses()[0]
+        .output
+        .clone()
+        .unwrap_or_default();
+    assert!(told.contains("A1: Green"), "{told}");
+}
+
+#[tokio::test]
+async fn a_denied_approval_is_reported_to_the_model() {
+    let script = Script::new()
+        .then(Reply::call("run_command", json!({"CommandLine": "touch denied.txt", "Cwd": "{{workspace}}", "WaitMsBeforeAsync": 2000})))
+        .then(Reply::text(["Understood, I will not."]).when(Matcher::function_response_to("run_command")));
+    let live = Live::new(script, |o| o.tool_approval = true, ToolRegistry::new()).await;
+    let first = live
+        .run(json!({"messages": [user("m1", "Create a file")]}))
+        .await;
+    let open = interrupts(&first);
+    assert_eq!(open[0].reason, "tool_approval", "{}", types(&first));
+    let second = live
+        .run(json!({"messages": [user("m1", "Create a file")], "resume": [{"interruptId": open[0].id, "status": "resolved",
+            "payload": {"approved": false, "message": "Not today."}}]}))
+        .await;
+    assert_eq!(text(&second), "Understood, I will not.");
+    let told = live.model.requests().last().unwrap().function_responses()[0]
+        .output
+        .clone()
+        .unwrap_or_default();
+    assert!(told.contains("Not today."), "{told}");
+    let workspace = std::fs::read_dir(live.dir.path().join("w"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    assert!(
+        !workspace.join("denied.txt").exists(),
+        "the command did not run"
+    );
+}
+
+#[tokio::test]
+async fn forwarded_props_command_approves() {
+    let script = Script::new()
+        .then(Reply::call("run_command", json!({"CommandLine": "echo approved-run", "Cwd": "{{workspace}}", "WaitMsBeforeAsync": 5000})))
+        .then(Reply::text(["Ran it."]).when(Matcher::function_response_to("run_command")));
+    let live = Live::new(script, |o| o.tool_approval = true, ToolRegistry::new()).await;
+    let first = live.run(json!({"messages": [user("m1", "Run it")]})).await;
+    assert_eq!(interrupts(&first).len(), 1);
+    let second = live.run(json!({"messages": [user("m1", "Run it")], "forwardedProps": {"command": {"approved": true}}})).await;
+    assert_eq!(text(&second), "Ran it.");
+    let result = second.iter().find_map(|e| match e {
+        Event::ToolCallResult(r) => Some(serde_json::to_string(&r.content).unwrap()),
+        _ => None,
+    });
+    assert!(
+        result.unwrap_or_default().contains("approved-run"),
+        "{}",
+        types(&second)
+    );
+}
+
+#[tokio::test]
+async fn a_new_message_abandons_a_parked_tool() {
+    let script = Script::new()
+        .then(Reply::call("pick_colour", json!({})).when(Matcher::user_text().keywords(["colour"])))
+        .then(Reply::text(["Noted."]).when(Matcher::function_response_to("pick_colour")))
+        .then(Reply::text(["Hello again."]).when(Matcher::user_text().keywords(["hello"])));
+    let live = Live::new(script, |_| {}, ToolRegistry::new()).await;
+    let tools = json!([{"name": "pick_colour", "description": "Pick"}]);
+    live.run(json!({"messages": [user("m1", "Pick a colour")], "tools": tools}))
+        .await;
+    let second = live.run(json!({"messages": [user("m1", "Pick a colour"), user("m2", "hello instead")], "tools": tools})).await;
+    assert!(text(&second).ends_with("Hello again."), "{}", text(&second));
+    let abandoned = live
+        .model
+        .requests()
+        .iter()
+        .flat_map(|r| r.function_responses())
+        .any(|f| {
+            f.output
+                .as_deref()
+                .unwrap_or("")
+                .contains("sent a new message instead")
+        });
+    assert!(abandoned, "the model was told the tool was abandoned");
+}
+
+#[tokio::test]
+async fn a_server_tool_writes_shared_state() {
+    let mut tools = ToolRegistry::new();
+    tools.register(FnTool::new(
+        "research_agent",
+        "Delegates a research task",
+        json!({"type": "object", "properties": {"task": {"type": "string"}}, "required": ["task"]}),
+        |ctx, args| async move {
+            let mut state = ctx.state();
+            let mut delegations = state["delegations"].as_array().cloned().unwrap_or_default();
+            delegations.push(args["task"].clone());
+            state["delegations"] = Value::Array(delegations);
+            ctx.set_state(state)
+                .map_err(agui_session::ToolError::from_error)?;
+            Ok(json!("Research done."))
+        },
+    ));
+    let script = Script::new()
+        .then(Reply::call(
+            "research_agent",
+            json!({"task": "rust crates"}),
+        ))
+        .then(Reply::text(["Delegated."]).when(Matcher::function_response_to("research_agent")));
+    let live = Live::new(script, |_| {}, tools).await;
+    let events = live.run(json!({"messages": [user("m1", "Research rust crates")], "state": {"delegations": ["earlier"]}})).await;
+    let sequence = types(&events);
+    assert!(
+        sequence.contains("TOOL_CALL_END STATE_SNAPSHOT TOOL_CALL_RESULT"),
+        "{sequence}"
+    );
+    let snapshot = events.iter().find_map(|e| match e {
+        Event::StateSnapshot(s) => Some(s.snapshot.clone()),
+        _ => None,
+    });
+    assert_eq!(
+        snapshot,
+        Some(json!({"delegations": ["earlier", "rust crates"]}))
+    );
+    assert_eq!(text(&events), "Delegated.");
+}
+
+#[tokio::test]
+async fn a_tool_contract_change_keeps_the_history() {
+    let script = Script::new()
+        .then(Reply::text(["First answer."]))
+        .then(Reply::text(["Second answer."]));
+    let live = Live::new(script, |_| {}, ToolRegistry::new()).await;
+    live.run(json!({"messages": [user("m1", "My name is Ada")], "tools": [{"name": "tool_a", "description": "A"}]})).await;
+    let second = live
+        .run(json!({"messages": [user("m1", "My name is Ada"), user("m2", "What is my name?")], "tools": [{"name": "tool_b", "description": "B"}]}))
+        .await;
+    assert_eq!(text(&second), "Second answer.");
+    let request = live.model.requests().last().unwrap().clone();
+    assert!(
+        request.body.to_string().contains("My name is Ada"),
+        "the rebuilt conversation kept its history"
+    );
+    let declared = request.declared_functions();
+    assert!(
+        declared.contains(&"tool_b".to_string()) && !declared.contains(&"tool_a".to_string()),
+        "{declared:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_killed_harness_fails_the_run_and_the_next_run_works() {
+    let script = Script::new()
+        .then(Reply::call("wait_forever", json!({})).when(Matcher::user_text().keywords(["first"])))
+        .then(
+            Reply::text(["Back."])
+                .when(Matcher::user_text().keywords(["second"]))
+                .forever(),
+        );
+    let mut tools = ToolRegistry::new();
+    tools.register(FnTool::new(
+        "wait_forever",
+        "Waits",
+        json!({"type": "object"}),
+        |_, _| async {
+            std::future::pending::<()>().await;
+            Ok(Value::Null)
+        },
+    ));
+    let live = Live::new(script, |_| {}, tools).await;
+    let save = live.dir.path().join("save");
+    let run = live
+        .agent
+        .run(input_of(json!({"messages": [user("m1", "first")]})));
+    let pid = loop {
+        if let Some(pid) = harness_in(&save) {
+            if live.model.request_count() > 0 {
+                break pid;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    let events = finish(run).await;
+    let Event::RunError(error) = last(&events) else {
+        panic!("{}", types(&events))
+    };
+    assert_eq!(
+        error.code.as_deref(),
+        Some("HARNESS_LOST"),
+        "{}",
+        error.message
+    );
+    let next = live
+        .run(json!({"messages": [user("m1", "first"), user("m2", "second")]}))
+        .await;
+    assert_eq!(text(&next), "Back.");
+}
+
+/// The harness process whose working directory is `save` (each agent's own).
+fn harness_in(save: &std::path::Path) -> Option<u32> {
+    std::fs::read_dir("/proc").ok()?.flatten().find_map(|e| {
+        let pid = e.file_name().to_string_lossy().parse::<u32>().ok()?;
+        let cwd = std::fs::read_link(e.path().join("cwd")).ok()?;
+        let exe = std::fs::read_link(e.path().join("exe")).ok()?;
+        (cwd == save && exe.ends_with("localharness")).then_some(pid)
+    })
+}
+
+#[tokio::test]
+async fn a_restarted_server_continues_the_conversation() {
+    let script = Script::new()
+        .then(Reply::text(["Hello Ada."]).when(Matcher::user_text().keywords(["Ada"])))
+        .then(Reply::text(["Your name is Ada."]).when(Matcher::user_text().keywords(["name?"])));
+    let model = ScriptedModel::start(script).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let first = agent(options(dir.path(), &model), ToolRegistry::new());
+    finish(first.run(input_of(json!({"messages": [user("m1", "I am Ada")]})))).await;
+    first.shutdown().await;
+    let second = agent(options(dir.path(), &model), ToolRegistry::new());
+    let events = finish(second.run(input_of(
+        json!({"messages": [user("m1", "I am Ada"), user("m2", "What is my name?")]}),
+    )))
+    .await;
+    assert_eq!(text(&events), "Your name is Ada.");
+    let requests = model.requests();
+    assert_eq!(requests.len(), 2, "the first message was not sent again");
+    assert!(
+        requests[1].body.to_string().contains("I am Ada"),
+        "the history survived the restart"
+    );
+    second.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_park_survives_with_no_client_attached() {
+    let seconds: u64 = std::env::var("PARK_SECONDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(45);
+    let script = Script::new().then(Reply::call("confirm", json!({}))).then(
+        Reply::text(["Confirmed after the wait."]).when(Matcher::function_response_to("confirm")),
+    );
+    let live = Live::new(script, |_| {}, ToolRegistry::new()).await;
+    let tools = json!([{"name": "confirm", "description": "Asks the user to confirm"}]);
+    let first = live
+        .run(json!({"messages": [user("m1", "Please confirm")], "tools": tools}))
+        .await;
+    let Event::RunFinished(done) = last(&first) else {
+        panic!()
+    };
+    let Some(RunOutcome::Success {
+        pending_tool_call_ids,
+    }) = &done.outcome
+    else {
+        panic!("{done:?}")
+    };
+    tokio::time::sleep(Duration::from_secs(seconds)).await;
+    let second = live
+        .run(json!({"messages": [user("m1", "Please confirm"), {"id": "t1", "role": "tool", "toolCallId": pending_tool_call_ids[0], "content": "yes"}], "tools": tools}))
+        .await;
+    assert_eq!(text(&second), "Confirmed after the wait.");
+}

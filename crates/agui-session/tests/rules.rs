@@ -1,0 +1,455 @@
+//! Session rules over the fake harness: prompt identity, parking, answers, abandonment,
+//! server tools, contract changes, failures and limits.
+
+mod support;
+
+use std::time::Duration;
+
+use agui_session::{FnTool, InterruptRequest, ToolRegistry};
+use agui_types::{Event, RunOutcome};
+use harness_client::{
+    CloseReason, ExitInfo, HookRequest, HookResponse, Question, QuestionRequest, ToolOutcome,
+};
+use serde_json::{Value, json};
+use support::{FakeAgent, finish, last, text, types, user};
+
+#[tokio::test]
+async fn a_prompt_streams_a_turn_and_finishes() {
+    let fx = FakeAgent::new();
+    let run = fx.start(json!({"messages": [user("m1", "hello")]}));
+    let c = fx.harness.conversation(0).await;
+    assert_eq!(c.next_input().await, "hello");
+    c.running();
+    c.echo(0, "hello");
+    c.say(1, "Hi there.");
+    c.idle(None);
+    let events = finish(run).await;
+    assert_eq!(
+        types(&events),
+        "RUN_STARTED TEXT_MESSAGE_START TEXT_MESSAGE_CONTENT TEXT_MESSAGE_END RUN_FINISHED"
+    );
+    assert_eq!(text(&events), "Hi there.");
+    let Event::RunFinished(done) = last(&events) else {
+        panic!()
+    };
+    assert!(done.outcome.is_none(), "a plain success has no outcome");
+}
+
+#[tokio::test]
+async fn each_user_message_reaches_the_harness_once() {
+    let fx = FakeAgent::new();
+    let run = fx.start(json!({"messages": [user("m1", "first")]}));
+    let c = fx.harness.conversation(0).await;
+    assert_eq!(c.next_input().await, "first");
+    c.idle(None);
+    finish(run).await;
+    // The client resends the whole history; only the new message goes out, and only the newest.
+    let history = json!([user("m1", "first"), {"id": "a1", "role": "assistant", "content": "ok"}, user("m2", "skipped"), user("m3", "third")]);
+    let run = fx.start(json!({"messages": history}));
+    assert_eq!(c.next_input().await, "third");
+    c.idle(None);
+    finish(run).await;
+    // Nothing new: nothing is sent, the run just finishes.
+    let events = finish(fx.start(json!({"messages": history}))).await;
+    assert_eq!(types(&events), "RUN_STARTED RUN_FINISHED");
+    assert_eq!(c.input_within(Duration::from_millis(200)).await, None);
+    assert_eq!(fx.harness.opened(), 1, "one conversation per thread");
+}
+
+#[tokio::test]
+async fn a_frontend_tool_parks_and_a_tool_message_resolves_it_once() {
+    let fx = FakeAgent::new();
+    let tools =
+        json!([{"name": "pick_colour", "description": "Pick", "parameters": {"type": "object"}}]);
+    let run = fx.start(json!({"messages": [user("m1", "pick one")], "tools": tools}));
+    let c = fx.harness.conversation(0).await;
+    c.next_input().await;
+    let declared: Vec<&str> = c.config().tools.iter().map(|t| t.name()).collect();
+    assert_eq!(declared, ["pick_colour"]);
+    let call = c.call_tool("h-1", "pick_colour", json!({"hint": "warm"}));
+    let events = finish(run).await;
+    assert_eq!(
+        types(&events),
+        "RUN_STARTED TOOL_CALL_START TOOL_CALL_ARGS TOOL_CALL_END RUN_FINISHED"
+    );
+    let Event::RunFinished(done) = last(&events) else {
+        panic!()
+    };
+    assert_eq!(
+        done.outcome,
+        Some(RunOutcome::Success {
+            pending_tool_call_ids: vec!["h-1".into()]
+        })
+    );
+    // The model repeats the call while it waits: it is not dispatched again.
+    let repeat = c.call_tool("h-2", "pick_colour", json!({"hint": "warm"}));
+    let answer = json!([user("m1", "pick one"), {"id": "t1", "role": "tool", "toolCallId": "h-1", "content": "{\"colour\":\"red\"}"}]);
+    let run = fx.start(json!({"messages": answer, "tools": tools}));
+    assert_eq!(
+        call.await.unwrap(),
+        ToolOutcome::json(json!({"colour": "red"}))
+    );
+    assert_eq!(
+        repeat.await.unwrap(),
+        ToolOutcome::json(json!({"colour": "red"})),
+        "the repeat reuses the answer"
+    );
+    c.say(3, "Red it is.");
+    c.idle(None);
+    let events = finish(run).await;
+    assert_eq!(text(&events), "Red it is.");
+    assert!(
+        !types(&events).contains("TOOL_CALL_START"),
+        "no second dispatch: {}",
+        types(&events)
+    );
+}
+
+#[tokio::test]
+async fn a_question_becomes_an_interrupt_and_resume_answers_it() {
+    let fx = FakeAgent::with(
+        |o| {
+            o.builtin_tools
+                .insert(harness_client::BuiltinTool::AskQuestion)
+                .then_some(())
+                .unwrap_or(())
+        },
+        ToolRegistry::new(),
+    );
+    let run = fx.start(json!({"messages": [user("m1", "ask me")]}));
+    let c = fx.harness.conversation(0).await;
+    c.next_input().await;
+    let asked = c.ask(QuestionRequest {
+        trajectory_id: c.id().into(),
+        step_index: 2,
+        questions: vec![Question {
+            text: "Colour?".into(),
+            choices: vec!["Red".into(), "Green".into()],
+            multi_select: false,
+        }],
+    });
+    let events = finish(run).await;
+    let Event::RunFinished(done) = last(&events) else {
+        panic!("{}", types(&events))
+    };
+    let Some(RunOutcome::Interrupt { interrupts }) = &done.outcome else {
+        panic!("{done:?}")
+    };
+    assert_eq!(interrupts[0].reason, "ask_question");
+    let id = interrupts[0].id.clone();
+    // A bare run (no answer, no message) says again what is waiting.
+    let events = finish(fx.start(json!({"messages": [user("m1", "ask me")]}))).await;
+    assert!(
+        matches!(last(&events), Event::RunFinished(f) if matches!(&f.outcome, Some(RunOutcome::Interrupt { .. })))
+    );
+    let run = fx.start(json!({"messages": [user("m1", "ask me")],
+        "resume": [{"interruptId": id, "status": "resolved", "payload": {"responses": [{"selected_option_ids": ["1"]}]}}]}));
+    let answer = asked.await.unwrap();
+    assert_eq!(
+        answer,
+        harness_client::QuestionAnswer::Answers(vec![harness_client::Answer::Choice {
+            selected: vec![1],
+            freeform: None
+        }])
+    );
+    c.say(3, "Green.");
+    c.idle(None);
+    assert_eq!(text(&finish(run).await), "Green.");
+}
+
+#[tokio::test]
+async fn approval_denied_tells_the_model() {
+    let fx = FakeAgent::with(|o| o.tool_approval = true, ToolRegistry::new());
+    let run = fx.start(json!({"messages": [user("m1", "clean up")]}));
+    let c = fx.harness.conversation(0).await;
+    c.next_input().await;
+    let pre_tool = harness_client::proto::lh::PreToolArgs {
+        tool_name: Some("run_command".into()),
+        arguments_json: Some(r#"{"CommandLine":"rm -rf /tmp/x"}"#.into()),
+        ..Default::default()
+    };
+    let decision = c.hook(HookRequest::PreTool(pre_tool));
+    let events = finish(run).await;
+    let Event::RunFinished(done) = last(&events) else {
+        panic!()
+    };
+    let Some(RunOutcome::Interrupt { interrupts }) = &done.outcome else {
+        panic!("{done:?}")
+    };
+    assert_eq!(interrupts[0].reason, "tool_approval");
+    assert_eq!(
+        interrupts[0].metadata.as_ref().unwrap()["args"]["CommandLine"],
+        "rm -rf /tmp/x"
+    );
+    let id = interrupts[0].id.clone();
+    // Answered through forwardedProps.command (CopilotKit Channels), without an id.
+    let run = fx.start(json!({"messages": [user("m1", "clean up")],
+        "forwardedProps": {"command": {"approved": false, "message": "Not that directory."}}}));
+    assert_eq!(
+        decision.await.unwrap(),
+        HookResponse::Deny("Not that directory.".into())
+    );
+    c.idle(None);
+    finish(run).await;
+    let _ = id;
+}
+
+#[tokio::test]
+async fn a_new_message_abandons_what_is_parked() {
+    let fx = FakeAgent::new();
+    let tools = json!([{"name": "pick", "description": "Pick"}]);
+    let run = fx.start(json!({"messages": [user("m1", "pick")], "tools": tools}));
+    let c = fx.harness.conversation(0).await;
+    c.next_input().await;
+    let call = c.call_tool("h-1", "pick", json!({}));
+    finish(run).await;
+    let run = fx.start(
+        json!({"messages": [user("m1", "pick"), user("m2", "never mind, say hi")], "tools": tools}),
+    );
+    let outcome = call.await.unwrap();
+    let ToolOutcome::Ok { response, .. } = outcome else {
+        panic!("{outcome:?}")
+    };
+    assert!(
+        response["result"]
+            .as_str()
+            .unwrap()
+            .contains("sent a new message"),
+        "{response:?}"
+    );
+    // The turn that was parked ends first; then the new message goes out.
+    c.idle(None);
+    assert_eq!(c.next_input().await, "never mind, say hi");
+    c.say(5, "Hi.");
+    c.idle(None);
+    assert_eq!(text(&finish(run).await), "Hi.");
+}
+
+#[tokio::test]
+async fn a_server_tool_streams_its_call_state_and_result() {
+    let mut tools = ToolRegistry::new();
+    tools.register(FnTool::new(
+        "research",
+        "Researches a task",
+        json!({"type": "object", "properties": {"task": {"type": "string"}}}),
+        |ctx, args| async move {
+            let mut state = ctx.state();
+            state["delegations"] = json!([args["task"]]);
+            ctx.set_state(state)
+                .map_err(agui_session::ToolError::from_error)?;
+            Ok(json!("done"))
+        },
+    ));
+    let fx = FakeAgent::with(|_| {}, tools);
+    let run = fx.start(json!({"messages": [user("m1", "research")], "state": {"mode": "x"}}));
+    let c = fx.harness.conversation(0).await;
+    c.next_input().await;
+    assert_eq!(
+        c.call_tool("h-1", "research", json!({"task": "rust"}))
+            .await
+            .unwrap(),
+        ToolOutcome::json(json!("done"))
+    );
+    c.say(2, "Done.");
+    c.idle(None);
+    let events = finish(run).await;
+    let sequence = types(&events);
+    assert!(
+        sequence.contains(
+            "TOOL_CALL_START TOOL_CALL_ARGS TOOL_CALL_END STATE_SNAPSHOT TOOL_CALL_RESULT"
+        ),
+        "{sequence}"
+    );
+    let snapshot = events.iter().find_map(|e| match e {
+        Event::StateSnapshot(s) => Some(s.snapshot.clone()),
+        _ => None,
+    });
+    assert_eq!(
+        snapshot,
+        Some(json!({"mode": "x", "delegations": ["rust"]}))
+    );
+}
+
+#[tokio::test]
+async fn a_server_tool_can_interrupt_and_carry_on_with_the_answer() {
+    let mut tools = ToolRegistry::new();
+    tools.register(FnTool::new("schedule_meeting", "Books a meeting", json!({"type": "object"}), |ctx, _| async move {
+        let answer = ctx
+            .interrupt(InterruptRequest { reason: "demo:schedule".into(), message: Some("Pick a time".into()), ..Default::default() })
+            .await;
+        Ok(json!({"status": answer.status(), "payload": answer.payload().cloned().unwrap_or(Value::Null)}))
+    }));
+    let fx = FakeAgent::with(|_| {}, tools);
+    let run = fx.start(json!({"messages": [user("m1", "book it")]}));
+    let c = fx.harness.conversation(0).await;
+    c.next_input().await;
+    let call = c.call_tool("h-1", "schedule_meeting", json!({}));
+    let events = finish(run).await;
+    let Event::RunFinished(done) = last(&events) else {
+        panic!()
+    };
+    let Some(RunOutcome::Interrupt { interrupts }) = &done.outcome else {
+        panic!("{done:?}")
+    };
+    assert_eq!(
+        (
+            interrupts[0].reason.as_str(),
+            interrupts[0].tool_call_id.as_deref()
+        ),
+        ("demo:schedule", Some("h-1"))
+    );
+    let run = fx.start(json!({"messages": [user("m1", "book it")],
+        "resume": [{"interruptId": interrupts[0].id, "status": "resolved", "payload": {"time": "10:00"}}]}));
+    assert_eq!(
+        call.await.unwrap(),
+        ToolOutcome::json(json!({"status": "resolved", "payload": {"time": "10:00"}}))
+    );
+    c.idle(None);
+    let events = finish(run).await;
+    assert!(
+        types(&events).contains("TOOL_CALL_RESULT"),
+        "the result arrives on the resuming run: {}",
+        types(&events)
+    );
+}
+
+#[tokio::test]
+async fn a_changed_tool_contract_rebuilds_the_conversation_with_the_same_id() {
+    let fx = FakeAgent::new();
+    let run = fx.start(
+        json!({"messages": [user("m1", "one")], "tools": [{"name": "a", "description": "A"}]}),
+    );
+    let first = fx.harness.conversation(0).await;
+    first.next_input().await;
+    first.idle(None);
+    finish(run).await;
+    let run = fx.start(json!({"messages": [user("m1", "one"), user("m2", "two")], "tools": [{"name": "b", "description": "B"}]}));
+    let second = fx.harness.conversation(1).await;
+    assert_eq!(
+        second.id(),
+        first.id(),
+        "cold resume keeps the conversation"
+    );
+    assert_eq!(second.config().tools[0].name(), "b");
+    assert_eq!(second.next_input().await, "two");
+    second.idle(None);
+    finish(run).await;
+}
+
+#[tokio::test]
+async fn a_dead_harness_fails_the_run_and_the_next_run_starts_over() {
+    let fx = FakeAgent::new();
+    let run = fx.start(json!({"messages": [user("m1", "one")]}));
+    let c = fx.harness.conversation(0).await;
+    c.next_input().await;
+    let info = ExitInfo {
+        pid: 1,
+        status: "killed by SIGKILL".into(),
+        code: None,
+        stderr_tail: String::new(),
+    };
+    c.close(CloseReason::ProcessExited(info));
+    let events = finish(run).await;
+    let Event::RunError(error) = last(&events) else {
+        panic!("{}", types(&events))
+    };
+    assert_eq!(error.code.as_deref(), Some("HARNESS_LOST"));
+    let run = fx.start(json!({"messages": [user("m1", "one"), user("m2", "again")]}));
+    let fresh = fx.harness.conversation(1).await;
+    assert_eq!(
+        fresh.id(),
+        c.id(),
+        "the same conversation id is resumed where possible"
+    );
+    assert_eq!(fresh.next_input().await, "again");
+    fresh.idle(None);
+    finish(run).await;
+}
+
+#[tokio::test]
+async fn a_turn_error_is_a_run_error_with_the_http_code() {
+    let fx = FakeAgent::new();
+    let run = fx.start(json!({"messages": [user("m1", "one")]}));
+    let c = fx.harness.conversation(0).await;
+    c.next_input().await;
+    let mut failed = c.step(
+        1,
+        harness_client::StepSource::System,
+        harness_client::StepTarget::User,
+    );
+    failed.status = harness_client::StepStatus::Error;
+    failed.error = Some(harness_client::StepError {
+        message: "bad request".into(),
+        http_code: 400,
+    });
+    c.emit(harness_client::ConversationEvent::Step(failed));
+    c.idle(Some("Error 400, Message: bad request"));
+    let events = finish(run).await;
+    let Event::RunError(error) = last(&events) else {
+        panic!("{}", types(&events))
+    };
+    assert_eq!(error.code.as_deref(), Some("AGENT_ERROR"));
+    assert!(error.message.contains("(HTTP 400)"), "{}", error.message);
+}
+
+#[tokio::test]
+async fn a_restarted_server_neither_forgets_nor_resends() {
+    let fx = FakeAgent::new();
+    let run = fx.start(json!({"messages": [user("m1", "remember me")]}));
+    let c = fx.harness.conversation(0).await;
+    c.next_input().await;
+    c.idle(None);
+    finish(run).await;
+    fx.agent.shutdown().await;
+    // A new agent on the same save dir (a restarted server).
+    let harness = agui_session::testing::FakeHarness::new();
+    let agent = agui_session::Agent::new(
+        support::options(fx.dir.path()),
+        harness.backend(),
+        ToolRegistry::new(),
+    )
+    .unwrap();
+    let run = agent.run(support::input_of(
+        json!({"messages": [user("m1", "remember me"), user("m2", "still there?")]}),
+    ));
+    let again = harness.conversation(0).await;
+    assert_eq!(again.id(), c.id(), "the thread continues its conversation");
+    assert_eq!(
+        again.next_input().await,
+        "still there?",
+        "the old message is not re-sent"
+    );
+    again.idle(None);
+    finish(run).await;
+}
+
+#[tokio::test]
+async fn the_budget_stops_a_runaway_turn() {
+    let fx = FakeAgent::with(|o| o.max_tool_calls_per_turn = Some(1), ToolRegistry::new());
+    let run = fx.start(json!({"messages": [user("m1", "loop")]}));
+    let c = fx.harness.conversation(0).await;
+    c.next_input().await;
+    let pre = || {
+        HookRequest::PreTool(harness_client::proto::lh::PreToolArgs {
+            tool_name: Some("view_file".into()),
+            ..Default::default()
+        })
+    };
+    assert_eq!(
+        c.hook(pre()).await.unwrap(),
+        HookResponse::Allow {
+            modified_args: None
+        }
+    );
+    let HookResponse::Deny(reason) = c.hook(pre()).await.unwrap() else {
+        panic!()
+    };
+    assert!(reason.contains("Tool call limit reached (1 per turn)"));
+    assert_eq!(c.cancels(), 1);
+    c.idle(None);
+    let events = finish(run).await;
+    let Event::RunError(error) = last(&events) else {
+        panic!("{}", types(&events))
+    };
+    assert_eq!(error.code.as_deref(), Some("MAX_TOOL_CALLS_EXCEEDED"));
+}

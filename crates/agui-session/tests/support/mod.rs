@@ -1,0 +1,120 @@
+//! Shared set-up for session tests.
+
+#![allow(dead_code, unreachable_pub)]
+
+use std::time::Duration;
+
+use agui_session::testing::FakeHarness;
+use agui_session::{Agent, AgentOptions, ToolRegistry};
+use agui_types::{Event, RunAgentInput, StreamVerifier};
+use harness_client::ModelEndpoint;
+use serde_json::{Value, json};
+
+/// An agent on the fake harness, in a scratch directory.
+pub struct FakeAgent {
+    pub agent: Agent,
+    pub harness: FakeHarness,
+    pub dir: tempfile::TempDir,
+}
+
+pub fn options(dir: &std::path::Path) -> AgentOptions {
+    let mut options = AgentOptions::new(
+        "test-model",
+        ModelEndpoint::gemini("http://127.0.0.1:9", "k"),
+        dir,
+    );
+    options.concurrent_runs = agui_session::ConcurrentRuns::Wait(Duration::from_secs(5));
+    options
+}
+
+impl FakeAgent {
+    pub fn new() -> Self {
+        Self::with(|_| {}, ToolRegistry::new())
+    }
+
+    pub fn with(configure: impl FnOnce(&mut AgentOptions), tools: ToolRegistry) -> Self {
+        init_tracing();
+        let dir = tempfile::tempdir().unwrap();
+        let harness = FakeHarness::new();
+        let mut options = options(dir.path());
+        configure(&mut options);
+        let agent = Agent::new(options, harness.backend(), tools).unwrap();
+        Self {
+            agent,
+            harness,
+            dir,
+        }
+    }
+
+    /// Starts a run; the caller drives the fake harness, then collects with [`finish`].
+    pub fn start(&self, input: Value) -> agui_session::RunStream {
+        self.agent.run(input_of(input))
+    }
+}
+
+/// A RunAgentInput from a JSON fragment (threadId/runId defaulted).
+pub fn input_of(extra: Value) -> RunAgentInput {
+    let mut base = json!({"threadId": "thread-1", "runId": uuid(), "messages": []});
+    base.as_object_mut()
+        .unwrap()
+        .extend(extra.as_object().unwrap().clone());
+    RunAgentInput::from_json(base.to_string().as_bytes()).expect("valid input")
+}
+
+pub fn uuid() -> String {
+    format!(
+        "run-{}",
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos()
+    )
+}
+
+pub fn user(id: &str, text: &str) -> Value {
+    json!({"id": id, "role": "user", "content": text})
+}
+
+/// Collects a run's events (bounded wait) and checks them with the official ordering rules.
+pub async fn finish(stream: agui_session::RunStream) -> Vec<Event> {
+    let events = tokio::time::timeout(Duration::from_secs(20), stream.collect())
+        .await
+        .expect("the run ends");
+    StreamVerifier::verify_all(&events)
+        .unwrap_or_else(|v| panic!("invalid stream: {v}\n{}", types(&events)));
+    events
+}
+
+/// Event types, space separated, for assertions and messages.
+pub fn types(events: &[Event]) -> String {
+    events
+        .iter()
+        .map(|e| e.event_type().as_str().to_owned())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The text of all TEXT_MESSAGE_CONTENT events.
+pub fn text(events: &[Event]) -> String {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            Event::TextMessageContent(c) => Some(c.delta.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
+pub fn last(events: &[Event]) -> &Event {
+    events.last().expect("at least one event")
+}
+
+fn init_tracing() {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("TEST_LOG")
+                .unwrap_or_else(|_| "warn".into()),
+        )
+        .with_test_writer()
+        .try_init();
+}
