@@ -1,1 +1,585 @@
-//! (being written)
+//! What a run sends to the harness.
+//!
+//! - [`newest_unforwarded`] picks the user message a run forwards (reference I-1/I-2: by
+//!   identity, newest first, each message once) and converts it.
+//! - [`convert_user_message`] turns a user message into a harness `UserInput`: text and inline
+//!   media in order, and a one-line note in the text wherever an attachment cannot be
+//!   forwarded (reference A-1…A-4; legacy `binary` parts are converted too, closing A-5).
+//! - [`tool_result_text`] is what a frontend tool's `ToolMessage` returns to the model, with
+//!   `ToolMessage.error` kept as an error (closing gap 2.2 #8).
+//!
+//! Everything here is pure and total: no input makes it panic.
+
+use std::borrow::Cow;
+
+use agui_types::{
+    BinaryPart, Content, ContentPart, MediaPart, Message, PartSource, ToolMessage, UserMessage,
+};
+use base64::Engine as _;
+use base64::alphabet;
+use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
+use harness_client::input::{media_part, text_part};
+use harness_proto::lh::{UserInput, user_input};
+use serde_json::Value;
+
+#[cfg(test)]
+mod tests;
+
+/// Default cap on one inline attachment's decoded size (20 MiB, Gemini's inline request limit).
+pub const DEFAULT_MAX_ATTACHMENT_BYTES: usize = 20 * 1024 * 1024;
+
+/// Media types forwarded inline: what the Antigravity SDK 0.1.22 accepts (reference A-4), plus
+/// common aliases of the same formats. Compared lowercase and without parameters; the part's
+/// kind (`image`, `document`, …) is not checked against it, only the type itself. GIF is
+/// deliberately absent: the SDK rejects it.
+pub const SUPPORTED_MIME_TYPES: &[&str] = &[
+    // Images.
+    "image/bmp",
+    "image/jpeg",
+    "image/png",
+    "image/webp",
+    // Documents.
+    "application/pdf",
+    "application/json",
+    "text/css",
+    "text/csv",
+    "text/html",
+    "text/javascript",
+    "application/javascript",
+    "application/x-javascript",
+    "text/plain",
+    "text/rtf",
+    "application/rtf",
+    "text/xml",
+    "application/xml",
+    // Audio.
+    "audio/wav",
+    "audio/wave",
+    "audio/x-wav",
+    "audio/vnd.wave",
+    "audio/mp3",
+    "audio/mp4",
+    "audio/webm",
+    "audio/aac",
+    "audio/x-aac",
+    "audio/ogg",
+    "audio/flac",
+    "audio/x-flac",
+    "audio/opus",
+    "audio/mpeg",
+    "audio/m4a",
+    "audio/x-m4a",
+    "audio/l16",
+    // Video.
+    "video/3gpp",
+    "video/avi",
+    "video/x-msvideo",
+    "video/mp4",
+    "video/mpeg",
+    "video/mpg",
+    "video/quicktime",
+    "video/webm",
+    "video/wmv",
+    "video/x-ms-wmv",
+    "video/x-flv",
+];
+
+/// Limits applied while converting a prompt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PromptLimits {
+    /// Largest decoded size of one inline attachment; larger ones become a note.
+    pub max_attachment_bytes: usize,
+}
+
+impl Default for PromptLimits {
+    fn default() -> Self {
+        Self {
+            max_attachment_bytes: DEFAULT_MAX_ATTACHMENT_BYTES,
+        }
+    }
+}
+
+/// The user message a run forwards to the harness.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Prompt {
+    /// Id of the user message; record it as forwarded only after the send succeeded.
+    pub message_id: String,
+    /// What to send (never empty).
+    pub input: UserInput,
+    /// Warnings to log, one per attachment that was not forwarded.
+    pub notes: Vec<String>,
+}
+
+/// A user message converted to harness parts.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Converted {
+    /// Text and media parts in message order; adjacent text (and notes) is one part.
+    pub parts: Vec<user_input::Part>,
+    /// Warnings to log, one per attachment that was not forwarded.
+    pub notes: Vec<String>,
+}
+
+impl Converted {
+    /// True when there is nothing to send (a blank message): not a prompt.
+    pub fn is_empty(&self) -> bool {
+        self.parts.is_empty()
+    }
+
+    /// The harness input.
+    pub fn into_input(self) -> UserInput {
+        UserInput { parts: self.parts }
+    }
+}
+
+/// A frontend tool's answer as the model should see it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ToolResultText {
+    /// A normal result.
+    Ok(String),
+    /// The client reported a failure (`ToolMessage.error`); send it as an error response.
+    Err(String),
+}
+
+/// The newest user message not yet forwarded, converted with the default [`PromptLimits`].
+///
+/// See [`newest_unforwarded_with`].
+pub fn newest_unforwarded(
+    messages: &[Message],
+    is_forwarded: impl Fn(&str) -> bool,
+) -> Option<Prompt> {
+    newest_unforwarded_with(messages, is_forwarded, &PromptLimits::default())
+}
+
+/// The newest user message not yet forwarded.
+///
+/// Clients resend the whole transcript while the harness owns the history, so messages are
+/// matched by id: scanning `user` messages newest first, the first already forwarded one ends
+/// the search (`None`: nothing new), and the first unforwarded one with something to send is
+/// the prompt. Blank messages are skipped so an empty bubble neither becomes a turn nor hides
+/// the message before it; older unforwarded messages behind the prompt are never sent.
+pub fn newest_unforwarded_with(
+    messages: &[Message],
+    is_forwarded: impl Fn(&str) -> bool,
+    limits: &PromptLimits,
+) -> Option<Prompt> {
+    for message in messages.iter().rev() {
+        let Message::User(user) = message else {
+            continue;
+        };
+        if is_forwarded(&user.id) {
+            return None;
+        }
+        let Converted { parts, notes } = convert_user_message_with(user, limits);
+        if !parts.is_empty() {
+            return Some(Prompt {
+                message_id: user.id.clone(),
+                input: UserInput { parts },
+                notes,
+            });
+        }
+    }
+    None
+}
+
+/// Converts a user message with the default [`PromptLimits`]; see [`convert_user_message_with`].
+pub fn convert_user_message(message: &UserMessage) -> Converted {
+    convert_user_message_with(message, &PromptLimits::default())
+}
+
+/// Converts a user message into harness parts.
+///
+/// String content is trimmed. Parts keep their order: text parts are trimmed (blank ones
+/// dropped); image, audio, video, document and legacy binary parts whose bytes travel inline
+/// (a `data` source, or a `data:…;base64,` URL) become media when their type is in
+/// [`SUPPORTED_MIME_TYPES`] and they fit the size limit. Any other attachment becomes a
+/// one-line note in the text at its position, and a warning in [`Converted::notes`], so the
+/// model knows something was attached and the message still counts as a prompt.
+pub fn convert_user_message_with(message: &UserMessage, limits: &PromptLimits) -> Converted {
+    let mut builder = Builder::default();
+    match &message.content {
+        Content::Text(text) => builder.text(text),
+        Content::Parts(parts) => {
+            for part in parts {
+                match part {
+                    ContentPart::Text(text) => builder.text(&text.text),
+                    ContentPart::Image(media) => builder.media(Kind::Image, media, limits),
+                    ContentPart::Audio(media) => builder.media(Kind::Audio, media, limits),
+                    ContentPart::Video(media) => builder.media(Kind::Video, media, limits),
+                    ContentPart::Document(media) => builder.media(Kind::Document, media, limits),
+                    ContentPart::Binary(binary) => builder.binary(binary, limits),
+                }
+            }
+        }
+    }
+    builder.finish()
+}
+
+/// The text a frontend tool's `ToolMessage` returns to the model.
+///
+/// String content is passed unchanged (whitespace included: it may be data); parts give their
+/// text parts joined with `"\n"`. A non-blank `error` makes it an error result carrying the
+/// error, followed by the content when there is any, so a client-side failure never reads as
+/// success.
+pub fn tool_result_text(message: &ToolMessage) -> ToolResultText {
+    let text = match &message.content {
+        Content::Text(text) => text.clone(),
+        Content::Parts(parts) => parts
+            .iter()
+            .filter_map(|part| match part {
+                ContentPart::Text(text) => Some(text.text.as_str()),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+            .join("\n"),
+    };
+    match message.error.as_deref().map(str::trim) {
+        Some(error) if !error.is_empty() => {
+            let output = text.trim();
+            if output.is_empty() || output == error {
+                ToolResultText::Err(error.to_owned())
+            } else {
+                ToolResultText::Err(format!("{error}\n{output}"))
+            }
+        }
+        _ => ToolResultText::Ok(text),
+    }
+}
+
+/// The attachment kind named in notes.
+#[derive(Debug, Clone, Copy)]
+enum Kind {
+    Image,
+    Audio,
+    Video,
+    Document,
+}
+
+impl Kind {
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::Image => "image",
+            Self::Audio => "audio",
+            Self::Video => "video",
+            Self::Document => "document",
+        }
+    }
+
+    /// The kind the official client gives a legacy binary part: by media type prefix.
+    fn of_mime(mime_type: &str) -> Self {
+        let prefix = mime_type.trim().split('/').next().unwrap_or_default();
+        if prefix.eq_ignore_ascii_case("image") {
+            Self::Image
+        } else if prefix.eq_ignore_ascii_case("audio") {
+            Self::Audio
+        } else if prefix.eq_ignore_ascii_case("video") {
+            Self::Video
+        } else {
+            Self::Document
+        }
+    }
+}
+
+/// Why an attachment was not forwarded.
+#[derive(Debug)]
+enum Failure {
+    /// The bytes are elsewhere (what they are: "a remote URL", …).
+    NotInline(&'static str),
+    /// The bytes are inline but unusable.
+    Unreadable(String),
+}
+
+/// Inline bytes ready to send.
+struct Inline {
+    mime_type: String,
+    data: Vec<u8>,
+}
+
+#[derive(Default)]
+struct Builder {
+    parts: Vec<user_input::Part>,
+    /// Text since the last media part; joined with newlines into one part, because the model
+    /// would otherwise read adjacent text parts glued together.
+    text: Vec<String>,
+    notes: Vec<String>,
+}
+
+impl Builder {
+    /// Adds trimmed text, if any. Control characters are replaced first (as the harness
+    /// client does when sending), so text made only of them counts as blank.
+    fn text(&mut self, text: &str) {
+        let clean: String = text
+            .chars()
+            .map(|c| {
+                if c.is_control() && !matches!(c, '\t' | '\n' | '\r') {
+                    ' '
+                } else {
+                    c
+                }
+            })
+            .collect();
+        let clean = clean.trim();
+        if !clean.is_empty() {
+            self.text.push(clean.to_owned());
+        }
+    }
+
+    fn media(&mut self, kind: Kind, part: &MediaPart, limits: &PromptLimits) {
+        let filename = part
+            .metadata
+            .as_ref()
+            .and_then(|metadata| metadata.get("filename"))
+            .and_then(Value::as_str);
+        let inline = match &part.source {
+            PartSource::Data { value, mime_type } => inline(value, Some(mime_type), limits),
+            PartSource::Url { value, mime_type } if is_data_url(value) => {
+                inline(value, mime_type.as_deref(), limits)
+            }
+            PartSource::Url { .. } => Err(Failure::NotInline("a remote URL")),
+            PartSource::File { .. } => Err(Failure::NotInline("a provider file reference")),
+        };
+        self.attachment(kind, filename, inline);
+    }
+
+    fn binary(&mut self, part: &BinaryPart, limits: &PromptLimits) {
+        let kind = Kind::of_mime(&part.mime_type);
+        let data = part.data.as_deref().filter(|data| !data.trim().is_empty());
+        let url = part.url.as_deref().filter(|url| !url.trim().is_empty());
+        // Data wins over a URL, as in the official client's upgrade to a media part.
+        let inline = match (data, url) {
+            (Some(data), _) => inline(data, Some(&part.mime_type), limits),
+            (None, Some(url)) if is_data_url(url) => inline(url, Some(&part.mime_type), limits),
+            (None, Some(_)) => Err(Failure::NotInline("a remote URL")),
+            (None, None) if part.id.as_deref().is_some_and(|id| !id.trim().is_empty()) => {
+                Err(Failure::NotInline("a file reference"))
+            }
+            (None, None) => Err(Failure::Unreadable("it carries no data".to_owned())),
+        };
+        self.attachment(kind, part.filename.as_deref(), inline);
+    }
+
+    fn attachment(&mut self, kind: Kind, filename: Option<&str>, inline: Result<Inline, Failure>) {
+        let kind = kind.as_str();
+        let filename = filename
+            .map(|name| one_line(name, 120))
+            .filter(|name| !name.is_empty());
+        let name = filename
+            .as_deref()
+            .map(|name| format!(" '{name}'"))
+            .unwrap_or_default();
+        match inline {
+            Ok(Inline { mime_type, data }) => {
+                self.flush_text();
+                let description = filename.as_deref().unwrap_or_default();
+                self.parts.push(media_part(&mime_type, data, description));
+            }
+            Err(Failure::NotInline(what)) => {
+                self.text.push(format!(
+                    "[Attached {kind}{name} was not forwarded: only inline attachments reach \
+                     this agent.]"
+                ));
+                self.notes.push(format!(
+                    "Not forwarding the attached {kind}{name}: it is {what}, and only inline \
+                     attachments reach the agent."
+                ));
+            }
+            Err(Failure::Unreadable(reason)) => {
+                self.text.push(format!(
+                    "[Attached {kind}{name} could not be read: {reason}]"
+                ));
+                self.notes
+                    .push(format!("Dropping the attached {kind}{name}: {reason}"));
+            }
+        }
+    }
+
+    fn flush_text(&mut self) {
+        if !self.text.is_empty() {
+            self.parts.push(text_part(&self.text.join("\n")));
+            self.text.clear();
+        }
+    }
+
+    fn finish(mut self) -> Converted {
+        self.flush_text();
+        Converted {
+            parts: self.parts,
+            notes: self.notes,
+        }
+    }
+}
+
+/// True for a `data:` URL (scheme compared case-insensitively, leading spaces ignored).
+fn is_data_url(value: &str) -> bool {
+    value
+        .trim_start()
+        .get(..5)
+        .is_some_and(|scheme| scheme.eq_ignore_ascii_case("data:"))
+}
+
+/// The bytes of an inline attachment: `value` is base64, or a `data:` URL (some clients put
+/// one in a `data` source; base64 never contains `:`, so the two cannot be confused).
+/// `part_mime` wins over the URL's media type when it is not blank.
+fn inline(value: &str, part_mime: Option<&str>, limits: &PromptLimits) -> Result<Inline, Failure> {
+    let part_mime = part_mime.map(str::trim).filter(|mime| !mime.is_empty());
+    let (url_mime, payload) = if is_data_url(value) {
+        let (mime, payload) = parse_data_url(value.trim_start())?;
+        (Some(mime), payload)
+    } else {
+        (None, value)
+    };
+    let mime_type = supported_mime(part_mime.or(url_mime.filter(|mime| !mime.is_empty())))?;
+    let data = decode_base64(payload, limits)?;
+    Ok(Inline { mime_type, data })
+}
+
+/// Splits `data:<mime>[;param…];base64,<payload>` into the media type and the payload.
+fn parse_data_url(url: &str) -> Result<(&str, &str), Failure> {
+    let rest = url.get(5..).unwrap_or_default();
+    let Some((header, payload)) = rest.split_once(',') else {
+        return Err(Failure::Unreadable(
+            "its data: URL is malformed (no comma before the data)".to_owned(),
+        ));
+    };
+    let mut fields = header.split(';');
+    let mime = fields.next().unwrap_or_default().trim();
+    if !fields.any(|field| field.trim().eq_ignore_ascii_case("base64")) {
+        return Err(Failure::Unreadable(
+            "its data: URL is not base64-encoded".to_owned(),
+        ));
+    }
+    Ok((mime, payload))
+}
+
+/// The normalised media type (lowercase, parameters dropped) if the harness accepts it.
+fn supported_mime(mime: Option<&str>) -> Result<String, Failure> {
+    let Some(mime) = mime else {
+        return Err(Failure::Unreadable("no media type was given".to_owned()));
+    };
+    let essence = mime
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_ascii_lowercase();
+    if essence.is_empty() {
+        return Err(Failure::Unreadable("no media type was given".to_owned()));
+    }
+    if SUPPORTED_MIME_TYPES.contains(&essence.as_str()) {
+        Ok(essence)
+    } else {
+        Err(Failure::Unreadable(format!(
+            "the media type {} is not supported",
+            one_line(&essence, 80)
+        )))
+    }
+}
+
+/// Padding is optional and both alphabets are accepted: clients differ, and the bytes are
+/// unambiguous either way.
+const LENIENT: GeneralPurposeConfig =
+    GeneralPurposeConfig::new().with_decode_padding_mode(DecodePaddingMode::Indifferent);
+const STANDARD_LENIENT: GeneralPurpose = GeneralPurpose::new(&alphabet::STANDARD, LENIENT);
+const URL_SAFE_LENIENT: GeneralPurpose = GeneralPurpose::new(&alphabet::URL_SAFE, LENIENT);
+
+/// Decodes base64 that may be wrapped in whitespace or percent-encoded (inside a `data:` URL),
+/// refusing what is over the size limit before allocating it.
+fn decode_base64(payload: &str, limits: &PromptLimits) -> Result<Vec<u8>, Failure> {
+    let Some(unescaped) = percent_decode(payload) else {
+        return Err(invalid_base64());
+    };
+    let cleaned: Vec<u8> = unescaped
+        .iter()
+        .copied()
+        .filter(|byte| !byte.is_ascii_whitespace())
+        .collect();
+    let digits = cleaned
+        .iter()
+        .rev()
+        .skip_while(|&&byte| byte == b'=')
+        .count();
+    if digits == 0 {
+        return Err(Failure::Unreadable("it is empty".to_owned()));
+    }
+    // Exact for valid base64: four digits carry three bytes, a tail of n digits n - 1.
+    let size = digits / 4 * 3 + (digits % 4).saturating_sub(1);
+    if size > limits.max_attachment_bytes {
+        return Err(Failure::Unreadable(format!(
+            "it is larger than the {} limit ({})",
+            human_size(limits.max_attachment_bytes),
+            human_size(size)
+        )));
+    }
+    STANDARD_LENIENT
+        .decode(&cleaned)
+        .or_else(|_| URL_SAFE_LENIENT.decode(&cleaned))
+        .map_err(|_| invalid_base64())
+}
+
+fn invalid_base64() -> Failure {
+    Failure::Unreadable("its data is not valid base64".to_owned())
+}
+
+/// Undoes `%XX` escapes; `None` on a broken escape. Borrowed when there is none.
+fn percent_decode(text: &str) -> Option<Cow<'_, [u8]>> {
+    let bytes = text.as_bytes();
+    if !bytes.contains(&b'%') {
+        return Some(Cow::Borrowed(bytes));
+    }
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut rest = bytes;
+    while let Some((&byte, tail)) = rest.split_first() {
+        if byte == b'%' {
+            let [high, low, ..] = tail else {
+                return None;
+            };
+            let hex = |digit: u8| char::from(digit).to_digit(16);
+            let value = hex(*high)? * 16 + hex(*low)?;
+            out.push(u8::try_from(value).ok()?);
+            rest = tail.get(2..).unwrap_or_default();
+        } else {
+            out.push(byte);
+            rest = tail;
+        }
+    }
+    Some(Cow::Owned(out))
+}
+
+/// A size for people: bytes, KiB or MiB with at most one decimal.
+fn human_size(bytes: usize) -> String {
+    const KIB: usize = 1024;
+    const MIB: usize = 1024 * 1024;
+    let scaled = |unit: usize, name: &str| {
+        let tenths = bytes % unit * 10 / unit;
+        let whole = bytes / unit;
+        if tenths == 0 {
+            format!("{whole} {name}")
+        } else {
+            format!("{whole}.{tenths} {name}")
+        }
+    };
+    if bytes >= MIB {
+        scaled(MIB, "MiB")
+    } else if bytes >= KIB {
+        scaled(KIB, "KiB")
+    } else if bytes == 1 {
+        "1 byte".to_owned()
+    } else {
+        format!("{bytes} bytes")
+    }
+}
+
+/// Client text quoted in a note: one line, trimmed, at most `max` characters.
+fn one_line(text: &str, max: usize) -> String {
+    let flat: String = text
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    let flat = flat.trim();
+    if flat.chars().count() <= max {
+        flat.to_owned()
+    } else {
+        let mut short: String = flat.chars().take(max.saturating_sub(1)).collect();
+        short.push('…');
+        short
+    }
+}
