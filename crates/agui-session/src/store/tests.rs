@@ -1,0 +1,514 @@
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use pretty_assertions::assert_eq;
+use tempfile::TempDir;
+
+use super::*;
+
+/// A store in a fresh directory with a clock the test moves.
+struct Fixture {
+    /// Holds `store/`; nothing else may appear in it.
+    root: TempDir,
+    clock: Arc<AtomicU64>,
+}
+
+impl Fixture {
+    fn new() -> Self {
+        Self {
+            root: tempfile::tempdir().expect("temp dir"),
+            clock: Arc::new(AtomicU64::new(1_000_000)),
+        }
+    }
+
+    fn dir(&self) -> PathBuf {
+        self.root.path().join("store")
+    }
+
+    fn open(&self, limits: StoreLimits) -> ThreadStore {
+        let clock = Arc::clone(&self.clock);
+        ThreadStore::open_with_clock(&self.dir(), limits, move || clock.load(Ordering::SeqCst))
+            .expect("open")
+    }
+
+    fn advance(&self, seconds: u64) {
+        self.clock.fetch_add(seconds, Ordering::SeqCst);
+    }
+
+    fn now(&self) -> u64 {
+        self.clock.load(Ordering::SeqCst)
+    }
+
+    /// The file names in the store directory, sorted.
+    fn files(&self) -> Vec<String> {
+        let mut names: Vec<String> = fs::read_dir(self.dir())
+            .expect("list")
+            .map(|entry| {
+                entry
+                    .expect("entry")
+                    .file_name()
+                    .to_string_lossy()
+                    .into_owned()
+            })
+            .collect();
+        names.sort();
+        names
+    }
+
+    fn path_of(&self, thread_id: &str) -> PathBuf {
+        self.dir().join(record_file_name(thread_id))
+    }
+}
+
+fn record(conversation_id: &str) -> ThreadRecord {
+    ThreadRecord {
+        conversation_id: conversation_id.to_owned(),
+        forwarded: vec!["m1".to_owned(), "m2".to_owned()],
+        pending_frontend_tools: vec![PendingTool {
+            tool_call_id: "call-1".to_owned(),
+            name: "set_colour".to_owned(),
+        }],
+        tool_signature: "0123456789abcdef".to_owned(),
+        workspace: PathBuf::from("/srv/ws/t1"),
+        updated_at: 0,
+    }
+}
+
+fn limits(max_threads: usize) -> StoreLimits {
+    StoreLimits {
+        max_threads,
+        ..StoreLimits::default()
+    }
+}
+
+#[test]
+fn a_record_round_trips_with_its_update_time() {
+    let fixture = Fixture::new();
+    let store = fixture.open(StoreLimits::default());
+    assert!(store.is_empty());
+    assert_eq!(store.get("t1"), None);
+
+    store.put("t1", &record("conv-1")).expect("put");
+    let expected = ThreadRecord {
+        updated_at: fixture.now(),
+        ..record("conv-1")
+    };
+    assert_eq!(store.get("t1"), Some(expected));
+    assert_eq!(store.len(), 1);
+    assert_eq!(store.get("t2"), None);
+
+    // A put replaces the record.
+    fixture.advance(5);
+    store.put("t1", &record("conv-2")).expect("put");
+    let got = store.get("t1").expect("record");
+    assert_eq!(
+        (got.conversation_id.as_str(), got.updated_at),
+        ("conv-2", fixture.now())
+    );
+    assert_eq!(store.len(), 1);
+    assert_eq!(fixture.files(), [record_file_name("t1")]);
+}
+
+#[test]
+fn records_survive_a_reopen() {
+    let fixture = Fixture::new();
+    let store = fixture.open(StoreLimits::default());
+    store.put("t1", &record("conv-1")).expect("put");
+    store.put("t2", &record("conv-2")).expect("put");
+    let before = (store.get("t1"), store.get("t2"));
+    drop(store);
+
+    let store = fixture.open(StoreLimits::default());
+    assert_eq!(store.len(), 2);
+    assert_eq!((store.get("t1"), store.get("t2")), before);
+    assert!(before.0.is_some() && before.1.is_some());
+}
+
+#[test]
+fn the_least_recently_updated_threads_are_evicted() {
+    let fixture = Fixture::new();
+    let store = fixture.open(limits(2));
+    store.put("a", &record("ca")).expect("put");
+    fixture.advance(1);
+    store.put("b", &record("cb")).expect("put");
+    fixture.advance(1);
+    // Updating `a` makes `b` the least recently updated.
+    store.put("a", &record("ca2")).expect("put");
+    fixture.advance(1);
+    store.put("c", &record("cc")).expect("put");
+    assert_eq!(store.len(), 2);
+    assert_eq!(store.get("b"), None);
+    assert!(store.get("a").is_some() && store.get("c").is_some());
+    assert!(!fixture.path_of("b").exists());
+    assert_eq!(fixture.files().len(), 2);
+
+    // Within one second, the earlier update goes first.
+    store.put("d", &record("cd")).expect("put");
+    assert_eq!(store.get("a"), None);
+    assert!(store.get("c").is_some() && store.get("d").is_some());
+}
+
+#[test]
+fn a_smaller_limit_evicts_the_oldest_at_open() {
+    let fixture = Fixture::new();
+    let store = fixture.open(limits(10));
+    for thread in ["t1", "t2", "t3", "t4"] {
+        store.put(thread, &record(thread)).expect("put");
+        fixture.advance(1);
+    }
+    drop(store);
+
+    let store = fixture.open(limits(2));
+    assert_eq!(store.len(), 2);
+    assert_eq!((store.get("t1"), store.get("t2")), (None, None));
+    assert!(store.get("t3").is_some() && store.get("t4").is_some());
+    assert_eq!(fixture.files().len(), 2);
+}
+
+#[test]
+fn expired_records_are_dropped() {
+    let fixture = Fixture::new();
+    let ttl = StoreLimits {
+        ttl: Duration::from_secs(10),
+        ..StoreLimits::default()
+    };
+    let store = fixture.open(ttl);
+    store.put("old", &record("c-old")).expect("put");
+    fixture.advance(6);
+    store.put("new", &record("c-new")).expect("put");
+
+    // At exactly the TTL a record is still alive.
+    fixture.advance(4);
+    assert_eq!(store.sweep(), 0);
+    assert!(store.get("old").is_some());
+
+    // Past it, a read misses and the sweep drops it.
+    fixture.advance(1);
+    assert_eq!(store.get("old"), None);
+    assert_eq!(store.len(), 1);
+    fixture.advance(10);
+    assert_eq!(store.sweep(), 1);
+    assert!(store.is_empty());
+    assert!(fixture.files().is_empty());
+
+    // Expired files are dropped at open.
+    store.put("again", &record("c")).expect("put");
+    drop(store);
+    fixture.advance(11);
+    let store = fixture.open(ttl);
+    assert!(store.is_empty());
+    assert!(fixture.files().is_empty());
+}
+
+#[test]
+fn the_sweep_drops_only_what_expired() {
+    let fixture = Fixture::new();
+    let store = fixture.open(StoreLimits {
+        ttl: Duration::from_secs(10),
+        ..StoreLimits::default()
+    });
+    for thread in ["t1", "t2", "t3"] {
+        store.put(thread, &record(thread)).expect("put");
+        fixture.advance(5);
+    }
+    // Ages are now 15, 10 and 5 seconds.
+    assert_eq!(store.sweep(), 1);
+    assert_eq!(store.get("t1"), None);
+    assert!(store.get("t2").is_some() && store.get("t3").is_some());
+}
+
+#[test]
+fn forwarded_ids_are_bounded_keeping_the_newest() {
+    let fixture = Fixture::new();
+    let store = fixture.open(StoreLimits {
+        max_forwarded_per_thread: 3,
+        ..StoreLimits::default()
+    });
+    let mut thread = record("c");
+    thread.forwarded = (1..=5).map(|n| format!("m{n}")).collect();
+    store.put("t", &thread).expect("put");
+    assert_eq!(
+        store.get("t").expect("record").forwarded,
+        ["m3", "m4", "m5"]
+    );
+
+    // A zero limit would forget every message, so it is read as one.
+    let fixture = Fixture::new();
+    let store = fixture.open(StoreLimits {
+        max_forwarded_per_thread: 0,
+        ..StoreLimits::default()
+    });
+    store.put("t", &thread).expect("put");
+    assert_eq!(store.get("t").expect("record").forwarded, ["m5"]);
+}
+
+#[test]
+fn record_forwarded_keeps_each_id_once_most_recent_last() {
+    let mut thread = ThreadRecord::default();
+    for id in ["a", "b", "a", "c"] {
+        thread.record_forwarded(id);
+    }
+    assert_eq!(thread.forwarded, ["b", "a", "c"]);
+    assert!(thread.is_forwarded("a"));
+    assert!(!thread.is_forwarded("d"));
+}
+
+#[test]
+fn corrupt_files_are_moved_aside_at_open() {
+    let fixture = Fixture::new();
+    let store = fixture.open(StoreLimits::default());
+    store.put("good", &record("c")).expect("put");
+    drop(store);
+
+    let bad = [
+        ("garbage", b"{not json".to_vec()),
+        ("empty", Vec::new()),
+        (
+            "no version",
+            br#"{"threadId":"no version","record":{"conversationId":"c"}}"#.to_vec(),
+        ),
+        (
+            "wrong shape",
+            br#"{"version":1,"threadId":"wrong shape","record":"nope"}"#.to_vec(),
+        ),
+        // A valid record under another thread's name (copied or tampered with).
+        (
+            "misplaced",
+            br#"{"version":1,"threadId":"someone else","record":{"conversationId":"c"}}"#.to_vec(),
+        ),
+    ];
+    for (thread, bytes) in &bad {
+        fs::write(fixture.path_of(thread), bytes).expect("write");
+    }
+    // Not ours: left alone.
+    fs::write(fixture.dir().join("notes.txt"), "hello").expect("write");
+
+    let store = fixture.open(StoreLimits::default());
+    assert_eq!(store.len(), 1);
+    assert!(store.get("good").is_some());
+    for (thread, bytes) in &bad {
+        assert_eq!(store.get(thread), None, "{thread}");
+        let aside = format!("{}.corrupt", record_file_name(thread));
+        assert_eq!(
+            fs::read(fixture.dir().join(aside)).expect("moved aside"),
+            *bytes,
+            "{thread}"
+        );
+        assert!(!fixture.path_of(thread).exists(), "{thread}");
+    }
+    assert!(fixture.files().contains(&"notes.txt".to_owned()));
+}
+
+#[test]
+fn a_record_corrupted_after_open_reads_as_absent() {
+    let fixture = Fixture::new();
+    let store = fixture.open(StoreLimits::default());
+    store.put("t", &record("c")).expect("put");
+    fs::write(fixture.path_of("t"), "\u{0}\u{1}").expect("write");
+    assert_eq!(store.get("t"), None);
+    assert!(store.is_empty());
+    assert_eq!(
+        fixture.files(),
+        [format!("{}.corrupt", record_file_name("t"))]
+    );
+
+    // A record deleted behind the store's back also reads as absent.
+    store.put("u", &record("c")).expect("put");
+    fs::remove_file(fixture.path_of("u")).expect("remove");
+    assert_eq!(store.get("u"), None);
+    assert!(store.is_empty());
+    // And a put after that works again.
+    store.put("u", &record("c2")).expect("put");
+    assert_eq!(store.get("u").expect("record").conversation_id, "c2");
+}
+
+#[test]
+fn oversized_files_are_not_read() {
+    let fixture = Fixture::new();
+    let store = fixture.open(StoreLimits::default());
+    drop(store);
+    let size = usize::try_from(MAX_FILE_BYTES).expect("size") + 1;
+    fs::write(fixture.path_of("big"), vec![b' '; size]).expect("write");
+    let store = fixture.open(StoreLimits::default());
+    assert!(store.is_empty());
+    assert_eq!(
+        fixture.files(),
+        [format!("{}.corrupt", record_file_name("big"))]
+    );
+}
+
+#[test]
+fn unknown_fields_are_tolerated_and_newer_formats_left_alone() {
+    let fixture = Fixture::new();
+    let store = fixture.open(StoreLimits::default());
+    drop(store);
+    let now = fixture.now();
+    let extended = format!(
+        r#"{{"version":1,"threadId":"t","future":true,
+            "record":{{"conversationId":"c","updatedAt":{now},"colour":"red"}}}}"#
+    );
+    fs::write(fixture.path_of("t"), extended).expect("write");
+    let newer = r#"{"version":2,"threadId":"n","record":{"conversationId":"c"}}"#;
+    fs::write(fixture.path_of("n"), newer).expect("write");
+
+    let store = fixture.open(StoreLimits::default());
+    assert_eq!(
+        store.get("t"),
+        Some(ThreadRecord {
+            conversation_id: "c".to_owned(),
+            updated_at: now,
+            ..ThreadRecord::default()
+        })
+    );
+    assert_eq!(store.get("n"), None);
+    assert_eq!(store.len(), 1);
+    assert_eq!(
+        fs::read_to_string(fixture.path_of("n")).expect("kept"),
+        newer
+    );
+}
+
+#[test]
+fn leftover_temp_files_are_removed_at_open() {
+    let fixture = Fixture::new();
+    let store = fixture.open(StoreLimits::default());
+    store.put("t", &record("c")).expect("put");
+    drop(store);
+    let temp = fixture
+        .dir()
+        .join(format!("{}.4242.tmp", record_file_name("t")));
+    fs::write(&temp, "half a rec").expect("write");
+
+    let store = fixture.open(StoreLimits::default());
+    assert!(!temp.exists());
+    assert!(store.get("t").is_some());
+    assert_eq!(fixture.files(), [record_file_name("t")]);
+}
+
+#[test]
+fn remove_forgets_a_thread_for_good() {
+    let fixture = Fixture::new();
+    let store = fixture.open(StoreLimits::default());
+    store.put("t", &record("c")).expect("put");
+    assert!(store.remove("t").expect("remove"));
+    assert!(!store.remove("t").expect("remove"));
+    assert!(!store.remove("never").expect("remove"));
+    assert_eq!(store.get("t"), None);
+    drop(store);
+    let store = fixture.open(StoreLimits::default());
+    assert!(store.is_empty());
+    assert!(fixture.files().is_empty());
+}
+
+#[test]
+fn hostile_thread_ids_stay_inside_the_directory() {
+    let fixture = Fixture::new();
+    let store = fixture.open(StoreLimits::default());
+    let long = "x/".repeat(5_000);
+    let ids = [
+        "../x",
+        "../../../../tmp/escape",
+        "/etc/passwd",
+        "a/b\\c",
+        ".",
+        "..",
+        "",
+        " ",
+        "nul\0byte",
+        "日本語のスレッド 🧵",
+        "CON",
+        "t.json",
+        long.as_str(),
+    ];
+    for (n, id) in ids.iter().enumerate() {
+        store.put(id, &record(&format!("conv-{n}"))).expect("put");
+    }
+    for (n, id) in ids.iter().enumerate() {
+        let got = store.get(id).expect("record");
+        assert_eq!(got.conversation_id, format!("conv-{n}"), "{id:?}");
+    }
+    assert_eq!(store.len(), ids.len());
+    // Only record files, all directly in the store directory, and nothing beside it.
+    let files = fixture.files();
+    assert_eq!(files.len(), ids.len());
+    assert!(files.iter().all(|name| is_record_name(name)), "{files:?}");
+    let beside: Vec<_> = fs::read_dir(fixture.root.path())
+        .expect("list")
+        .map(|entry| entry.expect("entry").file_name())
+        .collect();
+    assert_eq!(beside, [OsStr::new("store")]);
+
+    drop(store);
+    let store = fixture.open(StoreLimits::default());
+    assert_eq!(store.len(), ids.len());
+    assert_eq!(store.get("../x").expect("record").conversation_id, "conv-0");
+}
+
+#[test]
+fn concurrent_puts_from_threads() {
+    let fixture = Fixture::new();
+    let store = Arc::new(fixture.open(limits(1_000)));
+    let writers: Vec<_> = (0..8)
+        .map(|writer| {
+            let store = Arc::clone(&store);
+            std::thread::spawn(move || {
+                for n in 0..25 {
+                    // Each writer has its own threads and shares one with every other writer.
+                    let mut own = record(&format!("w{writer}-{n}"));
+                    own.forwarded = vec![format!("m{n}")];
+                    store.put(&format!("w{writer}-{n}"), &own).expect("put");
+                    store
+                        .put("shared", &record(&format!("w{writer}")))
+                        .expect("put");
+                    let _ = store.get("shared");
+                }
+            })
+        })
+        .collect();
+    for writer in writers {
+        writer.join().expect("writer");
+    }
+    assert_eq!(store.len(), 8 * 25 + 1);
+    for writer in 0..8 {
+        for n in 0..25 {
+            let got = store.get(&format!("w{writer}-{n}")).expect("record");
+            assert_eq!(
+                (got.conversation_id, got.forwarded),
+                (format!("w{writer}-{n}"), vec![format!("m{n}")])
+            );
+        }
+    }
+    let shared = store.get("shared").expect("record").conversation_id;
+    assert!(shared.starts_with('w'), "{shared}");
+    assert_eq!(fixture.files().len(), 8 * 25 + 1);
+
+    drop(store);
+    let store = fixture.open(limits(1_000));
+    assert_eq!(store.len(), 8 * 25 + 1);
+    assert_eq!(store.get("shared").expect("record").conversation_id, shared);
+}
+
+#[test]
+fn errors_name_the_action_and_the_path() {
+    let fixture = Fixture::new();
+    // A file where the directory should be.
+    fs::write(fixture.dir(), "not a directory").expect("write");
+    let error = ThreadStore::open(&fixture.dir(), StoreLimits::default()).expect_err("fails");
+    let message = error.to_string();
+    assert!(
+        message.starts_with("could not create the thread store directory")
+            && message.contains(&fixture.dir().display().to_string()),
+        "{message}"
+    );
+}
+
+#[test]
+fn the_system_clock_stamps_records() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = ThreadStore::open(dir.path(), StoreLimits::default()).expect("open");
+    store.put("t", &record("c")).expect("put");
+    // 2023-01-01: any working clock is past it.
+    assert!(store.get("t").expect("record").updated_at > 1_672_531_200);
+    assert_eq!(store.dir(), dir.path());
+    assert!(format!("{store:?}").contains("threads: 1"));
+}
