@@ -1,0 +1,323 @@
+//! The per-turn translator: dispatches each step snapshot and trajectory change to the parts
+//! that own text, reasoning, tool calls and subagent brackets.
+
+use std::collections::HashMap;
+
+use agui_types::Event;
+use harness_proto::step::{
+    Step, StepAction, StepKey, StepSource, StepStatus, StepTarget, ToolAction, ToolKind,
+};
+use serde_json::{Map, Value};
+
+use crate::ids::{IdSource, UuidIds};
+use crate::out::{Out, fresh_part};
+use crate::reasoning::Reasoning;
+use crate::subagents::Subagents;
+use crate::text::TextLanes;
+use crate::tools::{ToolCalls, result_content};
+use crate::{
+    STRUCTURED_OUTPUT_EVENT, StepFailure, StructuredOutput, TrajectoryChange, TrajectoryStatus,
+    Translation, TranslatorOptions,
+};
+
+/// Translates the steps of one harness turn into AG-UI events.
+///
+/// Create one per turn and keep it across the runs of that turn (a turn that parks spans
+/// several runs, and the harness re-delivers earlier steps on later runs). Feed it every step
+/// snapshot ([`step`](Self::step)) and trajectory change ([`trajectory`](Self::trajectory)) in
+/// harness order, and call [`close_run`](Self::close_run) before each run's terminal event.
+/// It never fails and never panics: odd input is translated as far as it makes sense, and
+/// failures of the turn are reported as data ([`StepFailure`]).
+pub struct Translator {
+    options: TranslatorOptions,
+    out: Out,
+    steps: HashMap<StepKey, StepState>,
+    text: TextLanes,
+    reasoning: Reasoning,
+    tools: ToolCalls,
+    subagents: Subagents,
+}
+
+impl std::fmt::Debug for Translator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Translator")
+            .field("options", &self.options)
+            .field("steps", &self.steps.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for Translator {
+    /// Default options and random (UUIDv4) ids.
+    fn default() -> Self {
+        Self::new(TranslatorOptions::default(), Box::new(UuidIds))
+    }
+}
+
+/// What the translator remembers about one step for the rest of the turn.
+#[derive(Debug, Default)]
+struct StepState {
+    /// DONE or ERROR was seen: every later snapshot is a re-delivery.
+    finished: bool,
+    /// Assistant text already emitted for the step.
+    text: String,
+    /// Reasoning already emitted for the step.
+    thinking: String,
+    /// The invocation bracket was opened.
+    invoked: bool,
+    /// The structured output was emitted.
+    structured: bool,
+}
+
+impl Translator {
+    /// A translator for a new turn.
+    pub fn new(options: TranslatorOptions, ids: Box<dyn IdSource>) -> Self {
+        Self {
+            options,
+            out: Out::new(ids),
+            steps: HashMap::new(),
+            text: TextLanes::default(),
+            reasoning: Reasoning::default(),
+            tools: ToolCalls::default(),
+            subagents: Subagents::default(),
+        }
+    }
+
+    /// The options this translator was created with.
+    pub fn options(&self) -> &TranslatorOptions {
+        &self.options
+    }
+
+    /// Translates one step snapshot (root or subagent).
+    pub fn step(&mut self, step: &Step) -> Translation {
+        let mut failures = Vec::new();
+        // USER steps echo the prompt; an unknown state may be a cancellation we cannot read.
+        if step.source == StepSource::User || step.status == StepStatus::Unknown {
+            return Translation::default();
+        }
+        let key = &step.key;
+        if self.steps.get(key).is_some_and(|s| s.finished) {
+            return Translation::default();
+        }
+        let trajectory = key.trajectory_id.as_str();
+        if let Some(parent) = step.parent_trajectory_id.as_deref()
+            && !self.subagents.is_subagent(trajectory)
+        {
+            self.subagents.running(trajectory, parent);
+        }
+        let closed_chain = self.subagents.closed_chain(trajectory);
+
+        self.content(step);
+        match &step.action {
+            Some(StepAction::Tool(tool)) => self.tool(step, tool),
+            Some(StepAction::InvokeSubagent) => self.invoke(step),
+            Some(StepAction::Finish { output }) => self.structured_output(step, output),
+            Some(StepAction::Compaction) | None => {}
+        }
+        if step.status == StepStatus::Error
+            && !matches!(
+                step.action,
+                Some(StepAction::Tool(_) | StepAction::InvokeSubagent)
+            )
+        {
+            failures.push(StepFailure {
+                step: key.clone(),
+                message: step.error.as_ref().map_or_else(
+                    || "the harness reported a failure".to_owned(),
+                    |e| e.message.clone(),
+                ),
+                http_code: step.error.as_ref().map_or(0, |e| e.http_code),
+                source: step.source,
+            });
+        }
+        if step.is_final() {
+            self.reasoning.close_step(key, &mut self.out);
+            self.text.close_step(key, &mut self.out);
+            self.steps.entry(key.clone()).or_default().finished = true;
+        }
+
+        let mut events = self.out.take();
+        if !events.is_empty() && !closed_chain.is_empty() {
+            // The step's output belongs inside its subagent's bracket (and its ancestors').
+            let mut opening = Vec::with_capacity(closed_chain.len() + events.len());
+            for index in closed_chain {
+                self.subagents.show(index, &mut opening);
+            }
+            opening.append(&mut events);
+            events = opening;
+        }
+        Translation { events, failures }
+    }
+
+    /// Translates a trajectory state change: subagents starting and going idle.
+    ///
+    /// The root trajectory's changes produce nothing: the end of the turn (and of the run) is
+    /// the caller's decision, followed by [`close_run`](Self::close_run).
+    pub fn trajectory(&mut self, change: &TrajectoryChange) -> Translation {
+        let trajectory = change.trajectory_id.as_str();
+        match change.status {
+            TrajectoryStatus::Running
+            | TrajectoryStatus::WaitingForTasks
+            | TrajectoryStatus::WaitingForSubagents => {
+                if let Some(parent) = change.parent_trajectory_id.as_deref() {
+                    self.subagents.running(trajectory, parent);
+                }
+            }
+            TrajectoryStatus::Idle | TrajectoryStatus::Cancelled => {
+                if self.subagents.is_subagent(trajectory) {
+                    self.close_lane(trajectory);
+                    if let Some(index) = self.subagents.ended(trajectory) {
+                        self.close_bracket(index);
+                    }
+                }
+            }
+            TrajectoryStatus::Unknown => {}
+        }
+        Translation {
+            events: self.out.take(),
+            failures: Vec::new(),
+        }
+    }
+
+    /// Closes everything open before the run's terminal event: the reasoning span, text
+    /// messages, tool calls (`TOOL_CALL_END`; their results follow in a later run of the turn)
+    /// and subagent brackets (re-opened if their subagents produce more output later).
+    pub fn close_run(&mut self) -> Vec<Event> {
+        self.reasoning.close(&mut self.out);
+        self.text.close_all(&mut self.out);
+        self.tools.flush_all(&mut self.out);
+        self.subagents.close_all(&mut self.out.events);
+        self.out.take()
+    }
+
+    /// Reasoning and assistant text of a step.
+    fn content(&mut self, step: &Step) {
+        // Only the model speaks; a step blocked on the user or failed carries no answer.
+        if step.source != StepSource::Model
+            || !matches!(step.status, StepStatus::Active | StepStatus::Done)
+        {
+            return;
+        }
+        let key = &step.key;
+        let state = self.steps.entry(key.clone()).or_default();
+        let thinking = fresh_part(&mut state.thinking, &step.thinking, &step.thinking_delta);
+        // A tool step's text is the model's summary label, addressed to the environment.
+        let is_answer = step.action.is_none()
+            && step.request.is_none()
+            && matches!(step.target, StepTarget::User | StepTarget::Unknown);
+        let text = if is_answer {
+            fresh_part(&mut state.text, &step.text, &step.text_delta)
+        } else {
+            ""
+        };
+        if !thinking.is_empty() {
+            // Text after this reasoning must not land in a message that precedes it.
+            self.text.close_lane(&key.trajectory_id, &mut self.out);
+            self.reasoning.append(key, thinking, &mut self.out);
+        }
+        if !text.is_empty() {
+            self.reasoning.close_lane(&key.trajectory_id, &mut self.out);
+            self.text.append(key, text, &mut self.out);
+        }
+    }
+
+    /// A built-in, custom or MCP tool call.
+    fn tool(&mut self, step: &Step, tool: &ToolAction) {
+        let hidden = self.options.suppressed_tools.contains(&tool.name)
+            || (tool.kind == ToolKind::Builtin && !self.options.emit_builtin_tool_calls);
+        if hidden {
+            return;
+        }
+        let key = &step.key;
+        if !self.tools.contains(key) {
+            self.reasoning.close_lane(&key.trajectory_id, &mut self.out);
+            // The call stays inside the assistant message being streamed: closing it first
+            // would split the reply around the call.
+            let parent = self.text.open_id(&key.trajectory_id).map(str::to_owned);
+            let harness_id = match &tool.kind {
+                ToolKind::Custom { call_id } => Some(call_id.as_str()),
+                _ => None,
+            };
+            self.tools.start(
+                key,
+                &tool.name,
+                harness_id,
+                parent,
+                &tool.arguments,
+                &mut self.out,
+            );
+        }
+        if step.is_final() {
+            let content = result_content(tool, step.status, step.error.as_ref());
+            self.tools.finish(key, content, &mut self.out);
+        }
+    }
+
+    /// An `invoke_subagent` step: opens the bracket, and lets it close once final.
+    fn invoke(&mut self, step: &Step) {
+        let key = &step.key;
+        let state = self.steps.entry(key.clone()).or_default();
+        if !state.invoked {
+            state.invoked = true;
+            self.close_blocks(&key.trajectory_id);
+            self.subagents.invoke(key, &step.text, &mut self.out.events);
+        }
+        if step.is_final()
+            && let Some(index) = self.subagents.invoke_finished(key)
+        {
+            self.close_bracket(index);
+        }
+    }
+
+    /// The root agent's `finish` output, once, as state or a custom event.
+    fn structured_output(&mut self, step: &Step, output: &str) {
+        // A subagent's output is its reply to the parent, not the turn's result.
+        if step.parent_trajectory_id.is_some()
+            || !matches!(step.status, StepStatus::Active | StepStatus::Done)
+        {
+            return;
+        }
+        let state = self.steps.entry(step.key.clone()).or_default();
+        if state.structured {
+            return;
+        }
+        let Ok(value) = serde_json::from_str::<Value>(output.trim()) else {
+            return;
+        };
+        // Before DONE only a self-delimiting document is surely complete ("12" may become "123").
+        if step.status != StepStatus::Done && !(value.is_object() || value.is_array()) {
+            return;
+        }
+        state.structured = true;
+        self.close_blocks(&step.key.trajectory_id);
+        let event = match self.options.structured_output {
+            StructuredOutput::StateSnapshot => Event::state_snapshot(match value {
+                Value::Object(_) => value,
+                other => Value::Object(Map::from_iter([("structured_output".to_owned(), other)])),
+            }),
+            StructuredOutput::Custom => Event::custom(STRUCTURED_OUTPUT_EVENT, value),
+        };
+        self.out.push(event);
+    }
+
+    /// Closes a lane's reasoning and text (not its tool calls).
+    fn close_blocks(&mut self, trajectory_id: &str) {
+        self.reasoning.close_lane(trajectory_id, &mut self.out);
+        self.text.close_lane(trajectory_id, &mut self.out);
+    }
+
+    /// Closes everything a trajectory has open, tool calls included.
+    fn close_lane(&mut self, trajectory_id: &str) {
+        self.close_blocks(trajectory_id);
+        self.tools.flush_lane(trajectory_id, &mut self.out);
+    }
+
+    /// Closes a bracket after everything its subagents have open.
+    fn close_bracket(&mut self, index: usize) {
+        let members = self.subagents.members(index).to_vec();
+        for member in &members {
+            self.close_lane(member);
+        }
+        self.subagents.finish(index, &mut self.out.events);
+    }
+}
