@@ -106,9 +106,11 @@ impl Subagents {
     /// A trajectory with a parent is running (its `RUNNING`, or a first step of it).
     ///
     /// A known subagent is simply marked running again (a re-woken subagent). A new one joins
-    /// the oldest running invocation of its parent, else the oldest finished invocation that
-    /// started no subagent (its `RUNNING` came late), else a bracket of its own. A parent chain
-    /// that would loop is ignored, so brackets always form a tree.
+    /// an invocation of its parent, in this order of preference: the oldest running one that
+    /// has no subagent yet (several invocations in flight get one each), the newest running one
+    /// (one invocation may start several subagents), the oldest finished one that started none
+    /// (its `RUNNING` came late); else it gets a bracket of its own. A parent chain that would
+    /// loop is ignored, so brackets always form a tree.
     pub(crate) fn running(&mut self, trajectory_id: &str, parent: &str) {
         if let Some(&index) = self.of_trajectory.get(trajectory_id) {
             self.brackets[index]
@@ -119,13 +121,17 @@ impl Subagents {
         if self.would_loop(trajectory_id, parent) {
             return;
         }
-        let candidate = |pred: &dyn Fn(&Bracket) -> bool| {
+        let invocations = || {
             self.brackets
                 .iter()
-                .position(|b| !b.merged && b.invoker == parent && b.invoke.is_some() && pred(b))
+                .enumerate()
+                .filter(|(_, b)| !b.merged && b.invoker == parent && b.invoke.is_some())
         };
-        let index = candidate(&|b| !b.invoke_final)
-            .or_else(|| candidate(&|b| b.members.is_empty()))
+        let index = invocations()
+            .find(|(_, b)| !b.invoke_final && b.members.is_empty())
+            .or_else(|| invocations().filter(|(_, b)| !b.invoke_final).last())
+            .or_else(|| invocations().find(|(_, b)| b.members.is_empty()))
+            .map(|(i, _)| i)
             .unwrap_or_else(|| {
                 let name = self.unique_name(trajectory_id);
                 self.brackets.push(Bracket {

@@ -259,10 +259,14 @@ pub(crate) fn script(inputs: &[Input]) -> Vec<Input> {
                 if step.text.is_empty() {
                     t.push_str(&step.text_delta);
                     step.text = t.clone();
+                } else {
+                    t.clone_from(&step.text);
                 }
                 if step.thinking.is_empty() {
                     th.push_str(&step.thinking_delta);
                     step.thinking = th.clone();
+                } else {
+                    th.clone_from(&step.thinking);
                 }
                 Input::Step(step)
             }

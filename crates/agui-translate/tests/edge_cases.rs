@@ -1,0 +1,218 @@
+//! Snapshots of hand-written edge cases: the situations the Python reference gets wrong or
+//! that the recorded fixtures do not cover. Each stream is also checked by the verifier.
+
+mod common;
+
+use agui_translate::TranslatorOptions;
+use common::{Input, assert_snapshot, close, idle, render_runs, replay, running, script, step};
+use serde_json::json;
+
+fn snapshot(name: &str, inputs: &[Input]) -> String {
+    let runs = replay(&script(inputs), &TranslatorOptions::default());
+    assert_snapshot(name, &runs);
+    render_runs(&runs)
+}
+
+fn list_dir(index: u32) -> Input {
+    step("r", index).builtin("list_directory", json!({"directoryPath": "/w"}), json!({}))
+}
+
+fn list_dir_done(index: u32) -> Input {
+    step("r", index)
+        .builtin(
+            "list_directory",
+            json!({"directoryPath": "/w"}),
+            json!({"results": [{"name": "a.txt"}]}),
+        )
+        .done()
+}
+
+/// A turn parked twice: what was sent is never sent again, a message closed at a run
+/// boundary continues under a new id, and a call ended at a boundary delivers only its result.
+#[test]
+fn redelivery_across_runs() {
+    let rendered = snapshot(
+        "redelivery_across_runs",
+        &[
+            step("r", 1).say("Let me look."),
+            list_dir(2),
+            close(),
+            // Run 2: the harness re-delivers the turn so far, then continues.
+            step("r", 1).full_text("Let me look."),
+            list_dir(2),
+            step("r", 1).say(" Found it."),
+            list_dir_done(2),
+            step("r", 1).done(),
+            close(),
+            // Run 3: finished steps re-delivered again.
+            step("r", 1).full_text("Let me look. Found it.").done(),
+            list_dir_done(2),
+            step("r", 3).say("Bye.").done(),
+        ],
+    );
+    let run_two = rendered.split("-- run end").nth(1).unwrap_or_default();
+    assert!(!run_two.contains("TOOL_CALL_START"), "{run_two}");
+    assert!(!run_two.contains("TOOL_CALL_END"), "{run_two}");
+    assert!(run_two.contains("TOOL_CALL_RESULT"), "{run_two}");
+}
+
+/// A built-in first seen at DONE: its arguments carry only the request (the reference leaked
+/// the result into them), and the result follows. Likewise for a custom tool.
+#[test]
+fn call_first_seen_at_done() {
+    let rendered = snapshot(
+        "call_first_seen_at_done",
+        &[
+            step("r", 1)
+                .builtin(
+                    "run_command",
+                    json!({"commandLine": "echo hi", "workingDir": "/w"}),
+                    json!({"exitCode": 0, "combinedOutput": "hi\n"}),
+                )
+                .done(),
+            step("r", 2)
+                .custom(
+                    "call-9",
+                    "lookup",
+                    json!({"key": "k"}),
+                    json!({"result": "v"}),
+                )
+                .done(),
+        ],
+    );
+    assert!(
+        !rendered.contains(r#"delta="{\"combinedOutput"#),
+        "{rendered}"
+    );
+}
+
+/// A subagent that invokes its own subagent, with a run boundary while the inner one works:
+/// both brackets close at the boundary and re-open (outer first) with the next output.
+#[test]
+fn nested_subagents() {
+    snapshot(
+        "nested_subagents",
+        &[
+            step("r", 1).say("Delegating."),
+            step("r", 2).invoke("Research"),
+            running("a", "r"),
+            step("r", 2).invoke("Research").done(),
+            step("r", 1).done(),
+            step("a", 0)
+                .child_of("r")
+                .system()
+                .say("[Message] content=research")
+                .done(),
+            step("a", 1).child_of("r").invoke("Dig deeper"),
+            running("b", "a"),
+            step("a", 1).child_of("r").invoke("Dig deeper").done(),
+            step("b", 0)
+                .child_of("a")
+                .system()
+                .say("[Message] content=dig")
+                .done(),
+            step("b", 1).child_of("a").think("Digging"),
+            close(),
+            step("b", 1).child_of("a").say("Deep fact."),
+            step("b", 1).child_of("a").done(),
+            idle("b", "a"),
+            step("a", 2).child_of("r").say("Research done.").done(),
+            idle("a", "r"),
+            step("r", 3)
+                .system()
+                .say("[Message] Subagent a has gone idle.")
+                .done(),
+            step("r", 4).say("All done.").done(),
+        ],
+    );
+}
+
+/// Two subagents with the same label stream at the same time as the root: each gets its own
+/// bracket, messages of different trajectories interleave by id, and a subagent's tool call
+/// hangs under that subagent's message, not the root's.
+#[test]
+fn interleaved_trajectories() {
+    snapshot(
+        "interleaved_trajectories",
+        &[
+            step("r", 1).invoke("Research"),
+            step("r", 2).invoke("Research"),
+            running("a", "r"),
+            running("b", "r"),
+            step("r", 1).invoke("Research").done(),
+            step("r", 2).invoke("Research").done(),
+            step("a", 1).child_of("r").say("A one. "),
+            step("b", 1).child_of("r").say("B one. "),
+            step("r", 3).say("Waiting. "),
+            step("a", 2).child_of("r").builtin(
+                "view_file",
+                json!({"absolutePath": "/w/a"}),
+                json!({}),
+            ),
+            step("b", 1).child_of("r").think("B thinks"),
+            step("a", 1).child_of("r").say("A two."),
+            step("a", 2)
+                .child_of("r")
+                .builtin("view_file", json!({"absolutePath": "/w/a"}), json!({}))
+                .done(),
+            step("a", 1).child_of("r").done(),
+            idle("a", "r"),
+            step("b", 1).child_of("r").say("B two.").done(),
+            idle("b", "r"),
+            step("r", 3).say("Both done.").done(),
+        ],
+    );
+}
+
+/// Reasoning, then text, then a tool call inside that text message, then more text of the
+/// same step in the same message.
+#[test]
+fn reasoning_text_tool_text_in_one_step() {
+    snapshot(
+        "reasoning_text_tool_text_in_one_step",
+        &[
+            step("r", 1).think("I should list the files."),
+            step("r", 1).say("Let me check. "),
+            list_dir(2),
+            list_dir_done(2),
+            step("r", 1).say("There is a.txt."),
+            step("r", 1).done(),
+        ],
+    );
+}
+
+/// Text of two steps of one trajectory interleaved: switching steps closes the other step's
+/// message, and its later text gets a new message rather than reopening a closed one.
+#[test]
+fn text_interleaved_across_two_steps() {
+    snapshot(
+        "text_interleaved_across_two_steps",
+        &[
+            step("r", 1).say("One "),
+            step("r", 2).say("Two "),
+            step("r", 1).say("one again"),
+            step("r", 2).say("two again").done(),
+            step("r", 1).done(),
+        ],
+    );
+}
+
+/// An invocation first seen at DONE still gets a bracket; a subagent whose RUNNING arrives
+/// after that joins it (same name), and one whose RUNNING arrived before its invocation was
+/// seen is adopted by it.
+#[test]
+fn subagents_first_seen_at_done_or_before_their_invocation() {
+    snapshot(
+        "subagents_first_seen_at_done",
+        &[
+            step("r", 1).invoke("Late start").done(),
+            running("a", "r"),
+            step("a", 1).child_of("r").say("A here.").done(),
+            idle("a", "r"),
+            running("b", "r"),
+            step("r", 2).invoke("Early start").done(),
+            step("b", 1).child_of("r").say("B here.").done(),
+            idle("b", "r"),
+        ],
+    );
+}
