@@ -129,7 +129,7 @@ impl Subagents {
         };
         let index = invocations()
             .find(|(_, b)| !b.invoke_final && b.members.is_empty())
-            .or_else(|| invocations().filter(|(_, b)| !b.invoke_final).last())
+            .or_else(|| invocations().rev().find(|(_, b)| !b.invoke_final))
             .or_else(|| invocations().find(|(_, b)| b.members.is_empty()))
             .map(|(i, _)| i)
             .unwrap_or_else(|| {
