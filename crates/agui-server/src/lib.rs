@@ -1,3 +1,217 @@
-//! The agui-antigravity HTTP service.
+//! The agui-antigravity HTTP service: Antigravity agents served over AG-UI.
 //!
-//! Not built yet: see the "agui-server" issue.
+//! The binary (`agui-antigravity serve`) is a thin wrapper around [`Server`]; embed the same
+//! server in your own program to add server tools to an agent:
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), agui_server::ServerError> {
+//! use agui_server::{Server, ServerConfig};
+//! use agui_session::{FnTool, ToolRegistry};
+//! use serde_json::json;
+//!
+//! let config = ServerConfig::from_args(["agui-antigravity", "--demo"])?;
+//! let mut tools = ToolRegistry::new();
+//! tools.register(FnTool::new("roll_die", "Rolls a die", json!({"type": "object"}), |_, _| async {
+//!     Ok(json!(4))
+//! }));
+//! let server = Server::new(config).with_tools("/", tools).start().await?;
+//! println!("serving on http://{}", server.addr());
+//! server.run_until_signal().await;
+//! # Ok(()) }
+//! ```
+
+pub mod build;
+mod capabilities;
+pub mod cli;
+pub mod config;
+pub mod demo;
+mod error;
+pub mod http;
+pub mod metrics;
+mod stream;
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use agui_session::ToolRegistry;
+use clap::Parser as _;
+use tokio::sync::watch;
+
+pub use build::{MountedAgent, Runtime};
+pub use capabilities::derive as capabilities;
+pub use config::{AgentSettings, FileConfig, LogFormat, ServerConfig};
+pub use error::ServerError;
+
+impl ServerConfig {
+    /// The configuration a command line (`serve` options, as the binary takes them) describes,
+    /// including the `--config` file and environment variables.
+    pub fn from_args<I, S>(args: I) -> Result<Self, ServerError>
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        let mut args: Vec<String> = args.into_iter().map(Into::into).collect();
+        if args.get(1).map(String::as_str) != Some("serve") {
+            args.insert(1.min(args.len()), "serve".into());
+        }
+        let cli = cli::Cli::try_parse_from(args).map_err(|e| ServerError::Config(e.to_string()))?;
+        let (cli::Command::Serve(serve) | cli::Command::CheckConfig(serve)) = cli.command;
+        Self::from_serve_args(&serve)
+    }
+
+    /// The configuration of parsed `serve` options.
+    pub fn from_serve_args(args: &cli::ServeArgs) -> Result<Self, ServerError> {
+        let file = match &args.config {
+            Some(path) => FileConfig::load(path)?,
+            None => FileConfig::default(),
+        };
+        Self::merge(file, args)
+    }
+}
+
+/// A server to start: configuration plus the server tools of each agent.
+pub struct Server {
+    config: ServerConfig,
+    tools: HashMap<String, ToolRegistry>,
+}
+
+impl Server {
+    /// A server for `config`.
+    pub fn new(config: ServerConfig) -> Self {
+        Self {
+            config,
+            tools: HashMap::new(),
+        }
+    }
+
+    /// Gives the agent mounted at `path` these server tools.
+    pub fn with_tools(mut self, path: &str, tools: ToolRegistry) -> Self {
+        let path = config::normalise_path(path).unwrap_or_else(|_| path.to_owned());
+        self.tools.insert(path, tools);
+        self
+    }
+
+    /// Builds the agents (installing the harness if it is missing), binds and starts serving.
+    pub async fn start(self) -> Result<RunningServer, ServerError> {
+        let tools = self.tools;
+        let runtime = build::build(&self.config, |path| {
+            tools.get(path).cloned().unwrap_or_default()
+        })
+        .await?;
+        let metrics = Arc::new(metrics::Metrics::new());
+        let options = http::HttpOptions {
+            auth_token: self.config.auth_token.clone(),
+            cors_origins: self.config.cors_origins.clone(),
+            max_body_bytes: self.config.max_body_bytes,
+            keep_alive: self.config.keep_alive,
+        };
+        let app = http::router(&runtime.agents, options, metrics);
+        let listener = tokio::net::TcpListener::bind(self.config.bind)
+            .await
+            .map_err(|source| ServerError::Io {
+                action: format!("listen on {}", self.config.bind),
+                source,
+            })?;
+        let addr = listener.local_addr().map_err(|source| ServerError::Io {
+            action: "read the address".into(),
+            source,
+        })?;
+        let (stop, mut stopped) = watch::channel(false);
+        let serving = tokio::spawn(async move {
+            let graceful = async move {
+                let _ = stopped.wait_for(|s| *s).await;
+            };
+            if let Err(e) = axum::serve(listener, app)
+                .with_graceful_shutdown(graceful)
+                .await
+            {
+                tracing::error!(error = %e, "the HTTP server failed");
+            }
+        });
+        for agent in &runtime.agents {
+            tracing::info!(url = %format!("http://{addr}{}", agent.path), demo = agent.demo, "serving agent");
+        }
+        Ok(RunningServer {
+            addr,
+            stop,
+            serving,
+            runtime: Arc::new(runtime),
+        })
+    }
+}
+
+/// A started server.
+pub struct RunningServer {
+    addr: SocketAddr,
+    stop: watch::Sender<bool>,
+    serving: tokio::task::JoinHandle<()>,
+    runtime: Arc<Runtime>,
+}
+
+impl std::fmt::Debug for RunningServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunningServer")
+            .field("addr", &self.addr)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RunningServer {
+    /// The bound address.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The agents and what they run on.
+    pub fn runtime(&self) -> &Runtime {
+        &self.runtime
+    }
+
+    /// Stops accepting, ends open runs (with `RUN_ERROR`), closes conversations so the harness
+    /// checkpoints them, and reaps every harness process.
+    pub async fn shutdown(self) {
+        tracing::info!("shutting down");
+        let _ = self.stop.send(true);
+        self.runtime.shutdown().await;
+        if tokio::time::timeout(Duration::from_secs(10), self.serving)
+            .await
+            .is_err()
+        {
+            tracing::warn!("open connections did not close within 10 s");
+        }
+        tracing::info!("stopped");
+    }
+
+    /// Serves until SIGINT or SIGTERM, then shuts down.
+    pub async fn run_until_signal(self) {
+        shutdown_signal().await;
+        self.shutdown().await;
+    }
+}
+
+/// Resolves on SIGINT (Ctrl-C) or SIGTERM.
+pub async fn shutdown_signal() {
+    let interrupt = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot listen for SIGTERM");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        _ = interrupt => {}
+        _ = terminate => {}
+    }
+}

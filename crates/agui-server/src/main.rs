@@ -1,9 +1,70 @@
 //! The `agui-antigravity` binary.
 
-fn main() -> std::process::ExitCode {
-    eprintln!(
-        "agui-antigravity: the server is not built yet (see the agui-server issue). \
-         `cargo xtask fetch-harness` already installs the harness it will run."
-    );
-    std::process::ExitCode::FAILURE
+use std::process::ExitCode;
+
+use agui_server::cli::{Cli, Command};
+use agui_server::{LogFormat, Server, ServerConfig};
+
+fn main() -> ExitCode {
+    let cli = Cli::parse_args(std::env::args().collect());
+    let (check_only, args) = match cli.command {
+        Command::Serve(args) => (false, args),
+        Command::CheckConfig(args) => (true, args),
+    };
+    let config = match ServerConfig::from_serve_args(&args) {
+        Ok(config) => config,
+        Err(e) => {
+            eprintln!("agui-antigravity: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    init_logging(config.log_format);
+    if check_only {
+        println!("{config:#?}");
+        return ExitCode::SUCCESS;
+    }
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("agui-antigravity: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    runtime.block_on(async move {
+        match Server::new(config).start().await {
+            Ok(server) => {
+                eprintln!(
+                    "agui-antigravity: serving AG-UI on http://{}",
+                    server.addr()
+                );
+                server.run_until_signal().await;
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "could not start");
+                eprintln!("agui-antigravity: {e}");
+                ExitCode::FAILURE
+            }
+        }
+    })
+}
+
+fn init_logging(format: LogFormat) {
+    let filter =
+        tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into());
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    match format {
+        LogFormat::Text => builder.init(),
+        LogFormat::Json => builder
+            .json()
+            .flatten_event(true)
+            .with_current_span(true)
+            .with_span_list(true)
+            .init(),
+    }
 }

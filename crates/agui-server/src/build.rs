@@ -1,0 +1,305 @@
+//! Turning configuration into running agents: options, model endpoints, harness pools and the
+//! demo model.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use agui_session::{
+    Agent, AgentOptions, ConcurrentRuns, HarnessBackend, StructuredOutputMode, ToolRegistry,
+};
+use harness_client::{
+    BuiltinTool, HarnessPool, ModelEndpoint, PoolOptions, ProcessOptions, SystemInstructions,
+};
+use harness_proto::lh::AgentBehavior;
+
+use crate::config::{AgentSettings, ServerConfig};
+use crate::demo;
+use crate::error::ServerError;
+
+/// The built-in tools an agent gets when none are configured: files and shell, without the
+/// web, image and scheduling tools (`search_web` without Google credentials makes models loop).
+pub const DEFAULT_BUILTIN_TOOLS: &[BuiltinTool] = &[
+    BuiltinTool::ListDirectory,
+    BuiltinTool::ViewFile,
+    BuiltinTool::FindFile,
+    BuiltinTool::SearchDirectory,
+    BuiltinTool::CreateFile,
+    BuiltinTool::EditFile,
+    BuiltinTool::RunCommand,
+];
+
+/// An agent mounted at a path.
+#[derive(Debug, Clone)]
+pub struct MountedAgent {
+    /// Mount path (`/` or `/a/b`).
+    pub path: String,
+    /// The agent.
+    pub agent: Agent,
+    /// Served by the demo model.
+    pub demo: bool,
+}
+
+/// Everything the configured agents run on; keep it alive while serving.
+pub struct Runtime {
+    /// The agents, in mount order.
+    pub agents: Vec<MountedAgent>,
+    /// The embedded demo model, when an agent uses it.
+    pub demo_model: Option<gemini_script::Handle>,
+}
+
+impl std::fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runtime")
+            .field("agents", &self.agents)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Runtime {
+    /// Closes every session (checkpointing conversations) and stops every harness.
+    pub async fn shutdown(&self) {
+        let stops = self.agents.iter().map(|a| a.agent.shutdown());
+        futures_util::future::join_all(stops).await;
+    }
+}
+
+/// Where data goes when nothing is configured: `$AGUI_DATA_DIR`, else
+/// `$XDG_DATA_HOME/agui-antigravity`, else `~/.local/share/agui-antigravity`.
+pub fn default_data_dir() -> PathBuf {
+    let var = |name: &str| {
+        std::env::var_os(name)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    var("AGUI_DATA_DIR")
+        .or_else(|| var("XDG_DATA_HOME").map(|d| d.join("agui-antigravity")))
+        .or_else(|| var("HOME").map(|d| d.join(".local/share/agui-antigravity")))
+        .unwrap_or_else(|| std::env::temp_dir().join("agui-antigravity"))
+}
+
+/// A short name for a mount path, used in default directories.
+fn slug(path: &str) -> String {
+    let s = path.trim_matches('/').replace('/', "-");
+    if s.is_empty() { "default".into() } else { s }
+}
+
+/// Builds every configured agent. `tools_for(path)` gives each agent its server tools (the
+/// binary has none; embedders and examples add theirs).
+pub async fn build(
+    config: &ServerConfig,
+    tools_for: impl Fn(&str) -> ToolRegistry,
+) -> Result<Runtime, ServerError> {
+    let mut demo_model = None;
+    let mut pools: BTreeMap<(usize, u64, bool), HarnessPool> = BTreeMap::new();
+    let mut agents = Vec::new();
+    let data = default_data_dir();
+    for settings in &config.agents {
+        let path = settings.path.clone().unwrap_or_else(|| "/".into());
+        let demo = config.demo || !settings.has_endpoint();
+        let endpoint_url = if demo {
+            if demo_model.is_none() {
+                demo_model = Some(demo::start_model().await?);
+            }
+            demo_model.as_ref().map(|m| m.base_url())
+        } else {
+            None
+        };
+        let options = options(settings, &path, &data, endpoint_url)?;
+        let binary = harness_client::find_or_install_binary(settings.harness_path.as_deref())?;
+        let pool_key = (
+            settings.pool_size.unwrap_or(8),
+            settings.harness_idle_grace_secs.unwrap_or(30),
+            settings.prestart_harness.unwrap_or(true),
+        );
+        let pool = match pools.get(&pool_key) {
+            Some(pool) => pool.clone(),
+            None => {
+                let pool = HarnessPool::new(PoolOptions {
+                    max_conversations_per_process: pool_key.0,
+                    idle_grace: Duration::from_secs(pool_key.1),
+                    prestart_spare: pool_key.2,
+                    ..Default::default()
+                })?;
+                pools.insert(pool_key, pool.clone());
+                pool
+            }
+        };
+        let mut process = ProcessOptions::new(options.save_dir.clone());
+        process.binary = Some(binary);
+        let mut tools = tools_for(&path);
+        if demo {
+            demo::add_demo_tools(&mut tools);
+        }
+        let backend = HarnessBackend::new(pool, process);
+        let agent = Agent::new(options, Arc::new(backend), tools)?;
+        tracing::info!(path = %path, agent = %agent.options().name, model = %agent.options().model, demo, "agent ready");
+        agents.push(MountedAgent { path, agent, demo });
+    }
+    Ok(Runtime { agents, demo_model })
+}
+
+/// The session options of one agent.
+pub fn options(
+    settings: &AgentSettings,
+    path: &str,
+    data: &Path,
+    demo_url: Option<String>,
+) -> Result<AgentOptions, ServerError> {
+    let bad = |m: String| ServerError::Config(format!("agent at `{path}`: {m}"));
+    let headers: BTreeMap<String, String> = settings
+        .model_headers
+        .clone()
+        .unwrap_or_default()
+        .into_iter()
+        .collect();
+    let endpoint = if let Some(url) = demo_url {
+        ModelEndpoint::gemini(url, "demo")
+    } else if let Some(base_url) = &settings.openai_base_url {
+        ModelEndpoint::OpenAiCompatible {
+            base_url: base_url.clone(),
+        }
+    } else if let Some(project) = &settings.vertex_project {
+        let location = settings
+            .vertex_location
+            .clone()
+            .ok_or_else(|| bad("vertex_project needs vertex_location".into()))?;
+        ModelEndpoint::Vertex {
+            project: project.clone(),
+            location,
+            base_url: settings.gemini_base_url.clone(),
+            api_key: settings.api_key.clone(),
+            headers,
+        }
+    } else {
+        if settings.api_key.as_deref().is_none_or(str::is_empty) {
+            return Err(bad("the Gemini API needs an API key (--api-key or GEMINI_API_KEY); any non-empty value works against a mock".into()));
+        }
+        ModelEndpoint::Gemini {
+            base_url: settings.gemini_base_url.clone(),
+            api_key: settings.api_key.clone(),
+            headers,
+            thinking_level: settings.thinking_level.clone(),
+        }
+    };
+    let model = settings
+        .model
+        .clone()
+        .unwrap_or_else(|| demo::DEMO_MODEL.to_owned());
+    let slug = slug(path);
+    let mut options = AgentOptions::new(model, endpoint, data);
+    options.name = settings.name.clone().unwrap_or_else(|| slug.clone());
+    options.workspace_root = settings
+        .workspace_root
+        .clone()
+        .unwrap_or_else(|| data.join("w").join(&slug));
+    options.save_dir = settings
+        .save_dir
+        .clone()
+        .unwrap_or_else(|| data.join("agents").join(&slug));
+    options.image_model = settings.image_model.clone();
+    options.system_instructions = match (
+        &settings.system_instructions,
+        settings.system_instructions_mode.as_deref(),
+    ) {
+        (None, _) => None,
+        (Some(text), None | Some("append")) => Some(SystemInstructions::Appended(text.clone())),
+        (Some(text), Some("replace")) => Some(SystemInstructions::Custom(text.clone())),
+        (Some(_), Some(other)) => {
+            return Err(bad(format!(
+                "system_instructions_mode `{other}` is not `append` or `replace`"
+            )));
+        }
+    };
+    options.builtin_tools = match &settings.builtin_tools {
+        None => DEFAULT_BUILTIN_TOOLS.iter().copied().collect(),
+        Some(names) => builtin_tools(names).map_err(bad)?,
+    };
+    options.behavior = match settings.behavior.as_deref() {
+        None | Some("autonomous") => AgentBehavior::Autonomous,
+        Some("interactive") => AgentBehavior::Interactive,
+        Some("minimal") => AgentBehavior::Minimal,
+        Some(other) => {
+            return Err(bad(format!(
+                "behavior `{other}` is not autonomous, interactive or minimal"
+            )));
+        }
+    };
+    options.tool_approval = settings.tool_approval.unwrap_or(false);
+    options.auto_approve_tools = settings
+        .auto_approve_tools
+        .clone()
+        .unwrap_or_default()
+        .into_iter()
+        .collect();
+    options.frontend_tools = settings.frontend_tools.unwrap_or(true);
+    options.ask_question_interrupts = settings.ask_question.unwrap_or(true);
+    options.deduplicate_tool_calls = settings.deduplicate_tool_calls.unwrap_or(true);
+    options.app_context_tool = settings.app_context_tool.unwrap_or(false);
+    options.app_state_tool = settings.app_state_tool.unwrap_or(false);
+    let mode = match settings.structured_output.as_deref() {
+        None | Some("state") => StructuredOutputMode::State,
+        Some("custom") => StructuredOutputMode::Custom,
+        Some(other) => {
+            return Err(bad(format!(
+                "structured_output `{other}` is not `state` or `custom`"
+            )));
+        }
+    };
+    options.response_schema = settings
+        .response_schema
+        .clone()
+        .map(|schema| (schema, mode));
+    options.emit_builtin_tool_calls = settings.emit_builtin_tool_calls.unwrap_or(true);
+    options.max_tool_calls_per_turn = settings.max_tool_calls_per_turn;
+    if let Some(secs) = settings.session_timeout_secs {
+        options.session_timeout = Duration::from_secs(secs);
+    }
+    if let Some(secs) = settings.parked_timeout_secs {
+        options.parked_timeout = Duration::from_secs(secs);
+    }
+    options.parked_timeout = options.parked_timeout.max(options.session_timeout);
+    if let Some(secs) = settings.hibernate_after_secs {
+        options.hibernate_after = Duration::from_secs(secs);
+    }
+    if let Some(max) = settings.max_sessions {
+        options.max_sessions = max;
+    }
+    options.concurrent_runs = match settings.busy_thread_wait_secs {
+        Some(0) => ConcurrentRuns::Refuse,
+        Some(secs) => ConcurrentRuns::Wait(Duration::from_secs(secs)),
+        None => ConcurrentRuns::Wait(Duration::from_secs(30)),
+    };
+    if let Some(retries) = settings.api_retries {
+        options.api_retry = Some((retries, 500));
+    }
+    if let Some(bytes) = settings.max_attachment_bytes {
+        options.max_attachment_bytes = bytes;
+    }
+    options.validate().map_err(|e| bad(e.to_string()))?;
+    Ok(options)
+}
+
+/// Parses built-in tool names (model-facing or internal); `none` means none.
+pub fn builtin_tools(names: &[String]) -> Result<BTreeSet<BuiltinTool>, String> {
+    let mut tools = BTreeSet::new();
+    for name in names.iter().map(|n| n.trim()).filter(|n| !n.is_empty()) {
+        if name == "none" {
+            continue;
+        }
+        if name == "all" {
+            tools.extend(BuiltinTool::ALL);
+            continue;
+        }
+        let tool = BuiltinTool::from_name(name).ok_or_else(|| {
+            let known: Vec<&str> = BuiltinTool::ALL.iter().map(|t| t.model_name()).collect();
+            format!(
+                "unknown built-in tool `{name}` (known: {}, all, none)",
+                known.join(", ")
+            )
+        })?;
+        tools.insert(tool);
+    }
+    Ok(tools)
+}

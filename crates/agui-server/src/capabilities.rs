@@ -1,0 +1,137 @@
+//! `GET <path>/capabilities`: what an agent can do, derived from its actual configuration —
+//! nothing is advertised that the configuration cannot deliver.
+
+use agui_session::{Agent, StructuredOutputMode};
+use agui_types::{
+    AgentCapabilities, ExecutionCapabilities, HumanInTheLoopCapabilities, IdentityCapabilities,
+    MultiAgentCapabilities, MultimodalCapabilities, MultimodalInputCapabilities,
+    OutputCapabilities, ReasoningCapabilities, StateCapabilities, SubagentInfo, ToolsCapabilities,
+    TransportCapabilities,
+};
+use harness_client::BuiltinTool;
+use serde_json::{Map, Value, json};
+
+/// The capabilities of `agent`; `demo` marks an agent served by the scripted demo model.
+pub fn derive(agent: &Agent, demo: bool) -> AgentCapabilities {
+    let options = agent.options();
+    let server_tools: Vec<agui_types::Tool> = agent
+        .tools()
+        .iter()
+        .map(|t| agui_types::Tool {
+            name: t.name().to_owned(),
+            description: t.description().to_owned(),
+            parameters: Some(t.parameters()),
+            metadata: None,
+        })
+        .collect();
+    let has_server_tools = !server_tools.is_empty();
+    let questions = options.questions_reachable();
+    let structured_state = matches!(
+        options.response_schema,
+        Some((_, StructuredOutputMode::State))
+    );
+    let subagents = options.builtin_tools.contains(&BuiltinTool::Subagents);
+    let mut custom = Map::new();
+    custom.insert("model".into(), Value::String(options.model.clone()));
+    custom.insert(
+        "builtinTools".into(),
+        json!(
+            options
+                .builtin_tools
+                .iter()
+                .map(|t| t.model_name())
+                .collect::<Vec<_>>()
+        ),
+    );
+    if demo {
+        custom.insert("demo".into(), Value::Bool(true));
+        custom.insert(
+            "notice".into(),
+            Value::String("Offline demo: answers come from a scripted model, not Gemini.".into()),
+        );
+    }
+    AgentCapabilities {
+        identity: Some(IdentityCapabilities {
+            name: Some(options.name.clone()),
+            kind: Some("antigravity".into()),
+            description: Some(if demo {
+                "Google Antigravity agent exposed over AG-UI (offline demo model).".into()
+            } else {
+                "Google Antigravity agent exposed over AG-UI.".into()
+            }),
+            version: Some(env!("CARGO_PKG_VERSION").into()),
+            provider: Some("agui-antigravity".into()),
+            ..Default::default()
+        }),
+        transport: Some(TransportCapabilities {
+            streaming: Some(true),
+            http_binary: Some(true),
+            ..Default::default()
+        }),
+        tools: Some(ToolsCapabilities {
+            supported: Some(true),
+            items: if server_tools.is_empty() {
+                None
+            } else {
+                Some(server_tools)
+            },
+            parallel_calls: Some(true),
+            client_provided: Some(options.frontend_tools),
+        }),
+        output: Some(OutputCapabilities {
+            structured_output: Some(options.response_schema.is_some()),
+            ..Default::default()
+        }),
+        state: Some(StateCapabilities {
+            // Server tools may write the shared state; structured output may arrive as a snapshot.
+            snapshots: Some(structured_state || has_server_tools),
+            deltas: Some(false),
+            persistent_state: Some(true),
+            ..Default::default()
+        }),
+        multi_agent: subagents.then(|| MultiAgentCapabilities {
+            supported: Some(true),
+            delegation: Some(true),
+            subagents: Some(vec![
+                SubagentInfo {
+                    name: "research".into(),
+                    description: Some("Built-in research subagent".into()),
+                },
+                SubagentInfo {
+                    name: "self".into(),
+                    description: Some("A copy of this agent".into()),
+                },
+            ]),
+            ..Default::default()
+        }),
+        reasoning: Some(ReasoningCapabilities {
+            supported: Some(true),
+            streaming: Some(true),
+            encrypted: Some(false),
+        }),
+        multimodal: Some(MultimodalCapabilities {
+            input: Some(MultimodalInputCapabilities {
+                image: Some(true),
+                audio: Some(true),
+                video: Some(true),
+                pdf: Some(true),
+                file: Some(false),
+            }),
+            ..Default::default()
+        }),
+        execution: Some(ExecutionCapabilities {
+            code_execution: Some(options.builtin_tools.contains(&BuiltinTool::RunCommand)),
+            sandboxed: Some(false),
+            max_iterations: options.max_tool_calls_per_turn.map(u64::from),
+            ..Default::default()
+        }),
+        human_in_the_loop: Some(HumanInTheLoopCapabilities {
+            supported: Some(options.frontend_tools || questions || options.tool_approval),
+            approvals: Some(options.tool_approval),
+            interventions: Some(options.frontend_tools),
+            interrupts: Some(questions || options.tool_approval),
+            ..Default::default()
+        }),
+        custom: Some(Value::Object(custom)),
+    }
+}

@@ -1,0 +1,76 @@
+//! The command line: `agui-antigravity serve [options]`.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+
+use crate::config::{AgentSettings, LogFormat};
+
+/// Serve Google Antigravity agents over the AG-UI protocol.
+#[derive(Debug, Parser)]
+#[command(name = "agui-antigravity", version, about)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Serve the configured agents (the default).
+    Serve(Box<ServeArgs>),
+    /// Print the merged configuration and exit.
+    CheckConfig(Box<ServeArgs>),
+}
+
+/// Options of `serve`. Every agent key is also settable in the TOML file and by environment
+/// variable; flags and variables apply to every agent (see the README).
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct ServeArgs {
+    /// A TOML configuration file.
+    #[arg(long, short, env = "AGUI_CONFIG")]
+    pub config: Option<PathBuf>,
+    /// Listen address [default: 127.0.0.1:8027].
+    #[arg(long, env = "AGUI_BIND")]
+    pub bind: Option<SocketAddr>,
+    /// Serve the embedded scripted model (offline demo), whatever else is configured.
+    #[arg(long, env = "AGUI_DEMO")]
+    pub demo: bool,
+    /// Require `Authorization: Bearer <token>`.
+    #[arg(long, env = "AGUI_AUTH_TOKEN", hide_env_values = true)]
+    pub auth_token: Option<String>,
+    /// Allowed CORS origins (comma-separated; `*` for any).
+    #[arg(long, env = "AGUI_CORS_ORIGINS", value_delimiter = ',')]
+    pub cors_origins: Option<Vec<String>>,
+    /// Largest request body in bytes [default: 64 MiB].
+    #[arg(long, env = "AGUI_MAX_BODY_BYTES")]
+    pub max_body_bytes: Option<usize>,
+    /// Seconds between SSE keep-alive comments [default: 15].
+    #[arg(long, env = "AGUI_KEEP_ALIVE_SECS")]
+    pub keep_alive_secs: Option<u64>,
+    /// Log format [default: text]; the level comes from `RUST_LOG` (default `info`).
+    #[arg(long, env = "AGUI_LOG_FORMAT", value_enum)]
+    pub log_format: Option<LogFormat>,
+    /// Agent settings (defaults for every agent).
+    #[command(flatten)]
+    pub agent: AgentSettings,
+}
+
+impl Cli {
+    /// Parses `args`, treating a command line without a subcommand as `serve`.
+    pub fn parse_args(args: Vec<String>) -> Self {
+        let mut args = args;
+        let first = args.get(1).map(String::as_str);
+        let needs_serve = match first {
+            None => true,
+            Some("-h" | "--help" | "-V" | "--version" | "help") => false,
+            Some(flag) => flag.starts_with('-'),
+        };
+        if needs_serve {
+            args.insert(1.min(args.len()), "serve".into());
+        }
+        <Self as Parser>::parse_from(args)
+    }
+}

@@ -1,0 +1,374 @@
+//! Configuration: a TOML file, environment variables and flags, merged into [`ServerConfig`].
+//!
+//! Precedence, lowest first: built-in defaults, the file's `[agent]` table (defaults for every
+//! agent), environment variables and flags (which also set defaults for every agent), then each
+//! `[[agents]]` entry's own keys. With no `[[agents]]`, one agent is served at `/`.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::error::ServerError;
+
+/// Settings of one agent; every key is optional so layers can be merged.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, clap::Args)]
+#[serde(deny_unknown_fields)]
+pub struct AgentSettings {
+    /// Path the agent is mounted at (`[[agents]]` only).
+    #[arg(skip)]
+    pub path: Option<String>,
+    /// Name shown in logs and capabilities.
+    #[arg(long = "agent-name", env = "AGUI_AGENT_NAME")]
+    pub name: Option<String>,
+    /// Text model name.
+    #[arg(long, env = "AGUI_MODEL")]
+    pub model: Option<String>,
+    /// Gemini API key.
+    #[arg(long, env = "GEMINI_API_KEY", hide_env_values = true)]
+    pub api_key: Option<String>,
+    /// Gemini API base URL (a gateway or a mock); Google's by default.
+    #[arg(long, env = "AGUI_GEMINI_BASE_URL")]
+    pub gemini_base_url: Option<String>,
+    /// Extra HTTP headers on every model request (`name=value`, repeatable).
+    #[arg(long = "model-header", value_parser = parse_header, env = "AGUI_MODEL_HEADERS", value_delimiter = ',')]
+    #[serde(default, deserialize_with = "headers")]
+    pub model_headers: Option<Vec<(String, String)>>,
+    /// Gemini thinking level (`low`, `high`, …).
+    #[arg(long, env = "AGUI_THINKING_LEVEL")]
+    pub thinking_level: Option<String>,
+    /// Vertex AI project (selects Vertex with `vertex_location`).
+    #[arg(long, env = "AGUI_VERTEX_PROJECT")]
+    pub vertex_project: Option<String>,
+    /// Vertex AI location, e.g. `us-central1`.
+    #[arg(long, env = "AGUI_VERTEX_LOCATION")]
+    pub vertex_location: Option<String>,
+    /// An OpenAI-compatible server root (Ollama, LM Studio); the harness appends `/v1/chat/completions`.
+    #[arg(long, env = "AGUI_OPENAI_BASE_URL")]
+    pub openai_base_url: Option<String>,
+    /// Image model name.
+    #[arg(long, env = "AGUI_IMAGE_MODEL")]
+    pub image_model: Option<String>,
+    /// Extra system instructions.
+    #[arg(long, env = "AGUI_SYSTEM_INSTRUCTIONS")]
+    pub system_instructions: Option<String>,
+    /// `append` (to Antigravity's prompt, default) or `replace` (it).
+    #[arg(long, env = "AGUI_SYSTEM_INSTRUCTIONS_MODE")]
+    pub system_instructions_mode: Option<String>,
+    /// Built-in tools to enable (comma-separated names, e.g. `list_dir,view_file,run_command`;
+    /// `none` for none).
+    #[arg(long, env = "AGUI_BUILTIN_TOOLS", value_delimiter = ',')]
+    pub builtin_tools: Option<Vec<String>>,
+    /// `autonomous` (default) or `interactive` (the model may ask questions).
+    #[arg(long, env = "AGUI_BEHAVIOR")]
+    pub behavior: Option<String>,
+    /// Ask the user to approve every tool call.
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", env = "AGUI_TOOL_APPROVAL")]
+    pub tool_approval: Option<bool>,
+    /// Tools that never need approval (comma-separated).
+    #[arg(long, env = "AGUI_AUTO_APPROVE_TOOLS", value_delimiter = ',')]
+    pub auto_approve_tools: Option<Vec<String>>,
+    /// Let the model call the client's tools (`RunAgentInput.tools`).
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", env = "AGUI_FRONTEND_TOOLS")]
+    pub frontend_tools: Option<bool>,
+    /// Turn the model's `ask_question` into interrupts.
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", env = "AGUI_ASK_QUESTION")]
+    pub ask_question: Option<bool>,
+    /// Run each frontend tool at most once per turn.
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", env = "AGUI_DEDUPLICATE_TOOL_CALLS")]
+    pub deduplicate_tool_calls: Option<bool>,
+    /// Experimental: the silent `get_app_context` tool.
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", env = "AGUI_APP_CONTEXT_TOOL")]
+    pub app_context_tool: Option<bool>,
+    /// Experimental: the silent `get_shared_state` tool.
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", env = "AGUI_APP_STATE_TOOL")]
+    pub app_state_tool: Option<bool>,
+    /// JSON Schema (JSON text) of structured output.
+    #[arg(long, env = "AGUI_RESPONSE_SCHEMA", value_parser = parse_json)]
+    pub response_schema: Option<Value>,
+    /// How structured output is delivered: `state` (STATE_SNAPSHOT, default) or `custom`.
+    #[arg(long, env = "AGUI_STRUCTURED_OUTPUT")]
+    pub structured_output: Option<String>,
+    /// Show built-in tool calls as tool-call events.
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", env = "AGUI_EMIT_BUILTIN_TOOL_CALLS")]
+    pub emit_builtin_tool_calls: Option<bool>,
+    /// Stop a turn after this many tool calls.
+    #[arg(long, env = "AGUI_MAX_TOOL_CALLS_PER_TURN")]
+    pub max_tool_calls_per_turn: Option<u32>,
+    /// Per-thread workspaces go under this directory (keep it short).
+    #[arg(long, env = "AGUI_WORKSPACE_ROOT")]
+    pub workspace_root: Option<PathBuf>,
+    /// Conversation storage (needed to resume conversations; keep it stable).
+    #[arg(long, env = "AGUI_SAVE_DIR")]
+    pub save_dir: Option<PathBuf>,
+    /// The `localharness` binary (default: discovery, installing it if missing).
+    #[arg(long, env = "ANTIGRAVITY_HARNESS_PATH")]
+    pub harness_path: Option<PathBuf>,
+    /// Conversations per harness process.
+    #[arg(long, env = "AGUI_POOL_SIZE")]
+    pub pool_size: Option<usize>,
+    /// Seconds an empty harness process is kept.
+    #[arg(long, env = "AGUI_HARNESS_IDLE_GRACE_SECS")]
+    pub harness_idle_grace_secs: Option<u64>,
+    /// Start a spare harness before the live ones are full.
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", env = "AGUI_PRESTART_HARNESS")]
+    pub prestart_harness: Option<bool>,
+    /// Seconds of inactivity before a session is forgotten.
+    #[arg(long, env = "AGUI_SESSION_TIMEOUT_SECS")]
+    pub session_timeout_secs: Option<u64>,
+    /// Seconds a session parked on a user is kept.
+    #[arg(long, env = "AGUI_PARKED_TIMEOUT_SECS")]
+    pub parked_timeout_secs: Option<u64>,
+    /// Seconds of inactivity before an idle conversation is closed (resumed on the next run).
+    #[arg(long, env = "AGUI_HIBERNATE_AFTER_SECS")]
+    pub hibernate_after_secs: Option<u64>,
+    /// Live conversations at most.
+    #[arg(long, env = "AGUI_MAX_SESSIONS")]
+    pub max_sessions: Option<usize>,
+    /// Seconds a second run on a busy thread waits (0: refuse at once).
+    #[arg(long, env = "AGUI_BUSY_THREAD_WAIT_SECS")]
+    pub busy_thread_wait_secs: Option<u64>,
+    /// Model API retries on 429/503.
+    #[arg(long, env = "AGUI_API_RETRIES")]
+    pub api_retries: Option<u32>,
+    /// Largest inline attachment forwarded to the model, in bytes.
+    #[arg(long, env = "AGUI_MAX_ATTACHMENT_BYTES")]
+    pub max_attachment_bytes: Option<usize>,
+}
+
+fn parse_header(text: &str) -> Result<(String, String), String> {
+    let (name, value) = text
+        .split_once('=')
+        .ok_or_else(|| format!("`{text}` is not name=value"))?;
+    if name.trim().is_empty() {
+        return Err(format!("`{text}` has an empty header name"));
+    }
+    Ok((name.trim().to_owned(), value.trim().to_owned()))
+}
+
+fn parse_json(text: &str) -> Result<Value, String> {
+    serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))
+}
+
+fn headers<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<Vec<(String, String)>>, D::Error> {
+    let map: Option<BTreeMap<String, String>> = Option::deserialize(d)?;
+    Ok(map.map(|m| m.into_iter().collect()))
+}
+
+macro_rules! overlay {
+    ($base:ident, $top:ident, $($field:ident),* $(,)?) => {
+        $( if $top.$field.is_some() { $base.$field = $top.$field.clone(); } )*
+    };
+}
+
+impl AgentSettings {
+    /// These settings with every key `top` sets taking precedence.
+    pub fn overlaid(mut self, top: &AgentSettings) -> Self {
+        overlay!(
+            self,
+            top,
+            path,
+            name,
+            model,
+            api_key,
+            gemini_base_url,
+            model_headers,
+            thinking_level,
+            vertex_project,
+            vertex_location,
+            openai_base_url,
+            image_model,
+            system_instructions,
+            system_instructions_mode,
+            builtin_tools,
+            behavior,
+            tool_approval,
+            auto_approve_tools,
+            frontend_tools,
+            ask_question,
+            deduplicate_tool_calls,
+            app_context_tool,
+            app_state_tool,
+            response_schema,
+            structured_output,
+            emit_builtin_tool_calls,
+            max_tool_calls_per_turn,
+            workspace_root,
+            save_dir,
+            harness_path,
+            pool_size,
+            harness_idle_grace_secs,
+            prestart_harness,
+            session_timeout_secs,
+            parked_timeout_secs,
+            hibernate_after_secs,
+            max_sessions,
+            busy_thread_wait_secs,
+            api_retries,
+            max_attachment_bytes,
+        );
+        self
+    }
+
+    /// Whether these settings name a real model endpoint (otherwise the demo model serves).
+    pub fn has_endpoint(&self) -> bool {
+        self.api_key.as_deref().is_some_and(|k| !k.is_empty())
+            || self.gemini_base_url.is_some()
+            || self.vertex_project.is_some()
+            || self.openai_base_url.is_some()
+    }
+}
+
+/// Log output format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    /// Human-readable lines.
+    #[default]
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
+/// The server-wide keys of the file.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileConfig {
+    /// Listen address.
+    pub bind: Option<SocketAddr>,
+    /// Require `Authorization: Bearer <token>` on every route but `/healthz`.
+    pub auth_token: Option<String>,
+    /// Origins allowed by CORS (`*` for any).
+    pub cors_origins: Option<Vec<String>>,
+    /// Largest request body, in bytes.
+    pub max_body_bytes: Option<usize>,
+    /// Seconds between SSE keep-alive comments.
+    pub keep_alive_secs: Option<u64>,
+    /// Serve the embedded scripted model instead of a real one.
+    pub demo: Option<bool>,
+    /// Log format.
+    pub log_format: Option<LogFormat>,
+    /// Defaults for every agent.
+    #[serde(default)]
+    pub agent: AgentSettings,
+    /// The agents, each at its own `path`.
+    #[serde(default)]
+    pub agents: Vec<AgentSettings>,
+}
+
+impl FileConfig {
+    /// Reads and parses a TOML file.
+    pub fn load(path: &Path) -> Result<Self, ServerError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| ServerError::Config(format!("cannot read {}: {e}", path.display())))?;
+        toml::from_str(&text).map_err(|e| ServerError::Config(format!("{}: {e}", path.display())))
+    }
+}
+
+/// Everything the server needs, merged and validated.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServerConfig {
+    /// Listen address.
+    pub bind: SocketAddr,
+    /// Bearer token required on every route but `/healthz`.
+    pub auth_token: Option<String>,
+    /// CORS origins (`*` = any); empty disables CORS headers.
+    pub cors_origins: Vec<String>,
+    /// Largest request body.
+    pub max_body_bytes: usize,
+    /// SSE keep-alive interval.
+    pub keep_alive: Duration,
+    /// Serve the scripted demo model.
+    pub demo: bool,
+    /// Log format.
+    pub log_format: LogFormat,
+    /// The agents, with paths normalised (`/` or `/a/b`), in mount order.
+    pub agents: Vec<AgentSettings>,
+}
+
+/// Default listen address.
+pub const DEFAULT_BIND: &str = "127.0.0.1:8027";
+/// Default request body limit: large enough for inline attachments.
+pub const DEFAULT_MAX_BODY_BYTES: usize = 64 << 20;
+
+impl ServerConfig {
+    /// Merges the layers; `cli` holds flag and environment values.
+    pub fn merge(file: FileConfig, cli: &crate::cli::ServeArgs) -> Result<Self, ServerError> {
+        let defaults = file.agent.clone().overlaid(&cli.agent);
+        let entries = if file.agents.is_empty() {
+            vec![AgentSettings::default()]
+        } else {
+            file.agents.clone()
+        };
+        let mut agents = Vec::new();
+        for entry in entries {
+            let mut agent = defaults.clone().overlaid(&entry);
+            let path = normalise_path(agent.path.as_deref().unwrap_or("/"))?;
+            if agents
+                .iter()
+                .any(|a: &AgentSettings| a.path.as_deref() == Some(path.as_str()))
+            {
+                return Err(ServerError::Config(format!(
+                    "two agents are mounted at `{path}`"
+                )));
+            }
+            agent.path = Some(path);
+            agents.push(agent);
+        }
+        let bind = match cli.bind.or(file.bind) {
+            Some(bind) => bind,
+            None => DEFAULT_BIND.parse().expect("the default address parses"),
+        };
+        Ok(Self {
+            bind,
+            auth_token: cli
+                .auth_token
+                .clone()
+                .or(file.auth_token)
+                .filter(|t| !t.is_empty()),
+            cors_origins: cli
+                .cors_origins
+                .clone()
+                .or(file.cors_origins)
+                .unwrap_or_default(),
+            max_body_bytes: cli
+                .max_body_bytes
+                .or(file.max_body_bytes)
+                .unwrap_or(DEFAULT_MAX_BODY_BYTES),
+            keep_alive: Duration::from_secs(
+                cli.keep_alive_secs
+                    .or(file.keep_alive_secs)
+                    .unwrap_or(15)
+                    .max(1),
+            ),
+            demo: cli.demo || file.demo.unwrap_or(false),
+            log_format: cli.log_format.or(file.log_format).unwrap_or_default(),
+            agents,
+        })
+    }
+}
+
+/// `"/"`, or `/a/b` without a trailing slash; only URL-safe characters.
+pub fn normalise_path(path: &str) -> Result<String, ServerError> {
+    let trimmed = path.trim().trim_matches('/');
+    if trimmed.is_empty() {
+        return Ok("/".into());
+    }
+    let ok = trimmed.split('/').all(|segment| {
+        !segment.is_empty()
+            && segment
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '~'))
+    });
+    if !ok || trimmed.split('/').any(|s| s == "." || s == "..") {
+        return Err(ServerError::Config(format!(
+            "`{path}` is not a usable mount path"
+        )));
+    }
+    Ok(format!("/{trimmed}"))
+}
