@@ -19,6 +19,16 @@
 //! assert_eq!(translator.close_run().len(), 1); // TEXT_MESSAGE_END
 //! ```
 //!
+//! # Use
+//!
+//! One [`Translator`] per harness turn, kept across the runs the turn spans and dropped when
+//! the turn ends. Feed it every step snapshot (USER echoes included; they are ignored) and
+//! every trajectory change (the root's are ignored: the end of the turn is the caller's call)
+//! in harness order, send the events it returns as they come, and call
+//! [`Translator::close_run`] right before each run's terminal event (finished, parked or
+//! failed). Tools the caller reports itself (frontend and server tools) go in
+//! [`TranslatorOptions::suppressed_tools`].
+//!
 //! # Rules
 //!
 //! * **Scope.** State lives for the turn, not the run: a turn that parks spans several runs and
@@ -45,7 +55,9 @@
 //! * **Subagents.** An `invoke_subagent` step and the subagent trajectories it starts are
 //!   bracketed by `STEP_STARTED`/`STEP_FINISHED` named `subagent:<label>` (`#2`, `#3` for a
 //!   repeated label), held open until the invocation is final and its subagents are idle, so
-//!   their own events fall inside.
+//!   their own events fall inside. A subagent going idle closes whatever it left open. The
+//!   invocation is not also shown as a tool call: the harness gives it neither arguments nor
+//!   a result.
 //! * **Structured output.** The root agent's `finish` output (JSON) becomes one
 //!   `STATE_SNAPSHOT` (non-objects wrapped as `{"structured_output": v}`) or one `CUSTOM`
 //!   event named [`STRUCTURED_OUTPUT_EVENT`], as configured.
@@ -62,8 +74,10 @@
 //! built-in first seen at DONE leaked its result into its arguments and reported "no output"
 //! (the typed step keeps request and result apart); a subagent first seen at DONE got no
 //! bracket, and two subagents with the same label shared one; SYSTEM, compaction and
-//! cancelled steps were shown as assistant text, and so was a tool step's summary label on
-//! steps not typed as tool calls; a re-delivered ACTIVE snapshot re-sent its delta.
+//! cancelled steps with text were shown as assistant text; text was taken from deltas alone,
+//! so a re-delivered unfinished snapshot could repeat its text. One deliberate difference
+//! besides: a step's DONE closes only its own blocks (the reference closed whatever was open),
+//! so a reply keeps streaming into its message after a tool call inside it completes.
 
 mod ids;
 mod out;

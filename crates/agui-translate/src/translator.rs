@@ -133,7 +133,11 @@ impl Translator {
         if step.is_final() {
             self.reasoning.close_step(key, &mut self.out);
             self.text.close_step(key, &mut self.out);
-            self.steps.entry(key.clone()).or_default().finished = true;
+            let state = self.steps.entry(key.clone()).or_default();
+            state.finished = true;
+            // Only the flag is needed from now on; the text can be long.
+            state.text = String::new();
+            state.thinking = String::new();
         }
 
         let mut events = self.out.take();
@@ -319,5 +323,17 @@ impl Translator {
             self.close_lane(member);
         }
         self.subagents.finish(index, &mut self.out.events);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Translator;
+
+    #[test]
+    fn a_translator_can_move_between_threads() {
+        // The session keeps a parked turn's translator across runs served by other tasks.
+        fn assert_send<T: Send>() {}
+        assert_send::<Translator>();
     }
 }
