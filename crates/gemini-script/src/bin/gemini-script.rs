@@ -1,0 +1,84 @@
+//! Runs the scripted model on its own, for tests in other languages and manual poking.
+//!
+//! ```sh
+//! gemini-script [--port 4011] [--script script.json | --demo] [--stop-on-eof]
+//! ```
+//!
+//! Prints `gemini-script listening on http://127.0.0.1:<port>` once ready, then serves until
+//! SIGINT/SIGTERM arrives (or, with `--stop-on-eof`, until stdin closes: a test harness that
+//! dies then never leaves the model running). Scripts can be replaced at runtime through the
+//! control routes (`POST /_script/load`, …; see the crate README).
+
+use std::process::ExitCode;
+
+use gemini_script::{Script, ScriptedModel};
+
+fn usage() -> ExitCode {
+    eprintln!("usage: gemini-script [--port PORT] [--script FILE | --demo] [--stop-on-eof]");
+    ExitCode::from(2)
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let mut port = 0u16;
+    let mut script = Script::new();
+    let mut stop_on_eof = false;
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--port" => match args.next().and_then(|p| p.parse().ok()) {
+                Some(p) => port = p,
+                None => return usage(),
+            },
+            "--script" => match args.next().map(|path| Script::from_file(path)) {
+                Some(Ok(s)) => script = s,
+                Some(Err(e)) => {
+                    eprintln!("gemini-script: {e}");
+                    return ExitCode::from(2);
+                }
+                None => return usage(),
+            },
+            "--demo" => script = gemini_script::demo::script(),
+            "--stop-on-eof" => stop_on_eof = true,
+            "-h" | "--help" => {
+                usage();
+                return ExitCode::SUCCESS;
+            }
+            _ => return usage(),
+        }
+    }
+    let handle = match ScriptedModel::start_on(port, script).await {
+        Ok(handle) => handle,
+        Err(e) => {
+            eprintln!("gemini-script: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    println!("gemini-script listening on {}", handle.base_url());
+    let stdin_closed = async move {
+        if !stop_on_eof {
+            return std::future::pending().await;
+        }
+        let _ = tokio::task::spawn_blocking(|| {
+            let mut sink = Vec::new();
+            let _ = std::io::Read::read_to_end(&mut std::io::stdin(), &mut sink);
+        })
+        .await;
+    };
+    tokio::select! {
+        _ = stdin_closed => {}
+        _ = tokio::signal::ctrl_c() => {}
+        _ = terminate() => {}
+    }
+    handle.shutdown().await;
+    ExitCode::SUCCESS
+}
+
+async fn terminate() {
+    match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+        Ok(mut s) => {
+            s.recv().await;
+        }
+        Err(_) => std::future::pending().await,
+    }
+}
