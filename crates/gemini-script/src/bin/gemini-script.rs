@@ -30,7 +30,7 @@ async fn main() -> ExitCode {
                 Some(p) => port = p,
                 None => return usage(),
             },
-            "--script" => match args.next().map(|path| Script::from_file(path)) {
+            "--script" => match args.next().map(Script::from_file) {
                 Some(Ok(s)) => script = s,
                 Some(Err(e)) => {
                     eprintln!("gemini-script: {e}");
