@@ -1,5 +1,10 @@
 //! Where the ids of emitted messages, reasoning spans and tool calls come from.
 
+use std::collections::hash_map::RandomState;
+use std::fmt::Write as _;
+use std::hash::BuildHasher;
+use std::sync::atomic::{AtomicU64, Ordering};
+
 /// What an id will name; deterministic sources use it to produce readable ids.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum IdKind {
@@ -33,9 +38,32 @@ impl<T: IdSource + ?Sized> IdSource for Box<T> {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct UuidIds;
 
+/// Makes every id input distinct within the process.
+static ID_COUNTER: AtomicU64 = AtomicU64::new(0);
+
 impl IdSource for UuidIds {
     fn next_id(&mut self, _kind: IdKind) -> String {
-        uuid::Uuid::new_v4().to_string()
+        // std has no public random generator, but every `RandomState` is keyed from OS
+        // randomness (drawn per thread, varied per instance). SipHash of a process-wide counter
+        // under such a key gives 128 unpredictable bits, so ids collide with negligible
+        // probability, across processes too. This keeps the crate free of `uuid`/`getrandom`,
+        // whose wasm dependencies would pull an async crate into the translator's graph.
+        let n = ID_COUNTER.fetch_add(1, Ordering::Relaxed);
+        let state = RandomState::new();
+        let mut bytes = [0u8; 16];
+        bytes[..8].copy_from_slice(&state.hash_one((n, 0u8)).to_be_bytes());
+        bytes[8..].copy_from_slice(&state.hash_one((n, 1u8)).to_be_bytes());
+        bytes[6] = (bytes[6] & 0x0f) | 0x40; // version 4
+        bytes[8] = (bytes[8] & 0x3f) | 0x80; // RFC 9562 variant
+        let mut id = String::with_capacity(36);
+        for (i, byte) in bytes.iter().enumerate() {
+            if matches!(i, 4 | 6 | 8 | 10) {
+                id.push('-');
+            }
+            // Writing to a String cannot fail.
+            let _ = write!(id, "{byte:02x}");
+        }
+        id
     }
 }
 
@@ -91,11 +119,20 @@ mod tests {
     }
 
     #[test]
-    fn uuid_ids_are_fresh() {
+    fn uuid_ids_are_fresh_version_4_uuids() {
         let mut ids = UuidIds;
-        let a = ids.next_id(IdKind::ToolCall);
-        let b = ids.next_id(IdKind::ToolCall);
-        assert_ne!(a, b);
-        assert_eq!(a.len(), 36);
+        let all: std::collections::HashSet<String> =
+            (0..10_000).map(|_| ids.next_id(IdKind::ToolCall)).collect();
+        assert_eq!(all.len(), 10_000);
+        for id in all.iter().take(100) {
+            let groups: Vec<usize> = id.split('-').map(str::len).collect();
+            assert_eq!(groups, [8, 4, 4, 4, 12], "{id}");
+            assert!(
+                id.chars().all(|c| c == '-' || c.is_ascii_hexdigit()),
+                "{id}"
+            );
+            assert_eq!(&id[14..15], "4", "{id}");
+            assert!("89ab".contains(&id[19..20]), "{id}");
+        }
     }
 }
