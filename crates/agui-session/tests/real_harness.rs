@@ -325,10 +325,10 @@ async fn a_killed_harness_fails_the_run_and_the_next_run_works() {
         .agent
         .run(input_of(json!({"messages": [user("m1", "first")]})));
     let pid = loop {
-        if let Some(pid) = harness_in(&save) {
-            if live.model.request_count() > 0 {
-                break pid;
-            }
+        if let Some(pid) = harness_in(&save)
+            && live.model.request_count() > 0
+        {
+            break pid;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     };

@@ -110,9 +110,7 @@ async fn a_question_becomes_an_interrupt_and_resume_answers_it() {
     let fx = FakeAgent::with(
         |o| {
             o.builtin_tools
-                .insert(harness_client::BuiltinTool::AskQuestion)
-                .then_some(())
-                .unwrap_or(())
+                .insert(harness_client::BuiltinTool::AskQuestion);
         },
         ToolRegistry::new(),
     );
