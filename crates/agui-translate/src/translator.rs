@@ -183,6 +183,22 @@ impl Translator {
         }
     }
 
+    /// Makes room for a tool call the caller emits itself (a suppressed frontend or server
+    /// tool) in `trajectory_id`: returns the events to send first (the lane's reasoning closed,
+    /// its subagent bracket re-opened if a run boundary closed it) and the lane's open text
+    /// message, to use as the call's `parentMessageId` so the call sits in the reply like the
+    /// calls the translator emits.
+    pub fn external_tool_call(&mut self, trajectory_id: &str) -> (Vec<Event>, Option<String>) {
+        let mut events = Vec::new();
+        for index in self.subagents.closed_chain(trajectory_id) {
+            self.subagents.show(index, &mut events);
+        }
+        self.reasoning.close_lane(trajectory_id, &mut self.out);
+        events.append(&mut self.out.take());
+        let parent = self.text.open_id(trajectory_id).map(str::to_owned);
+        (events, parent)
+    }
+
     /// Closes everything open before the run's terminal event: the reasoning span, text
     /// messages, tool calls (`TOOL_CALL_END`; their results follow in a later run of the turn)
     /// and subagent brackets (re-opened if their subagents produce more output later).

@@ -494,3 +494,49 @@ fn a_subagent_without_a_known_invocation_gets_its_own_bracket() {
         "#,
     );
 }
+
+#[test]
+fn a_tool_call_the_caller_emits_gets_the_same_treatment() {
+    use agui_translate::{SequentialIds, Translator};
+    use common::Input;
+
+    let mut translator = Translator::new(
+        TranslatorOptions::default().suppress("pick_colour"),
+        Box::new(SequentialIds::new()),
+    );
+    let mut feed = |input: Input| match input {
+        Input::Step(s) => translator.step(&s).events,
+        _ => Vec::new(),
+    };
+    let inputs = common::script(&[step("r", 1).say("Pick one."), step("r", 2).think("hmm")]);
+    let mut events: Vec<_> = inputs.into_iter().flat_map(&mut feed).collect();
+    let (before, parent) = translator.external_tool_call("r");
+    assert_eq!(parent, None, "thinking closed the step's message");
+    events.extend(before);
+    assert_eq!(
+        common::render(&events),
+        [
+            "TEXT_MESSAGE_START messageId=text-1",
+            "TEXT_MESSAGE_CONTENT delta=\"Pick one.\" messageId=text-1",
+            "TEXT_MESSAGE_END messageId=text-1",
+            "REASONING_START messageId=reasoning-1",
+            "REASONING_MESSAGE_START messageId=reasoning-1",
+            "REASONING_MESSAGE_CONTENT delta=hmm messageId=reasoning-1",
+            "REASONING_MESSAGE_END messageId=reasoning-1",
+            "REASONING_END messageId=reasoning-1",
+        ]
+        .join("\n")
+    );
+    let text = translator.step(&step_of(common::script(&[step("r", 3).say("Or this.")])));
+    assert_eq!(text.events.len(), 2);
+    let (before, parent) = translator.external_tool_call("r");
+    assert!(before.is_empty());
+    assert_eq!(parent.as_deref(), Some("text-2"));
+}
+
+fn step_of(mut inputs: Vec<common::Input>) -> harness_proto::step::Step {
+    match inputs.pop() {
+        Some(common::Input::Step(step)) => *step,
+        other => panic!("not a step: {other:?}"),
+    }
+}
