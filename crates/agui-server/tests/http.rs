@@ -1,0 +1,374 @@
+//! The HTTP surface against the real harness: request checks, streaming, transports,
+//! capabilities, metrics, client disconnects and shutdown.
+
+use std::time::Duration;
+
+use agui_server::{RunningServer, Server, ServerConfig};
+use agui_types::{Encoding, Event, StreamVerifier};
+use gemini_script::{Reply, Script, ScriptedModel};
+use serde_json::{Value, json};
+
+struct Fixture {
+    server: RunningServer,
+    dir: tempfile::TempDir,
+    client: reqwest::Client,
+}
+
+impl Fixture {
+    async fn start(extra: &[&str]) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let save = dir.path().join("save").to_string_lossy().into_owned();
+        let work = dir.path().join("w").to_string_lossy().into_owned();
+        let mut args = vec![
+            "agui-antigravity",
+            "--bind",
+            "127.0.0.1:0",
+            "--save-dir",
+            &save,
+            "--workspace-root",
+            &work,
+        ];
+        args.extend_from_slice(extra);
+        let config = ServerConfig::from_args(args).expect("valid flags");
+        let server = Server::new(config)
+            .start()
+            .await
+            .expect("the server starts");
+        Self {
+            server,
+            dir,
+            client: reqwest::Client::new(),
+        }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.server.addr())
+    }
+
+    async fn post(&self, path: &str, body: Value) -> reqwest::Response {
+        self.client
+            .post(self.url(path))
+            .json(&body)
+            .send()
+            .await
+            .unwrap()
+    }
+
+    /// Runs to the end and decodes the events (checked with the client's ordering rules).
+    async fn run(&self, path: &str, body: Value) -> Vec<Event> {
+        let response = self.post(path, body).await;
+        assert_eq!(response.status(), 200);
+        assert_eq!(response.headers()["x-accel-buffering"], "no");
+        let bytes = tokio::time::timeout(Duration::from_secs(60), response.bytes())
+            .await
+            .expect("the run ends")
+            .unwrap();
+        let events = Encoding::Sse.decode_all(&bytes).expect("valid SSE");
+        StreamVerifier::verify_all(&events).unwrap_or_else(|v| panic!("{v}"));
+        events
+    }
+}
+
+fn input(thread: &str, messages: Value) -> Value {
+    json!({"threadId": thread, "runId": format!("run-{thread}-{}", messages.as_array().map_or(0, Vec::len)), "messages": messages})
+}
+
+fn user(id: &str, text: &str) -> Value {
+    json!({"id": id, "role": "user", "content": text})
+}
+
+fn text(events: &[Event]) -> String {
+    events
+        .iter()
+        .filter_map(|e| {
+            if let Event::TextMessageContent(c) = e {
+                Some(c.delta.as_str())
+            } else {
+                None
+            }
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn the_demo_agent_serves_a_valid_stream_with_a_server_tool() {
+    let fx = Fixture::start(&["--demo"]).await;
+    let events = fx
+        .run(
+            "/",
+            input("t1", json!([user("m1", "What is the weather in Paris?")])),
+        )
+        .await;
+    let types: Vec<&str> = events.iter().map(|e| e.event_type().as_str()).collect();
+    assert!(
+        types.contains(&"REASONING_START") && types.contains(&"TOOL_CALL_RESULT"),
+        "{types:?}"
+    );
+    assert!(text(&events).contains("Paris"), "{}", text(&events));
+    assert!(matches!(events.last(), Some(Event::RunFinished(_))));
+    let caps: Value = fx
+        .client
+        .get(fx.url("/capabilities"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(caps["custom"]["demo"], true, "the demo says so: {caps}");
+    assert_eq!(caps["tools"]["items"][0]["name"], "get_weather");
+    assert_eq!(
+        caps["humanInTheLoop"]["interrupts"], false,
+        "no question or approval channel is configured"
+    );
+    fx.server.shutdown().await;
+}
+
+#[tokio::test]
+async fn bad_requests_are_refused_before_a_run_starts() {
+    let fx = Fixture::start(&[
+        "--demo",
+        "--max-body-bytes",
+        "2000",
+        "--auth-token",
+        "s3cret",
+    ])
+    .await;
+    let post = |body: reqwest::Body, content_type: &'static str, token: Option<&'static str>| {
+        let mut request = fx
+            .client
+            .post(fx.url("/"))
+            .header("content-type", content_type)
+            .body(body);
+        if let Some(token) = token {
+            request = request.bearer_auth(token);
+        }
+        request.send()
+    };
+    let valid = serde_json::to_vec(&input("t1", json!([]))).unwrap();
+    let check = |status: reqwest::StatusCode, expected: u16, what: &str| {
+        assert_eq!(status.as_u16(), expected, "{what}")
+    };
+    check(
+        post(valid.clone().into(), "application/json", None)
+            .await
+            .unwrap()
+            .status(),
+        401,
+        "no token",
+    );
+    check(
+        post(valid.clone().into(), "application/json", Some("nope"))
+            .await
+            .unwrap()
+            .status(),
+        401,
+        "wrong token",
+    );
+    check(
+        post(valid.clone().into(), "text/plain", Some("s3cret"))
+            .await
+            .unwrap()
+            .status(),
+        415,
+        "wrong type",
+    );
+    let too_big = serde_json::to_vec(&input("t1", json!([user("m1", &"x".repeat(5000))]))).unwrap();
+    check(
+        post(too_big.into(), "application/json", Some("s3cret"))
+            .await
+            .unwrap()
+            .status(),
+        413,
+        "too large",
+    );
+    let response = post("{not json".into(), "application/json", Some("s3cret"))
+        .await
+        .unwrap();
+    check(response.status(), 422, "not JSON");
+    let body: Value = response.json().await.unwrap();
+    assert!(
+        body["detail"].as_str().unwrap().contains("line 1"),
+        "{body}"
+    );
+    let missing = serde_json::to_vec(&json!({"threadId": "t", "messages": []})).unwrap();
+    let response = post(
+        missing.into(),
+        "application/json; charset=utf-8",
+        Some("s3cret"),
+    )
+    .await
+    .unwrap();
+    check(response.status(), 422, "missing runId");
+    assert!(
+        response.json::<Value>().await.unwrap()["detail"]
+            .as_str()
+            .unwrap()
+            .contains("runId")
+    );
+    let bad_thread = serde_json::to_vec(&input("../../etc", json!([]))).unwrap();
+    check(
+        post(bad_thread.into(), "application/json", Some("s3cret"))
+            .await
+            .unwrap()
+            .status(),
+        422,
+        "bad thread id",
+    );
+    check(
+        post(valid.into(), "application/json", Some("s3cret"))
+            .await
+            .unwrap()
+            .status(),
+        200,
+        "good request",
+    );
+    check(
+        fx.client
+            .get(fx.url("/healthz"))
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        200,
+        "healthz needs no token",
+    );
+    check(
+        fx.client
+            .get(fx.url("/metrics"))
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        401,
+        "metrics need the token",
+    );
+    let metrics = fx
+        .client
+        .get(fx.url("/metrics"))
+        .bearer_auth("s3cret")
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics.contains("agui_http_rejections_total{status=\"422\"} 3"),
+        "{metrics}"
+    );
+    fx.server.shutdown().await;
+}
+
+#[tokio::test]
+async fn protobuf_is_served_only_when_asked_for() {
+    let fx = Fixture::start(&["--demo"]).await;
+    let body = input("t-proto", json!([user("m1", "hello")]));
+    let response = fx
+        .client
+        .post(fx.url("/"))
+        .header("accept", "application/vnd.ag-ui.event+proto")
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        response.headers()["content-type"],
+        "application/vnd.ag-ui.event+proto"
+    );
+    let events = Encoding::Protobuf
+        .decode_all(&response.bytes().await.unwrap())
+        .unwrap();
+    StreamVerifier::verify_all(&events).unwrap();
+    assert!(matches!(events.last(), Some(Event::RunFinished(_))));
+    let response = fx
+        .client
+        .post(fx.url("/"))
+        .header("accept", "*/*")
+        .json(&input("t-any", json!([])))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        response.headers()["content-type"],
+        "text/event-stream",
+        "*/* gets SSE"
+    );
+    fx.server.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_client_that_disconnects_does_not_stop_the_turn() {
+    let chunks: Vec<String> = (0..12).map(|i| format!("part{i} ")).collect();
+    let model = ScriptedModel::start(Script::new().then(Reply::text(chunks).delay_ms(250)))
+        .await
+        .unwrap();
+    let base = model.base_url();
+    let fx = Fixture::start(&["--gemini-base-url", &base, "--api-key", "k", "--model", "m"]).await;
+    let mut response = fx
+        .post("/", input("t-drop", json!([user("m1", "talk")])))
+        .await;
+    // Read until the first text arrives, then hang up.
+    let mut seen = Vec::new();
+    while !String::from_utf8_lossy(&seen).contains("part0") {
+        seen.extend_from_slice(&response.chunk().await.unwrap().expect("more body"));
+    }
+    drop(response);
+    // A run with nothing new re-attaches to the turn in flight and streams the rest.
+    let events = fx
+        .run(
+            "/",
+            json!({"threadId": "t-drop", "runId": "r2", "messages": [user("m1", "talk")]}),
+        )
+        .await;
+    let rest = text(&events);
+    assert!(
+        rest.ends_with("part11 "),
+        "the turn ran on and its end is delivered: {rest:?}"
+    );
+    assert_eq!(model.request_count(), 1, "the prompt was not sent again");
+    fx.server.shutdown().await;
+}
+
+#[tokio::test]
+async fn shutdown_ends_parked_sessions_and_reaps_the_harness() {
+    let fx = Fixture::start(&["--demo"]).await;
+    let tools = json!([{"name": "change_background", "description": "Sets the page background", "parameters": {"type": "object", "properties": {"background": {"type": "string"}}}}]);
+    let events = fx.run("/", json!({"threadId": "t-park", "runId": "r1", "messages": [user("m1", "make the background blue")], "tools": tools})).await;
+    let Some(Event::RunFinished(done)) = events.last() else {
+        panic!()
+    };
+    assert!(
+        done.outcome.is_some(),
+        "parked on the frontend tool: {done:?}"
+    );
+    let save = fx.dir.path().join("save");
+    let harness = harnesses_in(&save);
+    assert!(!harness.is_empty(), "a harness runs for the agent");
+    fx.server.shutdown().await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while harness
+        .iter()
+        .any(|pid| std::path::Path::new(&format!("/proc/{pid}")).exists())
+    {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "harness processes left after shutdown: {harness:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// `localharness` processes working in `dir` (each agent's save dir is its harness's cwd).
+fn harnesses_in(dir: &std::path::Path) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| {
+            let pid = e.file_name().to_string_lossy().parse::<u32>().ok()?;
+            let cwd = std::fs::read_link(e.path().join("cwd")).ok()?;
+            let exe = std::fs::read_link(e.path().join("exe")).ok()?;
+            (cwd.starts_with(dir) && exe.ends_with("localharness")).then_some(pid)
+        })
+        .collect()
+}
