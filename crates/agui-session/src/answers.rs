@@ -267,8 +267,7 @@ mod tests {
         let tool = bridge.park_tool("call-1".into(), "pick".into());
         let run = input(json!({"messages": [
             {"id": "m1", "role": "tool", "toolCallId": "call-1", "content": "red"},
-            {"id": "m2", "role": "tool", "toolCallId": "old-call", "content": "", "error": "boom"},
-            {"id": "m3", "role": "tool", "toolCallId": "", "content": "skipped"}]}));
+            {"id": "m2", "role": "tool", "toolCallId": "old-call", "content": "", "error": "boom"}]}));
         let restart = [PendingTool {
             tool_call_id: "old-call".into(),
             name: "legacy".into(),

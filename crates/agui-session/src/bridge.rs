@@ -90,9 +90,16 @@ pub(crate) enum ClaimResult {
     },
 }
 
+/// An event queued for the client, with the trajectory a tool call was made in (so the run
+/// can attach it to that trajectory's open reply).
+pub(crate) struct Queued {
+    pub(crate) trajectory: Option<String>,
+    pub(crate) event: Event,
+}
+
 #[derive(Default)]
 struct State {
-    events: VecDeque<Event>,
+    events: VecDeque<Queued>,
     parked: Vec<Parked>,
     shared_state: Value,
     /// A server write the client has not received yet (its copy predates it).
@@ -147,22 +154,37 @@ impl Bridge {
 
     /// Queues events for the client (delivered by the current run, or the next one).
     pub(crate) fn emit(&self, events: impl IntoIterator<Item = Event>) {
+        self.emit_in(None, events);
+    }
+
+    /// Queues events produced by a callback of `trajectory` (a tool call made there).
+    pub(crate) fn emit_in(
+        &self,
+        trajectory: Option<&str>,
+        events: impl IntoIterator<Item = Event>,
+    ) {
         let mut state = self.lock();
         for event in events {
             if matches!(event, Event::StateSnapshot(_)) {
                 state.state_undelivered = true;
             }
-            state.events.push_back(event);
+            state.events.push_back(Queued {
+                trajectory: trajectory.map(str::to_owned),
+                event,
+            });
         }
         drop(state);
         self.notify();
     }
 
     /// Takes every queued event. A delivered snapshot means the client is up to date again.
-    pub(crate) fn drain_events(&self) -> Vec<Event> {
+    pub(crate) fn drain_events(&self) -> Vec<Queued> {
         let mut state = self.lock();
-        let events: Vec<Event> = state.events.drain(..).collect();
-        if events.iter().any(|e| matches!(e, Event::StateSnapshot(_))) {
+        let events: Vec<Queued> = state.events.drain(..).collect();
+        if events
+            .iter()
+            .any(|q| matches!(q.event, Event::StateSnapshot(_)))
+        {
             state.state_undelivered = false;
         }
         events

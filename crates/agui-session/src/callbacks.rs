@@ -41,15 +41,15 @@ pub(crate) struct SessionCallbacks {
 
 #[async_trait]
 impl Callbacks for SessionCallbacks {
-    async fn tool_call(&self, _ctx: &CallContext, call: ToolCallRequest) -> ToolOutcome {
+    async fn tool_call(&self, ctx: &CallContext, call: ToolCallRequest) -> ToolOutcome {
         if self.policy.silent_tools.contains(&call.name) {
             return self.silent_tool(&call.name);
         }
         if let Some(tool) = self.tools.get(&call.name).cloned() {
-            return self.server_tool(tool, call).await;
+            return self.server_tool(tool, &ctx.trajectory_id, call).await;
         }
         if self.policy.frontend_tools.contains(&call.name) {
-            return self.frontend_tool(call).await;
+            return self.frontend_tool(&ctx.trajectory_id, call).await;
         }
         ToolOutcome::error(format!(
             "the tool `{}` is not available in this session",
@@ -137,11 +137,14 @@ impl SessionCallbacks {
     async fn server_tool(
         &self,
         tool: Arc<dyn crate::tools::ServerTool>,
+        trajectory: &str,
         call: ToolCallRequest,
     ) -> ToolOutcome {
         let id = self.bridge.tool_call_id(&call.id);
-        self.bridge
-            .emit(call_events(&id, &call.name, &call.arguments));
+        self.bridge.emit_in(
+            Some(trajectory),
+            call_events(&id, &call.name, &call.arguments),
+        );
         let ctx = ToolContext {
             bridge: self.bridge.clone(),
             tool_call_id: id.clone(),
@@ -165,7 +168,7 @@ impl SessionCallbacks {
         outcome
     }
 
-    async fn frontend_tool(&self, call: ToolCallRequest) -> ToolOutcome {
+    async fn frontend_tool(&self, trajectory: &str, call: ToolCallRequest) -> ToolOutcome {
         if self.policy.deduplicate {
             match self.bridge.claim(&call.name, &call.arguments) {
                 ClaimResult::First => {}
@@ -189,8 +192,10 @@ impl SessionCallbacks {
         }
         let id = self.bridge.tool_call_id(&call.id);
         let answer = self.bridge.park_tool(id.clone(), call.name.clone());
-        self.bridge
-            .emit(call_events(&id, &call.name, &call.arguments));
+        self.bridge.emit_in(
+            Some(trajectory),
+            call_events(&id, &call.name, &call.arguments),
+        );
         tracing::debug!(thread_id = %self.bridge.thread_id(), tool = %call.name, tool_call_id = %id, "frontend tool parked");
         let answer = answer.await.unwrap_or(ToolAnswer::Closed);
         if self.policy.deduplicate {
@@ -200,8 +205,8 @@ impl SessionCallbacks {
     }
 }
 
-/// `TOOL_CALL_START/ARGS/END` for a call made through the harness's callback (no parent
-/// message: the step-driven text message is not ours to attach to).
+/// `TOOL_CALL_START/ARGS/END` for a call made through the harness's callback; the run attaches
+/// it to the trajectory's open reply when it delivers it.
 fn call_events(id: &str, name: &str, arguments: &Map<String, Value>) -> [Event; 3] {
     [
         Event::tool_call_start(id, name, None),

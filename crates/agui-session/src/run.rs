@@ -114,9 +114,24 @@ impl Run {
         }
     }
 
-    async fn flush_bridge(&mut self, bridge: &Bridge) {
-        let events = bridge.drain_events();
-        self.emit_all(events).await;
+    /// Delivers what callbacks queued. A tool call is attached to its trajectory's open reply
+    /// (`parentMessageId`) after that trajectory's reasoning is closed, as the translator does
+    /// for the calls it emits.
+    async fn flush_bridge(&mut self, bridge: &Bridge, turn: Option<&mut Turn>) {
+        let mut turn = turn;
+        for queued in bridge.drain_events() {
+            let mut event = queued.event;
+            if let (Some(trajectory), Event::ToolCallStart(start), Some(turn)) =
+                (&queued.trajectory, &mut event, turn.as_deref_mut())
+            {
+                let (before, parent) = turn.external_tool_call(trajectory);
+                self.emit_all(before).await;
+                if start.parent_message_id.is_none() {
+                    start.parent_message_id = parent;
+                }
+            }
+            self.emit(event).await;
+        }
     }
 
     async fn body(&mut self, input: &RunAgentInput) -> Result<Ending, RunFailure> {
@@ -143,7 +158,8 @@ impl Run {
             let events = turn.close_run();
             self.emit_all(events).await;
         }
-        self.flush_bridge(&session.bridge).await;
+        self.flush_bridge(&session.bridge, state.turn.as_mut())
+            .await;
         let record = state.record(pending_tools(&session.bridge));
         drop(state);
         self.agent.persist(&self.thread_id, record).await;
@@ -193,7 +209,7 @@ impl Run {
             }
         }
         // Delivered first: what callbacks produced while no run was attached.
-        self.flush_bridge(&bridge).await;
+        self.flush_bridge(&bridge, state.turn.as_mut()).await;
         if prompt.is_none() && state.turn.is_none() {
             return Ok(Ending::Finished);
         }
@@ -229,7 +245,7 @@ impl Run {
                     tracing::info!("the client went away; the turn goes on without it");
                     return Ok(Ending::Detached);
                 }
-                _ = bridge.changed() => self.flush_bridge(&bridge).await,
+                _ = bridge.changed() => self.flush_bridge(&bridge, state.turn.as_mut()).await,
                 _ = tokio::time::sleep_until(quiet_since + SETTLE), if parked => return Ok(Ending::Parked),
                 event = conversation.next_event() => {
                     quiet_since = Instant::now();
@@ -259,7 +275,7 @@ impl Run {
                         self.last_failure = Some(failure);
                     }
                 }
-                self.flush_bridge(bridge).await;
+                self.flush_bridge(bridge, state.turn.as_mut()).await;
                 Ok(None)
             }
             Some(ConversationEvent::Trajectory(change)) => {
@@ -275,11 +291,12 @@ impl Run {
                 Ok(None)
             }
             Some(ConversationEvent::TurnEnded(end)) => {
+                // Queued calls first, inside the turn's replies; then everything closes.
+                self.flush_bridge(bridge, state.turn.as_mut()).await;
                 if let Some(mut turn) = state.turn.take() {
                     let events = turn.close_run();
                     self.emit_all(events).await;
                 }
-                self.flush_bridge(bridge).await;
                 let exhausted = bridge.budget_exhausted();
                 bridge.new_turn();
                 if exhausted {

@@ -61,6 +61,12 @@ impl Turn {
         self.translator.trajectory(&change).events
     }
 
+    /// Makes room for a session-emitted tool call in `trajectory`: events to send first, and
+    /// the open reply to attach the call to.
+    pub(crate) fn external_tool_call(&mut self, trajectory: &str) -> (Vec<Event>, Option<String>) {
+        self.translator.external_tool_call(trajectory)
+    }
+
     /// Closes every open block before a run's terminal event.
     pub(crate) fn close_run(&mut self) -> Vec<Event> {
         self.translator.close_run()

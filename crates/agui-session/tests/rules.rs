@@ -451,3 +451,33 @@ async fn the_budget_stops_a_runaway_turn() {
     };
     assert_eq!(error.code.as_deref(), Some("MAX_TOOL_CALLS_EXCEEDED"));
 }
+
+#[tokio::test]
+async fn a_session_tool_call_sits_inside_the_open_reply() {
+    let fx = FakeAgent::new();
+    let tools = json!([{"name": "pick", "description": "Pick"}]);
+    let run = fx.start(json!({"messages": [user("m1", "pick")], "tools": tools}));
+    let c = fx.harness.conversation(0).await;
+    c.next_input().await;
+    let mut step = c.step(
+        1,
+        harness_client::StepSource::Model,
+        harness_client::StepTarget::User,
+    );
+    step.text = "Let me ask.".into();
+    step.text_delta = "Let me ask.".into();
+    c.emit(harness_client::ConversationEvent::Step(step));
+    // Let the run deliver the text before the call arrives, as the harness does.
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let _call = c.call_tool("h-1", "pick", json!({}));
+    let events = finish(run).await;
+    let message = events.iter().find_map(|e| match e {
+        Event::TextMessageStart(s) => Some(s.message_id.clone()),
+        _ => None,
+    });
+    let parent = events.iter().find_map(|e| match e {
+        Event::ToolCallStart(s) => Some(s.parent_message_id.clone()),
+        _ => None,
+    });
+    assert_eq!(parent, Some(message), "{}", types(&events));
+}
