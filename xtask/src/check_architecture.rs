@@ -75,8 +75,18 @@ const FORBIDDEN: &[(&str, &[&str], &str)] = &[
 pub(crate) struct Args {}
 
 pub(crate) fn run(_args: Args) -> anyhow::Result<()> {
+    // Only this platform's dependencies count: a crate pulled in for wasm alone (e.g. js-sys
+    // under uuid) is not something the translator runs with here.
+    let host = host_triple()?;
     let output = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-        .args(["metadata", "--format-version", "1", "--locked"])
+        .args([
+            "metadata",
+            "--format-version",
+            "1",
+            "--locked",
+            "--filter-platform",
+            &host,
+        ])
         .current_dir(workspace_root())
         .output()
         .context("running cargo metadata")?;
@@ -100,6 +110,17 @@ pub(crate) fn run(_args: Args) -> anyhow::Result<()> {
         graph.members.len()
     );
     Ok(())
+}
+
+fn host_triple() -> anyhow::Result<String> {
+    let output = Command::new("rustc")
+        .arg("-vV")
+        .output()
+        .context("running rustc -vV")?;
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .find_map(|l| l.strip_prefix("host: ").map(str::to_owned))
+        .context("rustc -vV printed no host triple")
 }
 
 /// Package names, workspace membership and normal-dependency edges.

@@ -1,5 +1,6 @@
 //! `cargo xtask`: project automation (fetching the harness, protobuf import and codegen).
 
+mod bench;
 mod check_architecture;
 mod codegen;
 mod fetch_harness;
@@ -30,6 +31,8 @@ enum Task {
     Record(record::Args),
     /// Run the whole test suite, installing the harness and the Node test packages first.
     Test(test::Args),
+    /// Run a benchmark and print its figures (`translate`).
+    Bench(bench::Args),
     /// Check the crate layering and dependency invariants of ARCHITECTURE.md.
     CheckArchitecture(check_architecture::Args),
     /// Copy the host <-> harness frames of reference captures into `fixtures/harness-frames/`.
@@ -43,6 +46,7 @@ fn main() -> anyhow::Result<()> {
         Task::Codegen(args) => codegen::run(args),
         Task::ImportCaptures(args) => import_captures::run(args),
         Task::CheckArchitecture(args) => check_architecture::run(args),
+        Task::Bench(args) => bench::run(args),
         Task::Test(args) => test::run(args),
         Task::Record(args) => record::run(args),
     }
