@@ -86,11 +86,16 @@ fn slug(path: &str) -> String {
 }
 
 /// Builds every configured agent. `tools_for(path)` gives each agent its server tools (the
-/// binary has none; embedders and examples add theirs).
+/// binary has none; embedders and examples add theirs). `demo_script` replaces the embedded
+/// demo script for agents served by the demo model; without it they run
+/// [`gemini_script::demo::script`] and get its `get_weather` tool.
 pub async fn build(
     config: &ServerConfig,
     tools_for: impl Fn(&str) -> ToolRegistry,
+    mut demo_script: Option<gemini_script::Script>,
 ) -> Result<Runtime, ServerError> {
+    // The built-in demo tools exist for the built-in script; a custom script brings its own.
+    let demo_tools = demo_script.is_none();
     let mut demo_model = None;
     let mut pools: BTreeMap<(usize, u64, bool), HarnessPool> = BTreeMap::new();
     let mut agents = Vec::new();
@@ -100,7 +105,10 @@ pub async fn build(
         let demo = config.demo || !settings.has_endpoint();
         let endpoint_url = if demo {
             if demo_model.is_none() {
-                demo_model = Some(demo::start_model().await?);
+                demo_model = Some(match demo_script.take() {
+                    Some(script) => demo::start_model_with(script).await?,
+                    None => demo::start_model().await?,
+                });
             }
             demo_model.as_ref().map(|m| m.base_url())
         } else {
@@ -129,7 +137,7 @@ pub async fn build(
         let mut process = ProcessOptions::new(options.save_dir.clone());
         process.binary = Some(binary);
         let mut tools = tools_for(&path);
-        if demo {
+        if demo && demo_tools {
             demo::add_demo_tools(&mut tools);
         }
         let backend = HarnessBackend::new(pool, process);

@@ -8,9 +8,17 @@ use crate::error::ServerError;
 /// The model name the demo agent uses.
 pub const DEMO_MODEL: &str = "gemini-3-flash-preview";
 
-/// Starts the scripted demo model on an ephemeral loopback port.
+/// Starts the scripted demo model ([`gemini_script::demo::script`]) on an ephemeral loopback
+/// port.
 pub async fn start_model() -> Result<gemini_script::Handle, ServerError> {
-    let handle = gemini_script::ScriptedModel::start(gemini_script::demo::script()).await?;
+    start_model_with(gemini_script::demo::script()).await
+}
+
+/// Starts a scripted model running `script` as the demo model, on an ephemeral loopback port.
+pub async fn start_model_with(
+    script: gemini_script::Script,
+) -> Result<gemini_script::Handle, ServerError> {
+    let handle = gemini_script::ScriptedModel::start(script).await?;
     tracing::warn!(
         base_url = %handle.base_url(),
         "DEMO MODE: answers come from the embedded scripted model, not Gemini. Pass --api-key (or set \

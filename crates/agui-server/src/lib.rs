@@ -19,6 +19,9 @@
 //! server.run_until_signal().await;
 //! # Ok(()) }
 //! ```
+//!
+//! `examples/minimal.rs` is this as a program; `examples/dojo` serves the AG-UI dojo's demo
+//! agents (server tools with shared state and interrupts, its own offline script).
 
 pub mod build;
 mod capabilities;
@@ -52,13 +55,7 @@ impl ServerConfig {
         I: IntoIterator<Item = S>,
         S: Into<String>,
     {
-        let mut args: Vec<String> = args.into_iter().map(Into::into).collect();
-        if args.get(1).map(String::as_str) != Some("serve") {
-            args.insert(1.min(args.len()), "serve".into());
-        }
-        let cli = cli::Cli::try_parse_from(args).map_err(|e| ServerError::Config(e.to_string()))?;
-        let (cli::Command::Serve(serve) | cli::Command::CheckConfig(serve)) = cli.command;
-        Self::from_serve_args(&serve)
+        Self::from_serve_args(&cli::ServeArgs::from_args(args)?)
     }
 
     /// The configuration of parsed `serve` options.
@@ -71,10 +68,29 @@ impl ServerConfig {
     }
 }
 
+impl cli::ServeArgs {
+    /// The `serve` options of a command line as the binary takes them (program name first,
+    /// `serve` optional), with environment variables; the `--config` file is not read yet.
+    pub fn from_args<I, S>(args: I) -> Result<Self, ServerError>
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        let mut args: Vec<String> = args.into_iter().map(Into::into).collect();
+        if args.get(1).map(String::as_str) != Some("serve") {
+            args.insert(1.min(args.len()), "serve".into());
+        }
+        let cli = cli::Cli::try_parse_from(args).map_err(|e| ServerError::Config(e.to_string()))?;
+        let (cli::Command::Serve(serve) | cli::Command::CheckConfig(serve)) = cli.command;
+        Ok(*serve)
+    }
+}
+
 /// A server to start: configuration plus the server tools of each agent.
 pub struct Server {
     config: ServerConfig,
     tools: HashMap<String, ToolRegistry>,
+    demo_script: Option<gemini_script::Script>,
 }
 
 impl Server {
@@ -83,7 +99,13 @@ impl Server {
         Self {
             config,
             tools: HashMap::new(),
+            demo_script: None,
         }
+    }
+
+    /// The configuration it will serve.
+    pub fn config(&self) -> &ServerConfig {
+        &self.config
     }
 
     /// Gives the agent mounted at `path` these server tools.
@@ -93,12 +115,24 @@ impl Server {
         self
     }
 
+    /// Runs `script` as the offline demo model instead of [`gemini_script::demo::script`], for
+    /// agents served by the demo model. Such agents then get only the tools given with
+    /// [`with_tools`](Self::with_tools), not the built-in demo's `get_weather`. Keep the script
+    /// stateless (entries that repeat forever and look only at the request), since every
+    /// conversation shares it.
+    pub fn with_demo_script(mut self, script: gemini_script::Script) -> Self {
+        self.demo_script = Some(script);
+        self
+    }
+
     /// Builds the agents (installing the harness if it is missing), binds and starts serving.
     pub async fn start(self) -> Result<RunningServer, ServerError> {
         let tools = self.tools;
-        let runtime = build::build(&self.config, |path| {
-            tools.get(path).cloned().unwrap_or_default()
-        })
+        let runtime = build::build(
+            &self.config,
+            |path| tools.get(path).cloned().unwrap_or_default(),
+            self.demo_script,
+        )
         .await?;
         let metrics = Arc::new(metrics::Metrics::new());
         let options = http::HttpOptions {
@@ -189,6 +223,26 @@ impl RunningServer {
         shutdown_signal().await;
         self.shutdown().await;
     }
+}
+
+/// Logs to stderr the way the binary does: `format` lines, level from `RUST_LOG` (default
+/// `info`). Does nothing if a global subscriber is already set.
+pub fn init_logging(format: LogFormat) {
+    let filter =
+        tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into());
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    // A second call (a test, an embedder with its own subscriber) keeps the first one.
+    let _ = match format {
+        LogFormat::Text => builder.try_init(),
+        LogFormat::Json => builder
+            .json()
+            .flatten_event(true)
+            .with_current_span(true)
+            .with_span_list(true)
+            .try_init(),
+    };
 }
 
 /// Resolves on SIGINT (Ctrl-C) or SIGTERM.

@@ -3,7 +3,7 @@
 use std::process::ExitCode;
 
 use agui_server::cli::{Cli, Command};
-use agui_server::{LogFormat, Server, ServerConfig};
+use agui_server::{Server, ServerConfig, init_logging};
 
 fn main() -> ExitCode {
     let cli = Cli::parse_args(std::env::args().collect());
@@ -50,21 +50,4 @@ fn main() -> ExitCode {
             }
         }
     })
-}
-
-fn init_logging(format: LogFormat) {
-    let filter =
-        tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into());
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
-    match format {
-        LogFormat::Text => builder.init(),
-        LogFormat::Json => builder
-            .json()
-            .flatten_event(true)
-            .with_current_span(true)
-            .with_span_list(true)
-            .init(),
-    }
 }
