@@ -498,3 +498,104 @@ async fn cancel_stops_a_streaming_turn() {
     assert_eq!(turn(&mut conversation, "ok").await.answer(), "Fine.");
     process.shutdown().await;
 }
+
+/// Decides dynamic policy rules: denies `run_command`.
+struct PolicyDenies;
+
+#[async_trait]
+impl Callbacks for PolicyDenies {
+    async fn policy(
+        &self,
+        _ctx: &CallContext,
+        request: harness_client::PolicyRequest,
+    ) -> harness_client::PolicyOutcome {
+        assert_eq!(request.tool.tool_name(), "run_command");
+        harness_client::PolicyOutcome::Deny("blocked by the host policy".into())
+    }
+}
+
+#[tokio::test]
+async fn a_dynamic_policy_rule_asks_the_host() {
+    let script = Script::new()
+        .then(Reply::call(
+            "run_command",
+            json!({"CommandLine": "echo hi", "Cwd": "{{workspace}}", "WaitMsBeforeAsync": 100}),
+        ))
+        .then(Reply::text(["Blocked, fine."]).when(Matcher::function_response_to("run_command")));
+    let fx = Fixture::new(script).await;
+    let process = fx.spawn().await;
+    let policy = harness_client::proto::lh::PolicyConfig {
+        rules: vec![harness_client::policy::ask("run_command", "ask_shell")],
+        ..Default::default()
+    };
+    let config = fx
+        .config()
+        .builtin_tools([BuiltinTool::RunCommand])
+        .policy(policy);
+    let mut conversation = fx.open(&process, config, Arc::new(PolicyDenies)).await;
+    let log = turn(&mut conversation, "Run it").await;
+    let denied = log.errors();
+    assert_eq!(denied.len(), 1, "{:?}", log.steps);
+    assert!(
+        denied[0]
+            .error
+            .as_ref()
+            .unwrap()
+            .message
+            .contains("blocked by the host policy"),
+        "{denied:?}"
+    );
+    assert_eq!(log.answer(), "Blocked, fine.");
+    process.shutdown().await;
+}
+
+/// Rewrites `run_command`'s command line in the pre-tool hook.
+struct RewriteCommand;
+
+#[async_trait]
+impl Callbacks for RewriteCommand {
+    async fn hook(&self, _ctx: &CallContext, request: HookRequest) -> HookResponse {
+        match request {
+            HookRequest::PreTool(args) if args.tool_name() == "run_command" => {
+                let mut arguments: serde_json::Map<String, serde_json::Value> =
+                    serde_json::from_str(args.arguments_json()).unwrap();
+                arguments.insert("CommandLine".into(), json!("echo rewritten-by-host"));
+                HookResponse::Allow {
+                    modified_args: Some(arguments),
+                }
+            }
+            _ => HookResponse::Allow {
+                modified_args: None,
+            },
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_pre_tool_hook_can_rewrite_arguments() {
+    let script = Script::new()
+        .then(Reply::call("run_command", json!({"CommandLine": "echo original", "Cwd": "{{workspace}}", "WaitMsBeforeAsync": 5000})))
+        .then(Reply::text(["Done."]).when(Matcher::function_response_to("run_command")));
+    let fx = Fixture::new(script).await;
+    let process = fx.spawn().await;
+    let config = fx
+        .config()
+        .builtin_tools([BuiltinTool::RunCommand])
+        .hook(LifecycleHook::PreTool);
+    let mut conversation = fx.open(&process, config, Arc::new(RewriteCommand)).await;
+    let log = turn(&mut conversation, "Run it").await;
+    let run = log
+        .final_steps()
+        .into_iter()
+        .find_map(|s| s.tool().cloned())
+        .expect("a tool step");
+    let output = run.result["combinedOutput"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(
+        output.contains("rewritten-by-host") && !output.contains("original"),
+        "{run:?}"
+    );
+    process.shutdown().await;
+}
