@@ -481,3 +481,114 @@ async fn a_session_tool_call_sits_inside_the_open_reply() {
     });
     assert_eq!(parent, Some(message), "{}", types(&events));
 }
+
+#[tokio::test]
+async fn an_idle_session_hibernates_and_resumes_transparently() {
+    let fx = FakeAgent::with(
+        |o| o.hibernate_after = Duration::from_millis(150),
+        ToolRegistry::new(),
+    );
+    let run = fx.start(json!({"messages": [user("m1", "one")]}));
+    let first = fx.harness.conversation(0).await;
+    first.next_input().await;
+    first.idle(None);
+    finish(run).await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while fx.agent.stats().live_conversations > 0 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the idle conversation is closed"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(fx.agent.stats().sessions, 1, "the session itself stays");
+    let run = fx.start(json!({"messages": [user("m1", "one"), user("m2", "two")]}));
+    let resumed = fx.harness.conversation(1).await;
+    assert_eq!(resumed.id(), first.id());
+    assert_eq!(
+        resumed.next_input().await,
+        "two",
+        "no duplicate prompt after hibernation"
+    );
+    resumed.idle(None);
+    finish(run).await;
+}
+
+#[tokio::test]
+async fn the_session_limit_hibernates_idle_sessions_and_refuses_busy_ones() {
+    let fx = FakeAgent::with(|o| o.max_sessions = 1, ToolRegistry::new());
+    let tools = json!([{"name": "pick", "description": "Pick"}]);
+    // Thread A finishes: its conversation can be hibernated to make room.
+    let run = fx.agent.run(support::input_of(
+        json!({"threadId": "a", "messages": [user("a1", "hi")]}),
+    ));
+    let a = fx.harness.conversation(0).await;
+    a.next_input().await;
+    a.idle(None);
+    finish(run).await;
+    // Thread B takes the only slot and parks on a frontend tool.
+    let run = fx.agent.run(support::input_of(
+        json!({"threadId": "b", "messages": [user("b1", "pick")], "tools": tools}),
+    ));
+    let b = fx.harness.conversation(1).await;
+    b.next_input().await;
+    let _parked = b.call_tool("h-1", "pick", json!({}));
+    finish(run).await;
+    // Thread C cannot take a slot from a session that waits for its user.
+    let events = finish(fx.agent.run(support::input_of(
+        json!({"threadId": "c", "messages": [user("c1", "hello")]}),
+    )))
+    .await;
+    let Event::RunError(error) = last(&events) else {
+        panic!("{}", types(&events))
+    };
+    assert_eq!(
+        error.code.as_deref(),
+        Some("SESSION_LIMIT"),
+        "{}",
+        error.message
+    );
+}
+
+#[tokio::test]
+async fn a_second_run_on_a_busy_thread_is_refused_when_configured() {
+    let fx = FakeAgent::with(
+        |o| o.concurrent_runs = agui_session::ConcurrentRuns::Refuse,
+        ToolRegistry::new(),
+    );
+    let first = fx.start(json!({"messages": [user("m1", "long")]}));
+    let c = fx.harness.conversation(0).await;
+    c.next_input().await;
+    let second =
+        finish(fx.start(json!({"messages": [user("m1", "long"), user("m2", "again")]}))).await;
+    let Event::RunError(error) = last(&second) else {
+        panic!("{}", types(&second))
+    };
+    assert_eq!(error.code.as_deref(), Some("THREAD_BUSY"));
+    c.idle(None);
+    finish(first).await;
+}
+
+#[tokio::test]
+async fn attachments_reach_the_harness_in_order() {
+    let fx = FakeAgent::new();
+    let png = "iVBORw0KGgo=";
+    let message = json!({"id": "m1", "role": "user", "content": [
+        {"type": "text", "text": "Look at"},
+        {"type": "image", "source": {"type": "data", "value": png, "mimeType": "image/png"}},
+        {"type": "text", "text": "and this"},
+        {"type": "image", "source": {"type": "url", "value": "https://example.com/x.png"}}]});
+    let run = fx.start(json!({"messages": [message]}));
+    let c = fx.harness.conversation(0).await;
+    let sent = c.next_input().await;
+    assert!(
+        sent.starts_with("Look at[media image/png]and this"),
+        "{sent}"
+    );
+    assert!(
+        sent.contains("was not forwarded"),
+        "a remote image becomes a note: {sent}"
+    );
+    c.idle(None);
+    finish(run).await;
+}
