@@ -592,3 +592,75 @@ async fn attachments_reach_the_harness_in_order() {
     c.idle(None);
     finish(run).await;
 }
+
+#[tokio::test]
+async fn silent_tools_read_context_and_state_without_events() {
+    let fx = FakeAgent::with(
+        |o| {
+            o.app_context_tool = true;
+            o.app_state_tool = true;
+        },
+        ToolRegistry::new(),
+    );
+    let run = fx.start(
+        json!({"messages": [user("m1", "who am I?")], "state": {"theme": "dark"},
+        "context": [{"description": "user", "value": "Ada"}]}),
+    );
+    let c = fx.harness.conversation(0).await;
+    c.next_input().await;
+    let declared: Vec<&str> = c.config().tools.iter().map(|t| t.name()).collect();
+    assert_eq!(declared, ["get_app_context", "get_shared_state"]);
+    let context = c
+        .call_tool("h-1", "get_app_context", json!({}))
+        .await
+        .unwrap();
+    assert_eq!(
+        context,
+        ToolOutcome::json(json!({"context": [{"description": "user", "value": "Ada"}]}))
+    );
+    let state = c
+        .call_tool("h-2", "get_shared_state", json!({}))
+        .await
+        .unwrap();
+    assert_eq!(
+        state,
+        ToolOutcome::json(json!({"state": {"theme": "dark"}}))
+    );
+    c.idle(None);
+    let events = finish(run).await;
+    assert_eq!(
+        types(&events),
+        "RUN_STARTED RUN_FINISHED",
+        "silent tools emit nothing"
+    );
+}
+
+#[tokio::test]
+async fn a_swept_thread_comes_back_to_its_conversation() {
+    let fx = FakeAgent::with(
+        |o| {
+            o.session_timeout = Duration::from_millis(150);
+            o.parked_timeout = Duration::from_millis(150);
+        },
+        ToolRegistry::new(),
+    );
+    let run = fx.start(json!({"messages": [user("m1", "one")]}));
+    let first = fx.harness.conversation(0).await;
+    first.next_input().await;
+    first.idle(None);
+    finish(run).await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while fx.agent.stats().sessions > 0 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the idle session is swept"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let run = fx.start(json!({"messages": [user("m1", "one"), user("m2", "two")]}));
+    let back = fx.harness.conversation(1).await;
+    assert_eq!(back.id(), first.id(), "cold resume from the thread store");
+    assert_eq!(back.next_input().await, "two");
+    back.idle(None);
+    finish(run).await;
+}
