@@ -71,6 +71,7 @@ impl ServerConfig {
 impl cli::ServeArgs {
     /// The `serve` options of a command line as the binary takes them (program name first,
     /// `serve` optional), with environment variables; the `--config` file is not read yet.
+    /// `--help` and `--version` print and exit the process, as the binary does.
     pub fn from_args<I, S>(args: I) -> Result<Self, ServerError>
     where
         I: IntoIterator<Item = S>,
@@ -80,7 +81,19 @@ impl cli::ServeArgs {
         if args.get(1).map(String::as_str) != Some("serve") {
             args.insert(1.min(args.len()), "serve".into());
         }
-        let cli = cli::Cli::try_parse_from(args).map_err(|e| ServerError::Config(e.to_string()))?;
+        let cli = match cli::Cli::try_parse_from(args) {
+            Ok(cli) => cli,
+            // `--help` and `--version` behave as in any command-line program: print and exit.
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion
+                ) =>
+            {
+                e.exit()
+            }
+            Err(e) => return Err(ServerError::Config(e.to_string())),
+        };
         let (cli::Command::Serve(serve) | cli::Command::CheckConfig(serve)) = cli.command;
         Ok(*serve)
     }
