@@ -215,6 +215,17 @@ impl Run {
         }
         let contract = Contract::new(&input.tools, &self.agent.options, &self.agent.tools);
         self.ensure_conversation(session, state, contract).await?;
+        // What arrived while no run was attached comes first: the end of a turn the client left,
+        // a turn the harness started itself, or a failure that landed meanwhile (reported here;
+        // the new message then waits for the next run).
+        while let Some(event) = state.conversation.as_mut().and_then(|c| c.try_next_event()) {
+            if let Some(ending) = self.on_event(state, &bridge, Some(event)).await? {
+                return Ok(ending);
+            }
+        }
+        if prompt.is_none() && state.turn.is_none() {
+            return Ok(Ending::Finished);
+        }
         let bare = prompt.is_none() && applied.resolved == 0;
         let mut shutdown = self.agent.shutdown.subscribe();
         let mut quiet_since = Instant::now();
@@ -279,6 +290,17 @@ impl Run {
                 Ok(None)
             }
             Some(ConversationEvent::Trajectory(change)) => {
+                // The harness can start a turn of its own (a backgrounded tool finishing, a
+                // trigger): translate it like ours.
+                let root = change.trajectory_id == state.conversation_id
+                    && change.parent_trajectory_id.is_none();
+                if state.turn.is_none()
+                    && root
+                    && change.status == harness_client::TrajectoryStatus::Running
+                {
+                    tracing::info!("the harness started a turn of its own");
+                    self.start_turn(state);
+                }
                 if let Some(turn) = state.turn.as_mut() {
                     let events = turn.trajectory(&change);
                     self.emit_all(events).await;
@@ -486,15 +508,8 @@ impl Run {
         state: &mut SessionState,
         prompt: Prompt,
     ) -> Result<(), RunFailure> {
-        let options = &self.agent.options;
-        let contract = state
-            .contract
-            .as_ref()
-            .expect("a conversation has a contract");
         session.bridge.new_turn();
-        let translator =
-            crate::turn::translator(options, contract.session_tool_names(&self.agent.tools));
-        state.turn = Some(Turn::new(translator));
+        self.start_turn(state);
         let conversation = state.conversation.as_mut().expect("ensured before sending");
         if let Err(e) = conversation.send(prompt.input).await {
             state.turn = None;
@@ -509,6 +524,19 @@ impl Run {
         let record = state.record(pending_tools(&session.bridge));
         self.agent.persist(&self.thread_id, record).await;
         Ok(())
+    }
+
+    /// A fresh translation state for a turn that starts now.
+    fn start_turn(&self, state: &mut SessionState) {
+        let names = state
+            .contract
+            .as_ref()
+            .map(|c| c.session_tool_names(&self.agent.tools))
+            .unwrap_or_default();
+        state.turn = Some(Turn::new(crate::turn::translator(
+            &self.agent.options,
+            names,
+        )));
     }
 
     fn terminal(&self, result: Result<Ending, RunFailure>) -> Event {

@@ -664,3 +664,28 @@ async fn a_swept_thread_comes_back_to_its_conversation() {
     back.idle(None);
     finish(run).await;
 }
+
+#[tokio::test]
+async fn a_turn_the_harness_starts_on_its_own_reaches_the_next_run() {
+    let fx = FakeAgent::new();
+    let run = fx.start(json!({"messages": [user("m1", "start a background job")]}));
+    let c = fx.harness.conversation(0).await;
+    c.next_input().await;
+    c.idle(None);
+    finish(run).await;
+    // Later, with no run attached, the harness works on its own (a backgrounded tool finished).
+    c.running();
+    c.say(5, "The background job finished.");
+    c.idle(None);
+    let run =
+        fx.start(json!({"messages": [user("m1", "start a background job"), user("m2", "thanks")]}));
+    assert_eq!(
+        c.next_input().await,
+        "thanks",
+        "sent once the harness's own turn is over"
+    );
+    c.say(7, "You're welcome.");
+    c.idle(None);
+    let events = finish(run).await;
+    assert_eq!(text(&events), "The background job finished.You're welcome.");
+}
