@@ -3,9 +3,11 @@
 mod bench;
 mod check_architecture;
 mod codegen;
+mod e2e;
 mod fetch_harness;
 mod import_captures;
 mod import_protos;
+mod live_gate;
 mod record;
 mod test;
 mod util;
@@ -37,6 +39,11 @@ enum Task {
     CheckArchitecture(check_architecture::Args),
     /// Copy the host <-> harness frames of reference captures into `fixtures/harness-frames/`.
     ImportCaptures(import_captures::Args),
+    /// Run the end-to-end suite (`tests/e2e`): the real binary, harness and scripted model
+    /// driven by the official AG-UI client.
+    E2e(e2e::Args),
+    /// The end-to-end suite plus the parking gate, against Gemini when `GEMINI_API_KEY` is set.
+    LiveGate(live_gate::Args),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -49,5 +56,7 @@ fn main() -> anyhow::Result<()> {
         Task::Bench(args) => bench::run(args),
         Task::Test(args) => test::run(args),
         Task::Record(args) => record::run(args),
+        Task::E2e(args) => e2e::run(args),
+        Task::LiveGate(args) => live_gate::run(args),
     }
 }

@@ -43,11 +43,12 @@ pub(crate) fn run(args: Args) -> anyhow::Result<()> {
         cargo.arg("--workspace");
     }
     cargo.args(&args.cargo_args);
-    run_checked(&mut cargo, "cargo test")
+    run_checked(&mut cargo, "cargo test")?;
+    crate::e2e::run_suite(&harness)
 }
 
 /// `npm ci` in `dir` when it has a lockfile and its installed tree is missing or older.
-fn install_node_package(dir: &Path) -> anyhow::Result<()> {
+pub(crate) fn install_node_package(dir: &Path) -> anyhow::Result<()> {
     let lock = dir.join("package-lock.json");
     if !lock.is_file() {
         return Ok(());

@@ -1,0 +1,175 @@
+//! `cargo xtask e2e`: the end-to-end suite in `tests/e2e/`.
+//!
+//! The suite (Node, `node:test`) starts the real `agui-antigravity` binary with the real harness
+//! and the scripted model (`gemini-script`) and drives it with the official `@ag-ui/client`
+//! `HttpAgent`. This step builds the two binaries, installs the harness and the suite's Node
+//! packages when missing or stale, and runs every `tests/e2e/*.test.mjs` with the paths the
+//! suite reads from its environment (`AGUI_BIN`, `GEMINI_SCRIPT_BIN`, `ANTIGRAVITY_HARNESS_PATH`).
+//! `cargo xtask test` runs it after `cargo test`; `cargo xtask live-gate` runs it with more.
+
+use std::ffi::{OsStr, OsString};
+use std::io::{BufRead as _, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use anyhow::{Context as _, bail};
+use harness_install::{Cache, DEFAULT_VERSION, Installer};
+
+use crate::test::install_node_package;
+use crate::util::workspace_root;
+
+/// The suite's folder, relative to the workspace root.
+pub(crate) const SUITE_DIR: &str = "tests/e2e";
+
+/// Arguments of `e2e`.
+#[derive(clap::Args)]
+pub(crate) struct Args {
+    /// Extra arguments for `node --test` (e.g. `--test-name-pattern=demo`).
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+    node_args: Vec<OsString>,
+}
+
+/// What the suite needs: the built binaries and the harness.
+pub(crate) struct Prepared {
+    root: PathBuf,
+    agui_bin: PathBuf,
+    gemini_script_bin: PathBuf,
+    harness: PathBuf,
+}
+
+pub(crate) fn run(args: Args) -> anyhow::Result<()> {
+    let harness = Installer::new(Cache::from_env()?, DEFAULT_VERSION).install()?;
+    let root = workspace_root();
+    install_node_package(&root.join(SUITE_DIR))?;
+    let prepared = prepare(&harness)?;
+    let mut options = vec![OsString::from("--test-reporter=spec")];
+    options.extend(args.node_args);
+    run_node(&mut prepared.node_test(&options, &suite_files(&root)?))
+}
+
+/// The step `cargo xtask test` runs after `cargo test` (harness and Node packages installed).
+pub(crate) fn run_suite(harness: &Path) -> anyhow::Result<()> {
+    let prepared = prepare(harness)?;
+    let root = workspace_root();
+    run_node(&mut prepared.node_test(&["--test-reporter=spec"], &suite_files(&root)?))
+}
+
+/// Builds the two binaries the suite starts and checks the suite's Node packages are there.
+pub(crate) fn prepare(harness: &Path) -> anyhow::Result<Prepared> {
+    let root = workspace_root();
+    if !root
+        .join(SUITE_DIR)
+        .join("node_modules/@ag-ui/client")
+        .is_dir()
+    {
+        bail!("{SUITE_DIR}/node_modules is missing; run `npm ci --prefix {SUITE_DIR}`");
+    }
+    let built = build_binaries(&root)?;
+    let find = |name: &str| {
+        built
+            .iter()
+            .find(|(target, _)| target == name)
+            .map(|(_, path)| path.clone())
+            .with_context(|| format!("cargo build did not report the `{name}` binary"))
+    };
+    Ok(Prepared {
+        agui_bin: find("agui-antigravity")?,
+        gemini_script_bin: find("gemini-script")?,
+        harness: harness.to_owned(),
+        root,
+    })
+}
+
+impl Prepared {
+    /// `node --test <options> <files>` in the workspace root, with the suite's environment set.
+    pub(crate) fn node_test<S: AsRef<OsStr>>(&self, options: &[S], files: &[PathBuf]) -> Command {
+        let mut node = Command::new("node");
+        node.current_dir(&self.root)
+            .env("AGUI_BIN", &self.agui_bin)
+            .env("GEMINI_SCRIPT_BIN", &self.gemini_script_bin)
+            .env("ANTIGRAVITY_HARNESS_PATH", &self.harness)
+            // The scripted model unless a caller (the live gate) says otherwise.
+            .env("E2E_MODEL", "scripted")
+            .arg("--test")
+            .args(options)
+            // Files listed explicitly: Node 20 and Node 22+ expand directory arguments differently.
+            .args(files);
+        node
+    }
+}
+
+/// The suite's test files (`tests/e2e/*.test.mjs`), sorted.
+pub(crate) fn suite_files(root: &Path) -> anyhow::Result<Vec<PathBuf>> {
+    let dir = root.join(SUITE_DIR);
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .with_context(|| format!("reading {}", dir.display()))?
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .filter(|path| {
+            path.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.ends_with(".test.mjs"))
+        })
+        .collect();
+    files.sort();
+    if files.is_empty() {
+        bail!("no *.test.mjs files in {}", dir.display());
+    }
+    Ok(files)
+}
+
+/// Runs `node`, failing when it fails.
+pub(crate) fn run_node(node: &mut Command) -> anyhow::Result<()> {
+    eprintln!("xtask e2e: node --test {SUITE_DIR}");
+    let status = node
+        .status()
+        .context("starting node (the end-to-end suite needs Node.js >= 20)")?;
+    if !status.success() {
+        bail!("the end-to-end suite failed ({status})");
+    }
+    Ok(())
+}
+
+/// `cargo build` of the server and scripted-model binaries; returns (target name, executable)
+/// as cargo reports them, so a custom target directory is found too.
+fn build_binaries(root: &Path) -> anyhow::Result<Vec<(String, PathBuf)>> {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut child = Command::new(cargo)
+        .current_dir(root)
+        .args([
+            "build",
+            "-p",
+            "agui-server",
+            "--bin",
+            "agui-antigravity",
+            "-p",
+            "gemini-script",
+            "--bin",
+            "gemini-script",
+            "--message-format=json-render-diagnostics",
+        ])
+        .stdout(Stdio::piped())
+        .spawn()
+        .context("starting cargo build")?;
+    let stdout = child.stdout.take().context("cargo build stdout")?;
+    let mut built = Vec::new();
+    for line in BufReader::new(stdout).lines() {
+        let line = line.context("reading cargo build output")?;
+        let Ok(message) = serde_json::from_str::<serde_json::Value>(&line) else {
+            continue;
+        };
+        if message["reason"] != "compiler-artifact" {
+            continue;
+        }
+        if let (Some(name), Some(exe)) = (
+            message["target"]["name"].as_str(),
+            message["executable"].as_str(),
+        ) {
+            built.push((name.to_owned(), PathBuf::from(exe)));
+        }
+    }
+    let status = child.wait().context("waiting for cargo build")?;
+    if !status.success() {
+        bail!("building the end-to-end binaries failed ({status})");
+    }
+    Ok(built)
+}
