@@ -2,7 +2,8 @@
 //!
 //! This is the README's test command and what CI runs: it installs the real harness (from the
 //! wheel, into the project cache), installs the Node packages of the project's official-client
-//! tests, then runs every Rust test of the workspace against the real harness.
+//! tests, then runs every Rust test of the workspace against the real harness, then the
+//! end-to-end suite (`tests/e2e`, see `e2e.rs`).
 
 use std::path::Path;
 use std::process::Command;
