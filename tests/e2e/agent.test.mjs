@@ -157,6 +157,7 @@ describe("one agent", () => {
     assert.ok(calls.length >= 1, "a list_dir tool call");
     const [call] = calls;
     assert.ok(call.args && typeof call.args === "object", "its arguments are one JSON object");
+    assert.match(JSON.stringify(call.args), new RegExp(path.basename(fixtures)), "on the directory asked for");
     assert.match(call.result ?? "", /alpha\.txt/, "its result lists the directory");
     assert.match(call.result, /beta\.md/);
     const result = rec.newMessages.find((m) => m.role === "tool" && m.toolCallId === call.id);
