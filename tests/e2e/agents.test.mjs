@@ -7,7 +7,8 @@ import { after, before, describe, test } from "node:test";
 import { E2EAgent, outcome, run, text } from "./lib/client.mjs";
 import { checkCapabilities } from "./lib/capabilities.mjs";
 import { GEMINI, modelFlags } from "./lib/mode.mjs";
-import { startModel, startServer, stopAll } from "./lib/procs.mjs";
+import fs from "node:fs";
+import { startModel, startServer, stopAll, tempDir } from "./lib/procs.mjs";
 
 // Scripted: each agent has its own model name, and the model answers by name. With Gemini both
 // use the test model and tell themselves apart by their system instructions.
@@ -76,6 +77,48 @@ describe("two agents on one server", () => {
         assert.ok(bodies.at(-1).includes(said[name][0].split(" (")[1].slice(0, -1)), `${name} remembers its first round`);
         for (const prompt of said[other]) assert.ok(!bodies.some((b) => b.includes(prompt.split(" (")[1].slice(0, -1))), `${name} never saw ${other}'s messages`);
       }
+    }
+  });
+
+  test("after a restart, one agent never sees another's conversation on the same thread id", async () => {
+    // Both agents inherit one --save-dir; each must keep its conversations in its own subfolder,
+    // or the second agent resumes the first one's conversation from disk.
+    const dir = tempDir("e2e-restart");
+    const threadId = `e2e-restart-${randomUUID()}`;
+    const { args, env } = modelFlags(model);
+    const say = async (srv, name, prompt) => {
+      const a = new E2EAgent({ url: `${srv.url}${AGENTS[name].path}`, threadId });
+      a.say(prompt);
+      const rec = await run(a, {}, { log: srv.log });
+      assert.equal(outcome(rec), "success");
+    };
+    const secret = `alpha-secret-${randomUUID()}`;
+    const beta = `beta-question-${randomUUID()}`;
+    const restarted = async (label) => startServer({ label, config: tomlConfig(), args, env, dir });
+    try {
+      let srv = await restarted("two-agent server (first life)");
+      try {
+        await say(srv, "alpha", `Remember ${secret}.`);
+      } finally {
+        await srv.stop();
+      }
+      srv = await restarted("two-agent server (second life)");
+      try {
+        await say(srv, "beta", `What is your name? ${beta}`);
+        await say(srv, "alpha", "What did I ask you to remember?");
+      } finally {
+        await srv.stop();
+      }
+      if (!GEMINI) {
+        const bodies = (name) =>
+          model.requests().then((all) => all.filter((r) => r.model === AGENTS[name].model).map((r) => JSON.stringify(r.body)));
+        const betaSaw = (await bodies("beta")).filter((b) => b.includes(beta));
+        assert.ok(betaSaw.length > 0, "beta was asked");
+        assert.ok(!betaSaw.some((b) => b.includes(secret)), "beta never saw alpha's conversation");
+        assert.ok((await bodies("alpha")).at(-1).includes(secret), "alpha resumed its own conversation after the restart");
+      }
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
     }
   });
 

@@ -14,7 +14,7 @@ use harness_client::{
 };
 use harness_proto::lh::AgentBehavior;
 
-use crate::config::{AgentSettings, ServerConfig};
+use crate::config::{AgentSettings, ServerConfig, slug};
 use crate::demo;
 use crate::error::ServerError;
 
@@ -79,12 +79,6 @@ pub fn default_data_dir() -> PathBuf {
         .unwrap_or_else(|| std::env::temp_dir().join("agui-antigravity"))
 }
 
-/// A short name for a mount path, used in default directories.
-fn slug(path: &str) -> String {
-    let s = path.trim_matches('/').replace('/', "-");
-    if s.is_empty() { "default".into() } else { s }
-}
-
 /// Builds every configured agent. `tools_for(path)` gives each agent its server tools (the
 /// binary has none; embedders and examples add theirs). `demo_script` replaces the embedded
 /// demo script for agents served by the demo model; without it they run
@@ -99,6 +93,7 @@ pub async fn build(
     let mut demo_model = None;
     let mut pools: BTreeMap<(usize, u64, bool), HarnessPool> = BTreeMap::new();
     let mut agents = Vec::new();
+    let mut claimed = ClaimedDirs::new();
     let data = default_data_dir();
     for settings in &config.agents {
         let path = settings.path.clone().unwrap_or_else(|| "/".into());
@@ -115,6 +110,7 @@ pub async fn build(
             None
         };
         let options = options(settings, &path, &data, endpoint_url)?;
+        claim_dirs(&mut claimed, &path, &options)?;
         let binary = harness_client::find_or_install_binary(settings.harness_path.as_deref())?;
         let pool_key = (
             settings.pool_size.unwrap_or(8),
@@ -146,6 +142,37 @@ pub async fn build(
         agents.push(MountedAgent { path, agent, demo });
     }
     Ok(Runtime { agents, demo_model })
+}
+
+/// Directories already used by an agent: `(mount path, save_dir, workspace_root)`.
+type ClaimedDirs = Vec<(String, PathBuf, PathBuf)>;
+
+/// Records the agent's directories, refusing ones another agent uses: agents must never read
+/// each other's conversations or workspaces.
+fn claim_dirs(
+    claimed: &mut ClaimedDirs,
+    path: &str,
+    options: &AgentOptions,
+) -> Result<(), ServerError> {
+    for (other, save_dir, workspace_root) in claimed.iter() {
+        for (what, mine, theirs) in [
+            ("save_dir", &options.save_dir, save_dir),
+            ("workspace_root", &options.workspace_root, workspace_root),
+        ] {
+            if mine == theirs {
+                return Err(ServerError::Config(format!(
+                    "agents at `{other}` and `{path}` both use {what} `{}`; give each agent its own",
+                    mine.display()
+                )));
+            }
+        }
+    }
+    claimed.push((
+        path.to_owned(),
+        options.save_dir.clone(),
+        options.workspace_root.clone(),
+    ));
+    Ok(())
 }
 
 /// The session options of one agent.
@@ -310,4 +337,49 @@ pub fn builtin_tools(names: &[String]) -> Result<BTreeSet<BuiltinTool>, String> 
         tools.insert(tool);
     }
     Ok(tools)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings(toml: &str) -> AgentSettings {
+        toml::from_str(toml).expect("valid settings")
+    }
+
+    /// Claims the directories of agents `(path, settings)` in order; the error text, if any.
+    fn claim_all(agents: &[(&str, &str)]) -> Result<(), String> {
+        let mut claimed = ClaimedDirs::new();
+        for (path, toml) in agents {
+            let opts = options(
+                &settings(toml),
+                path,
+                Path::new("/data"),
+                Some("http://m".into()),
+            )
+            .map_err(|e| e.to_string())?;
+            claim_dirs(&mut claimed, path, &opts).map_err(|e| e.to_string())?;
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn every_agent_needs_its_own_directories() {
+        assert_eq!(claim_all(&[("/", ""), ("/a", ""), ("/b/c", "")]), Ok(()));
+        assert_eq!(
+            claim_all(&[("/a", "save_dir = \"/s\""), ("/b", "save_dir = \"/s\"")]),
+            Err("configuration error: agents at `/a` and `/b` both use save_dir `/s`; give each agent its own".into())
+        );
+        // Default directories come from the mount path, so `/a-b` and `/a/b` would collide.
+        let clash = claim_all(&[("/a-b", ""), ("/a/b", "")]).unwrap_err();
+        assert!(
+            clash.contains("both use save_dir `/data/agents/a-b`"),
+            "{clash}"
+        );
+        let clash = claim_all(&[
+            ("/a", "workspace_root = \"/w\""),
+            ("/b", "workspace_root = \"/w\""),
+        ]);
+        assert!(clash.unwrap_err().contains("workspace_root `/w`"));
+    }
 }

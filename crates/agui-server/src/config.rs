@@ -3,6 +3,8 @@
 //! Precedence, lowest first: built-in defaults, the file's `[agent]` table (defaults for every
 //! agent), environment variables and flags (which also set defaults for every agent), then each
 //! `[[agents]]` entry's own keys. With no `[[agents]]`, one agent is served at `/`.
+//! A `save_dir` or `workspace_root` that `[[agents]]` entries inherit gets one subfolder per
+//! agent (named after its path), so agents never share conversations.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -305,10 +307,22 @@ impl ServerConfig {
         } else {
             file.agents.clone()
         };
+        let several = !file.agents.is_empty();
         let mut agents = Vec::new();
         for entry in entries {
             let mut agent = defaults.clone().overlaid(&entry);
             let path = normalise_path(agent.path.as_deref().unwrap_or("/"))?;
+            if several {
+                // Directories shared by every `[[agents]]` entry get one subfolder per agent:
+                // agents must never read each other's conversations or workspaces.
+                let own = |dir: &Option<PathBuf>| dir.as_ref().map(|d| d.join(slug(&path)));
+                if entry.save_dir.is_none() {
+                    agent.save_dir = own(&defaults.save_dir);
+                }
+                if entry.workspace_root.is_none() {
+                    agent.workspace_root = own(&defaults.workspace_root);
+                }
+            }
             if agents
                 .iter()
                 .any(|a: &AgentSettings| a.path.as_deref() == Some(path.as_str()))
@@ -353,6 +367,12 @@ impl ServerConfig {
     }
 }
 
+/// A short name for a mount path, used in per-agent directories.
+pub(crate) fn slug(path: &str) -> String {
+    let s = path.trim_matches('/').replace('/', "-");
+    if s.is_empty() { "default".into() } else { s }
+}
+
 /// `"/"`, or `/a/b` without a trailing slash; only URL-safe characters.
 pub fn normalise_path(path: &str) -> Result<String, ServerError> {
     let trimmed = path.trim().trim_matches('/');
@@ -371,4 +391,98 @@ pub fn normalise_path(path: &str) -> Result<String, ServerError> {
         )));
     }
     Ok(format!("/{trimmed}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    /// Merges `toml` with the flags `args`; returns each agent's `(path, save_dir,
+    /// workspace_root)` or the error text.
+    fn merged(toml: &str, args: &[&str]) -> Result<Vec<(String, String, String)>, String> {
+        #[derive(Parser)]
+        struct Flags {
+            #[command(flatten)]
+            serve: crate::cli::ServeArgs,
+        }
+        let file: FileConfig = toml::from_str(toml).map_err(|e| e.to_string())?;
+        let flags = Flags::try_parse_from(std::iter::once("x").chain(args.iter().copied()))
+            .map_err(|e| e.to_string())?;
+        let config = ServerConfig::merge(file, &flags.serve).map_err(|e| e.to_string())?;
+        let shown =
+            |p: &Option<PathBuf>| p.as_ref().map_or("-".into(), |p| p.display().to_string());
+        Ok(config
+            .agents
+            .iter()
+            .map(|a| {
+                (
+                    a.path.clone().unwrap_or_default(),
+                    shown(&a.save_dir),
+                    shown(&a.workspace_root),
+                )
+            })
+            .collect())
+    }
+
+    fn check(toml: &str, args: &[&str], expected: &[(&str, &str, &str)]) {
+        let expected: Vec<(String, String, String)> = expected
+            .iter()
+            .map(|(a, b, c)| (a.to_string(), b.to_string(), c.to_string()))
+            .collect();
+        assert_eq!(
+            merged(toml, args),
+            Ok(expected),
+            "toml: {toml}\nargs: {args:?}"
+        );
+    }
+
+    #[test]
+    fn one_agent_uses_the_directories_as_given() {
+        check("", &[], &[("/", "-", "-")]);
+        check(
+            "",
+            &["--save-dir", "/s", "--workspace-root", "/w"],
+            &[("/", "/s", "/w")],
+        );
+        check("[agent]\nsave_dir = \"/s\"", &[], &[("/", "/s", "-")]);
+    }
+
+    #[test]
+    fn agents_sharing_a_default_directory_get_one_subfolder_each() {
+        let toml = r#"
+            [agent]
+            workspace_root = "/w"
+            [[agents]]
+            path = "/alpha"
+            [[agents]]
+            path = "team/beta/"
+            save_dir = "/own"
+        "#;
+        check(
+            toml,
+            &["--save-dir", "/s"],
+            &[
+                ("/alpha", "/s/alpha", "/w/alpha"),
+                ("/team/beta", "/own", "/w/team-beta"),
+            ],
+        );
+        // A single `[[agents]]` entry is treated the same, so adding a second agent later
+        // does not move the first one's conversations.
+        check(
+            "[[agents]]\npath = \"/a\"",
+            &["--save-dir", "/s"],
+            &[("/a", "/s/a", "-")],
+        );
+    }
+
+    #[test]
+    fn bad_layouts_are_refused() {
+        let twice = "[[agents]]\npath = \"/a\"\n[[agents]]\npath = \"a/\"";
+        assert_eq!(
+            merged(twice, &[]),
+            Err("configuration error: two agents are mounted at `/a`".into())
+        );
+        assert!(merged("[agent]\nunknown = 1", &[]).is_err());
+    }
 }

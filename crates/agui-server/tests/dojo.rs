@@ -466,7 +466,7 @@ fn the_dojo_mounts_one_agent_per_feature_with_its_own_settings() {
     );
     assert_eq!(
         chat.save_dir.as_deref(),
-        Some(dir.path().join("s").join("agentic_chat").as_path()),
+        Some(dir.path().join("s").join("dojo-agentic_chat").as_path()),
         "shared directories get a subdirectory per agent"
     );
 }

@@ -146,12 +146,13 @@ function harnessAlive(pid) {
 /**
  * Starts `agui-antigravity serve` (from `AGUI_BIN`) with `args`, optionally a TOML `config`,
  * on 127.0.0.1 port 0, with `AGUI_DATA_DIR`, `--save-dir` and `--workspace-root` in a fresh
- * temporary directory. The harness comes from `ANTIGRAVITY_HARNESS_PATH` (set by the runner).
+ * temporary directory — or in `dir`, which a restarted server reuses and `stop()` then leaves
+ * for the caller to remove. The harness comes from `ANTIGRAVITY_HARNESS_PATH` (set by the runner).
  */
-export async function startServer({ args = [], config, env = {}, label = "server" } = {}) {
+export async function startServer({ args = [], config, env = {}, label = "server", dir: reuse } = {}) {
   const bin = requiredBinary("AGUI_BIN");
-  const dir = tempDir("e2e");
-  const logFile = path.join(dir, "server.log");
+  const dir = reuse ?? tempDir("e2e");
+  const logFile = path.join(dir, `server-${Date.now()}.log`);
   const all = ["serve", "--bind", "127.0.0.1:0", "--save-dir", path.join(dir, "s"), "--workspace-root", path.join(dir, "w")];
   if (config !== undefined) {
     const file = path.join(dir, "agents.toml");
@@ -225,7 +226,7 @@ export async function startServer({ args = [], config, env = {}, label = "server
       else if (exit.code !== 0) problems.push(`${label} exited with ${exit.signal ?? exit.code} after SIGTERM`);
       if (left.length) problems.push(`${label} left localharness running after shutdown: pids ${left.join(", ")}`);
       if (problems.length) throw new Error(`${problems.join("; ")}\n--- ${logFile}\n${log()}`);
-      fs.rmSync(dir, { recursive: true, force: true });
+      if (!reuse) fs.rmSync(dir, { recursive: true, force: true });
       return { harnesses: [...harnesses] };
     },
   };

@@ -124,17 +124,11 @@ pub fn server(args: ServeArgs, base_path: &str) -> Result<Server, ServerError> {
 }
 
 /// Fills what the configuration left unset for a dojo agent. `entry` is its own `[[agents]]`
-/// entry (empty if none); shared names and directories get a per-agent form so the agents do
-/// not share conversations.
+/// entry (empty if none). Shared directories already get a subfolder per agent from
+/// [`ServerConfig::merge`].
 fn dojo_defaults(settings: &mut AgentSettings, entry: &AgentSettings, feature: &Feature) {
     if entry.name.is_none() {
         settings.name = Some(feature.id.into());
-    }
-    if entry.save_dir.is_none() {
-        settings.save_dir = settings.save_dir.take().map(|d| d.join(feature.id));
-    }
-    if entry.workspace_root.is_none() {
-        settings.workspace_root = settings.workspace_root.take().map(|d| d.join(feature.id));
     }
     settings
         .system_instructions
