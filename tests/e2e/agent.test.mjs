@@ -202,7 +202,7 @@ describe("one agent", () => {
     assert.equal(outcome(first), "interrupt");
     const [interrupt] = first.finished.interrupts;
     assert.equal(first.finished.interrupts.length, 1);
-    assert.equal(interrupt.reason, "ask_question");
+    assert.equal(interrupt.reason, "antigravity:ask_question");
     assert.equal(interrupt.message, "Which color?");
     assert.ok(interrupt.responseSchema, "the interrupt says how to answer");
     assert.deepEqual(a.pendingInterrupts.map((i) => i.id), [interrupt.id], "the client holds the open interrupt");
@@ -270,6 +270,7 @@ describe("one agent", () => {
     assert.equal(caps.tools?.items, undefined, "the binary has no server tools outside the demo");
     assert.deepEqual(caps.custom?.builtinTools?.sort(), GEMINI ? ["list_dir"] : ["ask_question", "list_dir"]);
     assert.equal(caps.humanInTheLoop?.interrupts, !GEMINI, "interrupts only when ask_question can reach the user");
+    assert.deepEqual(caps.custom?.interruptReasons, GEMINI ? undefined : { question: "antigravity:ask_question" });
     assert.equal(caps.execution?.codeExecution, false, "no run_command, no code execution");
   });
 });

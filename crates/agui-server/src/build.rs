@@ -7,7 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agui_session::{
-    Agent, AgentOptions, ConcurrentRuns, HarnessBackend, StructuredOutputMode, ToolRegistry,
+    Agent, AgentOptions, ConcurrentRuns, HarnessBackend, InterruptReasons, StructuredOutputMode,
+    ToolRegistry,
 };
 use harness_client::{
     BuiltinTool, HarnessPool, ModelEndpoint, PoolOptions, ProcessOptions, SystemInstructions,
@@ -270,6 +271,15 @@ pub fn options(
         .collect();
     options.frontend_tools = settings.frontend_tools.unwrap_or(true);
     options.ask_question_interrupts = settings.ask_question.unwrap_or(true);
+    options.interrupt_reasons = match settings.interrupt_reasons.as_deref() {
+        None | Some("namespaced") => InterruptReasons::Namespaced,
+        Some("reference") => InterruptReasons::Reference,
+        Some(other) => {
+            return Err(bad(format!(
+                "interrupt_reasons `{other}` is not `namespaced` or `reference`"
+            )));
+        }
+    };
     options.deduplicate_tool_calls = settings.deduplicate_tool_calls.unwrap_or(true);
     options.app_context_tool = settings.app_context_tool.unwrap_or(false);
     options.app_state_tool = settings.app_state_tool.unwrap_or(false);

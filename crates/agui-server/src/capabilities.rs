@@ -43,6 +43,23 @@ pub fn derive(agent: &Agent, demo: bool) -> AgentCapabilities {
                 .collect::<Vec<_>>()
         ),
     );
+    if questions || options.tool_approval {
+        // Frontends match interrupts by reason; tell them which names this agent uses.
+        let mut reasons = Map::new();
+        if questions {
+            reasons.insert(
+                "question".into(),
+                json!(options.interrupt_reasons.question()),
+            );
+        }
+        if options.tool_approval {
+            reasons.insert(
+                "approval".into(),
+                json!(options.interrupt_reasons.approval()),
+            );
+        }
+        custom.insert("interruptReasons".into(), Value::Object(reasons));
+    }
     if demo {
         custom.insert("demo".into(), Value::Bool(true));
         custom.insert(

@@ -79,6 +79,10 @@ pub struct AgentSettings {
     /// Turn the model's `ask_question` into interrupts.
     #[arg(long, num_args = 0..=1, default_missing_value = "true", env = "AGUI_ASK_QUESTION")]
     pub ask_question: Option<bool>,
+    /// Interrupt `reason` names: `namespaced` (`antigravity:ask_question`, default) or
+    /// `reference` (`ask_question`, as the Python integration).
+    #[arg(long, env = "AGUI_INTERRUPT_REASONS")]
+    pub interrupt_reasons: Option<String>,
     /// Run each frontend tool at most once per turn.
     #[arg(long, num_args = 0..=1, default_missing_value = "true", env = "AGUI_DEDUPLICATE_TOOL_CALLS")]
     pub deduplicate_tool_calls: Option<bool>,
@@ -193,6 +197,7 @@ impl AgentSettings {
             auto_approve_tools,
             frontend_tools,
             ask_question,
+            interrupt_reasons,
             deduplicate_tool_calls,
             app_context_tool,
             app_state_tool,

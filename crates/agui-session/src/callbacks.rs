@@ -31,6 +31,7 @@ pub(crate) struct CallbackPolicy {
     pub(crate) auto_approve: BTreeSet<String>,
     pub(crate) max_tool_calls: Option<u32>,
     pub(crate) questions: bool,
+    pub(crate) reasons: crate::InterruptReasons,
 }
 
 pub(crate) struct SessionCallbacks {
@@ -85,8 +86,12 @@ impl Callbacks for SessionCallbacks {
             };
         }
         let arguments: Value = serde_json::from_str(args.arguments_json()).unwrap_or(Value::Null);
-        let interrupt =
-            interrupts::approval_interrupt(uuid::Uuid::new_v4().to_string(), &name, &arguments);
+        let interrupt = interrupts::approval_interrupt(
+            uuid::Uuid::new_v4().to_string(),
+            self.policy.reasons.approval(),
+            &name,
+            &arguments,
+        );
         let answer = self
             .bridge
             .park_interrupt(interrupt, InterruptKind::Approval)
@@ -107,8 +112,11 @@ impl Callbacks for SessionCallbacks {
                 request.questions.len()
             ]);
         }
-        let interrupt =
-            interrupts::question_interrupt(uuid::Uuid::new_v4().to_string(), &request.questions);
+        let interrupt = interrupts::question_interrupt(
+            uuid::Uuid::new_v4().to_string(),
+            self.policy.reasons.question(),
+            &request.questions,
+        );
         let answer = self
             .bridge
             .park_interrupt(interrupt, InterruptKind::Question)

@@ -78,6 +78,7 @@ impl Contract {
             auto_approve: options.auto_approve_tools.clone(),
             max_tool_calls: options.max_tool_calls_per_turn,
             questions: options.questions_reachable(),
+            reasons: options.interrupt_reasons,
         }
     }
 

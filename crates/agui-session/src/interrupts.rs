@@ -8,10 +8,10 @@ use agui_types::Interrupt;
 use harness_client::{Answer, Question, QuestionAnswer};
 use serde_json::{Map, Value, json};
 
-/// Interrupt reason for `ask_question`.
-pub const REASON_QUESTION: &str = "ask_question";
-/// Interrupt reason for tool approval.
-pub const REASON_APPROVAL: &str = "tool_approval";
+/// Interrupt reason for `ask_question` (see [`crate::InterruptReasons`]).
+pub const REASON_QUESTION: &str = "antigravity:ask_question";
+/// Interrupt reason for tool approval (see [`crate::InterruptReasons`]).
+pub const REASON_APPROVAL: &str = "antigravity:tool_approval";
 
 /// What the model (or a tool) is told when the user sent a new message instead of answering.
 pub const ABANDONED_TEXT: &str = "The user sent a new message instead of answering this request, so it was not \
@@ -56,7 +56,7 @@ impl InterruptAnswer {
 }
 
 /// The interrupt for `ask_question`.
-pub(crate) fn question_interrupt(id: String, questions: &[Question]) -> Interrupt {
+pub(crate) fn question_interrupt(id: String, reason: &str, questions: &[Question]) -> Interrupt {
     let listed: Vec<Value> = questions
         .iter()
         .map(|q| {
@@ -84,7 +84,7 @@ pub(crate) fn question_interrupt(id: String, questions: &[Question]) -> Interrup
     });
     Interrupt {
         id,
-        reason: REASON_QUESTION.into(),
+        reason: reason.into(),
         message: Some(
             questions
                 .first()
@@ -174,7 +174,7 @@ fn option_index(id: &Value, question: &Question) -> Option<u32> {
 }
 
 /// The interrupt asking whether `tool` may run.
-pub(crate) fn approval_interrupt(id: String, tool: &str, args: &Value) -> Interrupt {
+pub(crate) fn approval_interrupt(id: String, reason: &str, tool: &str, args: &Value) -> Interrupt {
     let schema = json!({
         "type": "object",
         "required": ["approved"],
@@ -182,7 +182,7 @@ pub(crate) fn approval_interrupt(id: String, tool: &str, args: &Value) -> Interr
     });
     Interrupt {
         id,
-        reason: REASON_APPROVAL.into(),
+        reason: reason.into(),
         message: Some(format!("Allow the agent to run `{tool}`?")),
         response_schema: schema.as_object().cloned(),
         metadata: Some(Map::from_iter([
@@ -337,7 +337,7 @@ mod tests {
 
     #[test]
     fn interrupts_carry_their_schema_and_metadata() {
-        let q = question_interrupt("i1".into(), &colour());
+        let q = question_interrupt("i1".into(), REASON_QUESTION, &colour());
         assert_eq!(
             (q.reason.as_str(), q.message.as_deref()),
             (REASON_QUESTION, Some("Colour?"))
@@ -350,13 +350,18 @@ mod tests {
             q.response_schema.unwrap()["properties"]["responses"]["minItems"],
             2
         );
-        let a = approval_interrupt("i2".into(), "run_command", &json!({"CommandLine": "ls"}));
+        let a = approval_interrupt(
+            "i2".into(),
+            REASON_APPROVAL,
+            "run_command",
+            &json!({"CommandLine": "ls"}),
+        );
         assert_eq!(
             a.message.as_deref(),
             Some("Allow the agent to run `run_command`?")
         );
         assert_eq!(a.metadata.unwrap()["args"]["CommandLine"], "ls");
-        let empty = question_interrupt("i3".into(), &[]);
+        let empty = question_interrupt("i3".into(), REASON_QUESTION, &[]);
         assert_eq!(empty.message.as_deref(), Some("The agent has a question."));
     }
 }

@@ -21,6 +21,36 @@ pub enum StructuredOutputMode {
     Custom,
 }
 
+/// The `reason` of the interrupts the agent itself raises.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum InterruptReasons {
+    /// `antigravity:ask_question` and `antigravity:tool_approval`: custom reasons namespaced
+    /// `framework:name`, as the AG-UI interrupts guide asks.
+    #[default]
+    Namespaced,
+    /// `ask_question` and `tool_approval`, as the Python reference integration sends them (for
+    /// frontends written against it).
+    Reference,
+}
+
+impl InterruptReasons {
+    /// The reason of a question interrupt.
+    pub fn question(self) -> &'static str {
+        match self {
+            Self::Namespaced => crate::REASON_QUESTION,
+            Self::Reference => "ask_question",
+        }
+    }
+
+    /// The reason of a tool-approval interrupt.
+    pub fn approval(self) -> &'static str {
+        match self {
+            Self::Namespaced => crate::REASON_APPROVAL,
+            Self::Reference => "tool_approval",
+        }
+    }
+}
+
 /// What a second run on a thread does while another run on it is in flight.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ConcurrentRuns {
@@ -58,6 +88,8 @@ pub struct AgentOptions {
     pub frontend_tools: bool,
     /// Turn the harness's `ask_question` into interrupts (needs the `AskQuestion` built-in).
     pub ask_question_interrupts: bool,
+    /// The `reason` names of question and approval interrupts.
+    pub interrupt_reasons: InterruptReasons,
     /// Run each frontend tool at most once per turn (repeats get the first result).
     pub deduplicate_tool_calls: bool,
     /// Add the silent `get_app_context` tool (returns the run's context).
@@ -120,6 +152,7 @@ impl AgentOptions {
             auto_approve_tools: BTreeSet::new(),
             frontend_tools: true,
             ask_question_interrupts: true,
+            interrupt_reasons: InterruptReasons::Namespaced,
             deduplicate_tool_calls: true,
             app_context_tool: false,
             app_state_tool: false,

@@ -143,7 +143,7 @@ async fn ask_question_interrupts_and_resume_answers() {
     let first = live.run(json!({"messages": [user("m1", "Ask me")]})).await;
     let open = interrupts(&first);
     assert_eq!(open.len(), 1, "{}", types(&first));
-    assert_eq!(open[0].reason, "ask_question");
+    assert_eq!(open[0].reason, "antigravity:ask_question");
     let second = live
         .run(json!({"messages": [user("m1", "Ask me")], "resume": [{"interruptId": open[0].id, "status": "resolved",
             "payload": {"responses": [{"selected_option_ids": ["1"]}]}}]}))
@@ -166,7 +166,12 @@ async fn a_denied_approval_is_reported_to_the_model() {
         .run(json!({"messages": [user("m1", "Create a file")]}))
         .await;
     let open = interrupts(&first);
-    assert_eq!(open[0].reason, "tool_approval", "{}", types(&first));
+    assert_eq!(
+        open[0].reason,
+        "antigravity:tool_approval",
+        "{}",
+        types(&first)
+    );
     let second = live
         .run(json!({"messages": [user("m1", "Create a file")], "resume": [{"interruptId": open[0].id, "status": "resolved",
             "payload": {"approved": false, "message": "Not today."}}]}))

@@ -133,7 +133,7 @@ async fn a_question_becomes_an_interrupt_and_resume_answers_it() {
     let Some(RunOutcome::Interrupt { interrupts }) = &done.outcome else {
         panic!("{done:?}")
     };
-    assert_eq!(interrupts[0].reason, "ask_question");
+    assert_eq!(interrupts[0].reason, "antigravity:ask_question");
     let id = interrupts[0].id.clone();
     // A bare run (no answer, no message) says again what is waiting.
     let events = finish(fx.start(json!({"messages": [user("m1", "ask me")]}))).await;
@@ -156,6 +156,35 @@ async fn a_question_becomes_an_interrupt_and_resume_answers_it() {
 }
 
 #[tokio::test]
+async fn reference_reason_names_are_available_for_older_frontends() {
+    let fx = FakeAgent::with(
+        |o| {
+            o.tool_approval = true;
+            o.interrupt_reasons = agui_session::InterruptReasons::Reference;
+        },
+        ToolRegistry::new(),
+    );
+    let run = fx.start(json!({"messages": [user("m1", "list it")]}));
+    let c = fx.harness.conversation(0).await;
+    c.next_input().await;
+    let _decision = c.hook(HookRequest::PreTool(
+        harness_client::proto::lh::PreToolArgs {
+            tool_name: Some("run_command".into()),
+            arguments_json: Some(r#"{"CommandLine":"ls"}"#.into()),
+            ..Default::default()
+        },
+    ));
+    let events = finish(run).await;
+    let Event::RunFinished(done) = last(&events) else {
+        panic!("{}", types(&events))
+    };
+    let Some(RunOutcome::Interrupt { interrupts }) = &done.outcome else {
+        panic!("{done:?}")
+    };
+    assert_eq!(interrupts[0].reason, "tool_approval");
+}
+
+#[tokio::test]
 async fn approval_denied_tells_the_model() {
     let fx = FakeAgent::with(|o| o.tool_approval = true, ToolRegistry::new());
     let run = fx.start(json!({"messages": [user("m1", "clean up")]}));
@@ -174,7 +203,7 @@ async fn approval_denied_tells_the_model() {
     let Some(RunOutcome::Interrupt { interrupts }) = &done.outcome else {
         panic!("{done:?}")
     };
-    assert_eq!(interrupts[0].reason, "tool_approval");
+    assert_eq!(interrupts[0].reason, "antigravity:tool_approval");
     assert_eq!(
         interrupts[0].metadata.as_ref().unwrap()["args"]["CommandLine"],
         "rm -rf /tmp/x"
