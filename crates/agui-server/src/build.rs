@@ -317,7 +317,7 @@ pub fn options(
         None => ConcurrentRuns::Wait(Duration::from_secs(30)),
     };
     if let Some(retries) = settings.api_retries {
-        options.api_retry = Some((retries, 500));
+        options.api_retry = Some((retries, agui_session::DEFAULT_API_RETRY.1));
     }
     if let Some(bytes) = settings.max_attachment_bytes {
         options.max_attachment_bytes = bytes;

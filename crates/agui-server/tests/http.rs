@@ -372,3 +372,29 @@ fn harnesses_in(dir: &std::path::Path) -> Vec<u32> {
         })
         .collect()
 }
+
+#[tokio::test]
+async fn an_unreachable_model_ends_the_run_with_an_error_once_retries_are_spent() {
+    // Nothing listens on port 1; one retry keeps the test short (the default is about a minute).
+    let fx = Fixture::start(&[
+        "--api-key",
+        "k",
+        "--gemini-base-url",
+        "http://127.0.0.1:1",
+        "--api-retries",
+        "1",
+    ])
+    .await;
+    let events = fx
+        .run("/", input("unreachable", json!([user("m1", "hello")])))
+        .await;
+    let Some(Event::RunError(error)) = events.last() else {
+        panic!("{events:?}")
+    };
+    assert!(
+        error.message.contains("unreachable"),
+        "the message says why: {}",
+        error.message
+    );
+    assert_eq!(error.code.as_deref(), Some("AGENT_ERROR"), "{error:?}");
+}

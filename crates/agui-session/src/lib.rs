@@ -41,7 +41,9 @@ pub use backend::{Backend, ConversationHandle, HarnessBackend};
 pub use callbacks::{APP_CONTEXT_TOOL, APP_STATE_TOOL};
 pub use error::{RunErrorCode, RunFailure, SessionError};
 pub use interrupts::{InterruptAnswer, REASON_APPROVAL, REASON_QUESTION};
-pub use options::{AgentOptions, ConcurrentRuns, InterruptReasons, StructuredOutputMode};
+pub use options::{
+    AgentOptions, ConcurrentRuns, DEFAULT_API_RETRY, InterruptReasons, StructuredOutputMode,
+};
 pub use tools::{
     FnTool, InterruptRequest, ServerTool, StateError, ToolContext, ToolError, ToolRegistry,
 };

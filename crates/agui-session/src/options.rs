@@ -21,6 +21,9 @@ pub enum StructuredOutputMode {
     Custom,
 }
 
+/// Default model API retries: 6 after the first attempt, 1 s doubling (about a minute in all).
+pub const DEFAULT_API_RETRY: (u32, u32) = (6, 1000);
+
 /// The `reason` of the interrupts the agent itself raises.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum InterruptReasons {
@@ -108,7 +111,10 @@ pub struct AgentOptions {
     /// Conversation storage (harness `storage_directory`) and the thread store; must be stable
     /// for conversations to resume.
     pub save_dir: PathBuf,
-    /// Model API retries for 429/503: `(max_retries, initial_sleep_ms)`.
+    /// Model API retries for 429/503 and unreachable endpoints: `(max_retries,
+    /// initial_sleep_ms)`, the sleep doubling each time. `None` leaves the harness's own
+    /// schedule, which has no practical limit (still retrying after minutes, the run showing
+    /// only keep-alives), hence a bounded default.
     pub api_retry: Option<(u32, u32)>,
     /// Extra harness settings (MCP servers, subagents, skills, budgets…) applied under ours.
     pub harness_base: Option<HarnessConfig>,
@@ -161,7 +167,7 @@ impl AgentOptions {
             max_tool_calls_per_turn: None,
             workspace_root: data_dir.join("w"),
             save_dir: data_dir.join("save"),
-            api_retry: None,
+            api_retry: Some(DEFAULT_API_RETRY),
             harness_base: None,
             session_timeout: Duration::from_secs(30 * 60),
             parked_timeout: Duration::from_secs(2 * 60 * 60),
