@@ -4,11 +4,10 @@
 use std::collections::BTreeSet;
 
 use agui_translate::{
-    StepFailure, StructuredOutput, TrajectoryChange, TrajectoryStatus as Phase, Translator,
-    TranslatorOptions, UuidIds,
+    StepFailure, StructuredOutput, TrajectoryChange, Translator, TranslatorOptions, UuidIds,
 };
 use agui_types::Event;
-use harness_client::{TrajectoryState, TrajectoryStatus};
+use harness_client::TrajectoryState;
 use harness_proto::step::Step;
 
 use crate::options::{AgentOptions, StructuredOutputMode};
@@ -45,18 +44,10 @@ impl Turn {
 
     /// Events for a trajectory change (subagent brackets).
     pub(crate) fn trajectory(&mut self, state: &TrajectoryState) -> Vec<Event> {
-        let status = match state.status {
-            TrajectoryStatus::Running => Phase::Running,
-            TrajectoryStatus::Idle => Phase::Idle,
-            TrajectoryStatus::Cancelled => Phase::Cancelled,
-            TrajectoryStatus::WaitingForTasks => Phase::WaitingForTasks,
-            TrajectoryStatus::WaitingForSubagents => Phase::WaitingForSubagents,
-            TrajectoryStatus::Unknown => Phase::Unknown,
-        };
         let change = TrajectoryChange {
             trajectory_id: state.trajectory_id.clone(),
             parent_trajectory_id: state.parent_trajectory_id.clone(),
-            status,
+            status: state.status,
         };
         self.translator.trajectory(&change).events
     }

@@ -90,7 +90,7 @@ mod translator;
 use std::collections::BTreeSet;
 
 use agui_types::Event;
-use harness_proto::lh::{TrajectoryStateUpdate, trajectory_state_update};
+use harness_proto::lh::TrajectoryStateUpdate;
 use harness_proto::step::{StepKey, StepSource};
 
 pub use ids::{IdKind, IdSource, SequentialIds, UuidIds};
@@ -189,40 +189,17 @@ pub struct TrajectoryChange {
     pub status: TrajectoryStatus,
 }
 
-/// State of a trajectory.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum TrajectoryStatus {
-    /// Working.
-    Running,
-    /// Done with its work (`FULLY_IDLE`).
-    Idle,
-    /// Cancelled.
-    Cancelled,
-    /// Waiting for background tasks (still working).
-    WaitingForTasks,
-    /// Waiting for its subagents (still working).
-    WaitingForSubagents,
-    /// A state this version does not know (ignored).
-    Unknown,
-}
+pub use harness_proto::trajectory::TrajectoryStatus;
 
 impl From<&TrajectoryStateUpdate> for TrajectoryChange {
     fn from(update: &TrajectoryStateUpdate) -> Self {
-        use trajectory_state_update::State;
         Self {
             trajectory_id: update.trajectory_id().to_owned(),
             parent_trajectory_id: update
                 .parent_trajectory_id
                 .clone()
                 .filter(|p| !p.is_empty()),
-            status: match update.state() {
-                State::Running => TrajectoryStatus::Running,
-                State::FullyIdle => TrajectoryStatus::Idle,
-                State::Cancelled => TrajectoryStatus::Cancelled,
-                State::WaitingForTasks => TrajectoryStatus::WaitingForTasks,
-                State::WaitingForSubagents => TrajectoryStatus::WaitingForSubagents,
-                State::Unspecified => TrajectoryStatus::Unknown,
-            },
+            status: update.state().into(),
         }
     }
 }

@@ -23,22 +23,7 @@ pub enum ConversationEvent {
     Closed(CloseReason),
 }
 
-/// State of a trajectory.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TrajectoryStatus {
-    /// Working.
-    Running,
-    /// Done with its work.
-    Idle,
-    /// Cancelled (e.g. a PreTurn hook denied the turn).
-    Cancelled,
-    /// Waiting for background tasks.
-    WaitingForTasks,
-    /// Waiting for its subagents (not the end of the turn).
-    WaitingForSubagents,
-    /// A state this version does not know.
-    Unknown,
-}
+pub use harness_proto::trajectory::TrajectoryStatus;
 
 /// A trajectory state change.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -61,15 +46,8 @@ pub struct TrajectoryState {
 
 impl From<&TrajectoryStateUpdate> for TrajectoryState {
     fn from(u: &TrajectoryStateUpdate) -> Self {
-        use trajectory_state_update::{State, StopReason};
-        let status = match u.state() {
-            State::Running => TrajectoryStatus::Running,
-            State::FullyIdle => TrajectoryStatus::Idle,
-            State::Cancelled => TrajectoryStatus::Cancelled,
-            State::WaitingForTasks => TrajectoryStatus::WaitingForTasks,
-            State::WaitingForSubagents => TrajectoryStatus::WaitingForSubagents,
-            State::Unspecified => TrajectoryStatus::Unknown,
-        };
+        use trajectory_state_update::StopReason;
+        let status = TrajectoryStatus::from(u.state());
         let non_empty = |s: &Option<String>| s.clone().filter(|s| !s.is_empty());
         Self {
             trajectory_id: u.trajectory_id().to_owned(),

@@ -16,6 +16,7 @@ mod error;
 mod json;
 mod stdio;
 pub mod step;
+pub mod trajectory;
 mod value;
 
 pub use error::{ProtoError, Result};
