@@ -102,7 +102,12 @@ fn digest(path: &Path) -> anyhow::Result<Value> {
         let frame: Value =
             serde_json::from_str(line).with_context(|| format!("{}:{}", path.display(), n + 1))?;
         if let Some(input) = frame.get("in") {
-            inbound.push(input.clone());
+            // A resumed conversation's initialize is retried while the harness still holds the
+            // previous socket ("already in use"), so the same config may be sent twice.
+            let retried_config = input.get("config").is_some() && inbound.last() == Some(input);
+            if !retried_config {
+                inbound.push(input.clone());
+            }
             continue;
         }
         let Some(Value::Object(out)) = frame.get("out") else {
@@ -162,5 +167,55 @@ fn take_str(map: &mut Map<String, Value>, key: &str) -> String {
     match map.remove(key) {
         Some(Value::String(s)) => s,
         _ => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The digest of `fixture` after `edit` changes its lines.
+    fn digest_edited(fixture: &str, edit: impl Fn(&mut Vec<String>)) -> Value {
+        let path = workspace_root().join(OUT_DIR).join(fixture);
+        let mut lines: Vec<String> = std::fs::read_to_string(&path)
+            .unwrap()
+            .lines()
+            .map(str::to_owned)
+            .collect();
+        edit(&mut lines);
+        let dir = tempfile::tempdir().unwrap();
+        let copy = dir.path().join(fixture);
+        std::fs::write(&copy, lines.join("\n")).unwrap();
+        digest(&copy).unwrap()
+    }
+
+    #[test]
+    fn timing_noise_is_ignored_and_content_is_not() {
+        let fixture = "resume_history.jsonl";
+        let original = digest_edited(fixture, |_| {});
+        let config_at = |lines: &Vec<String>| {
+            lines
+                .iter()
+                .rposition(|l| l.starts_with(r#"{"in":{"config""#))
+                .unwrap()
+        };
+        // A retried initialize, and usage updates at other points, are timing.
+        let retried = digest_edited(fixture, |lines| {
+            let at = config_at(lines);
+            let again = lines[at].clone();
+            lines.insert(at, again);
+        });
+        assert_eq!(retried, original);
+        let no_usage = digest_edited(fixture, |lines| {
+            lines.retain(|l| !l.contains("usageUpdate"))
+        });
+        assert_eq!(no_usage, original);
+        // What the model said is content.
+        let changed = digest_edited(fixture, |lines| {
+            for line in lines.iter_mut() {
+                *line = line.replace("turn two please", "turn 2 please");
+            }
+        });
+        assert_ne!(changed, original);
     }
 }
