@@ -181,6 +181,34 @@ fn sse_decoder_caps_an_unterminated_message() {
     assert!(matches!(decoder.push(&big), Err(Error::SseFrame(m)) if m.contains("10 MiB")));
 }
 
+/// The limit applies to the bytes after the last terminator, however the body is pushed:
+/// a terminator (even one split across pushes) starts the count again.
+#[test]
+fn sse_decoder_limit_counts_the_unterminated_tail_across_pushes() {
+    let piece = vec![b'x'; 64 * 1024];
+    // One byte short of the limit, in many pushes.
+    let fill = |decoder: &mut SseDecoder| {
+        for _ in 1..sse::MAX_BUFFER / piece.len() {
+            decoder.push(&piece).expect("within the limit");
+        }
+        decoder.push(&piece[1..]).expect("within the limit");
+    };
+    let mut decoder = SseDecoder::new();
+    fill(&mut decoder);
+    decoder.push(b"\n").expect("within the limit");
+    decoder.push(b"\n").expect("a terminator ends the message");
+    fill(&mut decoder);
+    decoder
+        .push(b"\n\n")
+        .expect("a terminator ends the message");
+    fill(&mut decoder);
+    let error = decoder.push(b"xx").expect_err("over the limit");
+    assert!(
+        matches!(&error, Error::SseFrame(m) if m.contains("10 MiB")),
+        "{error}"
+    );
+}
+
 #[test]
 fn protobuf_decoder_reassembles_frames_whatever_the_chunking() {
     let events = run();

@@ -116,6 +116,47 @@ fn sse_frames_are_single_lf_terminated_data_lines() {
     }
 }
 
+/// The encoder a server calls per event ([`Encoding::encode`], [`Encoding::encode_into`] on a
+/// reused buffer) writes exactly the frames the standalone functions do.
+#[test]
+fn every_encoder_entry_point_writes_the_same_frames() {
+    let mut appended = bytes::BytesMut::new();
+    let mut expected = Vec::new();
+    for event in parsed() {
+        let sse_frame = sse::encode(&event);
+        assert_eq!(
+            Encoding::Sse.encode(&event),
+            sse_frame.as_bytes(),
+            "{}",
+            event.event_type()
+        );
+        let message = protobuf::encode(&event);
+        let mut proto_frame = u32::try_from(message.len())
+            .expect("small")
+            .to_be_bytes()
+            .to_vec();
+        proto_frame.extend(&message);
+        assert_eq!(
+            protobuf::encode_frame(&event),
+            proto_frame,
+            "{}",
+            event.event_type()
+        );
+        assert_eq!(
+            Encoding::Protobuf.encode(&event),
+            proto_frame,
+            "{}",
+            event.event_type()
+        );
+
+        Encoding::Sse.encode_into(&event, &mut appended);
+        Encoding::Protobuf.encode_into(&event, &mut appended);
+        expected.extend(sse_frame.as_bytes());
+        expected.extend(proto_frame);
+    }
+    assert_eq!(appended, expected);
+}
+
 #[test]
 fn the_sample_stream_passes_the_verifier() {
     let events = parsed();

@@ -19,6 +19,9 @@ pub const SSE_CONTENT_TYPE: &str = "text/event-stream";
 /// exact string, so send it without parameters.
 pub const PROTO_CONTENT_TYPE: &str = "application/vnd.ag-ui.event+proto";
 
+/// Initial buffer of one SSE frame: most events (text and argument deltas) fit.
+const SSE_INITIAL_CAPACITY: usize = 256;
+
 /// A wire encoding of an event stream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum Encoding {
@@ -44,16 +47,16 @@ impl Encoding {
         let mut sse_q: f32 = 0.0;
         for range in accept.split(',') {
             let mut parts = range.split(';');
-            let media = parts.next().unwrap_or_default().trim().to_ascii_lowercase();
+            let media = parts.next().unwrap_or_default().trim();
             let q = parts
                 .filter_map(|param| param.split_once('='))
                 .find(|(name, _)| name.trim().eq_ignore_ascii_case("q"))
                 .map_or(Some(1.0), |(_, value)| value.trim().parse::<f32>().ok())
                 .filter(|q| q.is_finite());
             let Some(q) = q else { continue };
-            if media == PROTO_CONTENT_TYPE {
+            if media.eq_ignore_ascii_case(PROTO_CONTENT_TYPE) {
                 proto_q = Some(proto_q.map_or(q, |seen| seen.max(q)));
-            } else if media == SSE_CONTENT_TYPE {
+            } else if media.eq_ignore_ascii_case(SSE_CONTENT_TYPE) {
                 sse_q = sse_q.max(q);
             }
         }
@@ -90,9 +93,16 @@ impl Encoding {
 
     /// One encoded event, ready to write to the response body.
     pub fn encode(self, event: &Event) -> Bytes {
-        let mut out = BytesMut::new();
-        self.encode_into(event, &mut out);
-        out.freeze()
+        match self {
+            // Room for a typical event up front (the JSON is written in small pieces);
+            // a protobuf frame reserves its exact size itself.
+            Self::Sse => {
+                let mut out = BytesMut::with_capacity(SSE_INITIAL_CAPACITY);
+                sse::encode_into(event, &mut out);
+                out.freeze()
+            }
+            Self::Protobuf => Bytes::from(protobuf::encode_frame(event)),
+        }
     }
 
     /// Decodes a complete response body in this encoding.

@@ -18,11 +18,15 @@ pub fn encode(event: &Event) -> String {
 }
 
 /// Appends the SSE message carrying `event` to `out`.
+///
+/// The JSON is written straight into `out` (no intermediate string): this runs once per
+/// event a server sends.
 pub fn encode_into(event: &Event, out: &mut BytesMut) {
     out.put_slice(b"data: ");
     // Compact JSON never contains a raw CR or LF (both are escaped in strings), so one
-    // `data:` line always holds the whole event.
-    out.put_slice(event.to_json().as_bytes());
+    // `data:` line always holds the whole event. Writing to a BytesMut cannot fail, and
+    // neither can serializing an event (see `Event::to_json`).
+    serde_json::to_writer(out.writer(), event).expect("AG-UI events always serialize to JSON");
     out.put_slice(b"\n\n");
 }
 
@@ -52,6 +56,9 @@ pub struct SseDecoder {
     start: usize,
     /// Everything before this index (and after `start`) holds no message terminator.
     scanned: usize,
+    /// Bytes after the last message terminator pushed: the unterminated message checked
+    /// against [`MAX_BUFFER`], kept up to date by each push so none rescans the buffer.
+    unterminated: usize,
     legacy: LegacyThinking,
 }
 
@@ -68,6 +75,7 @@ impl SseDecoder {
             buffer: Vec::new(),
             start: 0,
             scanned: 0,
+            unterminated: 0,
             legacy: LegacyThinking::streaming(),
         }
     }
@@ -80,24 +88,24 @@ impl SseDecoder {
             self.scanned -= self.start;
             self.start = 0;
         }
+        // Only the new bytes (and the one before them, for a terminator split across
+        // pushes) can hold a new terminator.
+        let from = self.buffer.len().saturating_sub(1).max(self.start);
         self.buffer.extend_from_slice(bytes);
-        if self.pending_len() > MAX_BUFFER {
+        self.unterminated = match self.buffer[from..]
+            .windows(2)
+            .rposition(|pair| pair == b"\n\n")
+        {
+            Some(at) => self.buffer.len() - (from + at + 2),
+            None => self.unterminated + bytes.len(),
+        };
+        if self.unterminated > MAX_BUFFER {
             return Err(Error::SseFrame(format!(
                 "unterminated message exceeds the {} MiB buffer limit",
                 MAX_BUFFER / (1024 * 1024)
             )));
         }
         Ok(())
-    }
-
-    /// Length of the buffered bytes after the last complete message.
-    fn pending_len(&self) -> usize {
-        let unread = &self.buffer[self.start..];
-        let last_end = unread
-            .windows(2)
-            .rposition(|pair| pair == b"\n\n")
-            .map_or(0, |at| at + 2);
-        unread.len() - last_end
     }
 
     /// The next complete event, if a whole message is buffered. Messages without `data:`
@@ -111,10 +119,11 @@ impl SseDecoder {
                 return None;
             };
             let end = from + offset;
-            let message = String::from_utf8_lossy(&self.buffer[self.start..end]).into_owned();
+            let message = &self.buffer[self.start..end];
+            let decoded = decode_message(message, &mut self.legacy);
             self.start = end + 2;
             self.scanned = self.start;
-            if let Some(result) = self.decode_message(&message) {
+            if let Some(result) = decoded {
                 return Some(result);
             }
         }
@@ -123,37 +132,39 @@ impl SseDecoder {
     /// Ends the stream: an unterminated last message is decoded, as the client does when
     /// the connection closes.
     pub fn finish(&mut self) -> Option<Result<Event>> {
-        let rest = String::from_utf8_lossy(&self.buffer[self.start..]).into_owned();
+        let decoded = decode_message(&self.buffer[self.start..], &mut self.legacy);
         self.buffer.clear();
-        (self.start, self.scanned) = (0, 0);
-        self.decode_message(&rest)
+        (self.start, self.scanned, self.unterminated) = (0, 0, 0);
+        decoded
     }
+}
 
-    fn decode_message(&mut self, message: &str) -> Option<Result<Event>> {
-        let data: Vec<&str> = message
-            .split('\n')
-            .filter_map(|line| line.strip_prefix("data:"))
-            .map(|data| data.strip_prefix(' ').unwrap_or(data))
-            .collect();
-        if data.is_empty() {
-            return None;
-        }
-        Some(self.decode_data(&data.join("\n")))
+/// Decodes one message (the bytes between terminators); `None` when it has no `data:` line.
+fn decode_message(message: &[u8], legacy: &mut LegacyThinking) -> Option<Result<Event>> {
+    let message = String::from_utf8_lossy(message);
+    let data: Vec<&str> = message
+        .split('\n')
+        .filter_map(|line| line.strip_prefix("data:"))
+        .map(|data| data.strip_prefix(' ').unwrap_or(data))
+        .collect();
+    match data.as_slice() {
+        [] => None,
+        // One `data:` line per event is what servers send; only more lines need joining.
+        [line] => Some(decode_data(line, legacy)),
+        lines => Some(decode_data(&lines.join("\n"), legacy)),
     }
+}
 
-    fn decode_data(&mut self, data: &str) -> Result<Event> {
-        let value: serde_json::Value = serde_json::from_str(data)
-            .map_err(|error| Error::SseFrame(format!("data is not valid JSON: {error}")))?;
-        match value.get("type") {
-            _ if !value.is_object() => {
-                Err(Error::SseFrame("the frame is not a JSON object".to_owned()))
-            }
-            Some(serde_json::Value::String(name)) if !name.is_empty() => {
-                decode_value(value, &mut self.legacy)
-            }
-            _ => Err(Error::SseFrame(
-                "the frame carries no event type".to_owned(),
-            )),
+fn decode_data(data: &str, legacy: &mut LegacyThinking) -> Result<Event> {
+    let value: serde_json::Value = serde_json::from_str(data)
+        .map_err(|error| Error::SseFrame(format!("data is not valid JSON: {error}")))?;
+    match value.get("type") {
+        _ if !value.is_object() => {
+            Err(Error::SseFrame("the frame is not a JSON object".to_owned()))
         }
+        Some(serde_json::Value::String(name)) if !name.is_empty() => decode_value(value, legacy),
+        _ => Err(Error::SseFrame(
+            "the frame carries no event type".to_owned(),
+        )),
     }
 }

@@ -276,23 +276,28 @@ pub(crate) fn decode_value(mut value: Value, legacy: &mut LegacyThinking) -> Res
     let Value::Object(map) = &mut value else {
         return Err(Error::invalid("event", ".", "expected a JSON object"));
     };
-    let event_type = match map.get("type") {
-        Some(Value::String(name)) if !name.is_empty() => name.clone(),
-        _ => {
-            return Err(Error::invalid(
-                "event",
-                "type",
-                "expected a non-empty string",
-            ));
-        }
+    let Some(name) = map
+        .get("type")
+        .and_then(Value::as_str)
+        .filter(|name| !name.is_empty())
+    else {
+        return Err(Error::invalid(
+            "event",
+            "type",
+            "expected a non-empty string",
+        ));
     };
-    let known = match EventType::from_wire_name(&event_type) {
+    let known = match EventType::from_wire_name(name) {
         Some(known) => known,
-        None if legacy.upgrade(map, &event_type) => {
+        // Only an unknown name is copied: it is reported, or rewritten by `legacy`.
+        None => {
+            let event_type = name.to_owned();
+            if !legacy.upgrade(map, &event_type) {
+                return Err(Error::UnknownEventType(event_type));
+            }
             let upgraded = map.get("type").and_then(Value::as_str).unwrap_or_default();
             EventType::from_wire_name(upgraded).ok_or(Error::UnknownEventType(event_type))?
         }
-        None => return Err(Error::UnknownEventType(event_type)),
     };
     payload_from_value(known, value).map_err(|error| {
         let (path, reason) = locate(&error.path().to_string(), &strip_position(error.inner()));

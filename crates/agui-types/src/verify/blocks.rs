@@ -2,12 +2,8 @@
 //! subagents. The functions take ids rather than events so that the chunk expansion can
 //! feed its synthesized starts and ends through the same checks.
 
-use super::{Check, Owner, Rule, StreamVerifier, owner_check, owner_name};
+use super::{Check, Owner, Rule, StreamVerifier, owned, owner_check, owner_name};
 use crate::events::{EncryptedValueSubtype, ReasoningEncryptedValue, SubagentStarted};
-
-fn owned(tag: Option<&str>) -> Owner {
-    tag.map(str::to_owned)
-}
 
 impl StreamVerifier {
     pub(super) fn text_start(&mut self, id: &str, tag: Option<&str>) -> Check {

@@ -6,7 +6,7 @@
 //! chunks. A chunk continues it or closes it and opens another; the stream is closed when a
 //! non-chunk event of the same lane arrives, when its subagent ends, or at any run boundary.
 
-use super::{Check, Owner, Rule, StreamVerifier, owner_name};
+use super::{Check, Owner, Rule, StreamVerifier, owned, owner_name};
 use crate::events::{
     Event, EventType, ReasoningMessageChunk, TextMessageChunk, TextMessageRole, ToolCallChunk,
 };
@@ -112,10 +112,6 @@ impl Lanes {
             .find(|(_, p)| p.kind() == kind && p.id() == id)
             .map(|(owner, _)| owner)
     }
-}
-
-fn owned(tag: Option<&str>) -> Owner {
-    tag.map(str::to_owned)
 }
 
 /// Says which synthesized event a failure belongs to.

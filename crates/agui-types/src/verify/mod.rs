@@ -9,7 +9,8 @@
 //! `RUN_FINISHED` must name the run `RUN_STARTED` opened, and [`StreamVerifier::finish`]
 //! reports a stream that ends inside a run.
 //!
-//! It does no I/O and allocates only for open ids, so it can check every event a server sends.
+//! It does no I/O and allocates only per id (open entities and their owners), so it can check
+//! every event a server sends.
 
 mod blocks;
 mod chunks;
@@ -402,6 +403,11 @@ fn quoted(ids: &[String]) -> String {
         .map(|id| format!("'{id}'"))
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// The owner an event's `subagentRunId` tag names.
+fn owned(tag: Option<&str>) -> Owner {
+    tag.map(str::to_owned)
 }
 
 /// Names an owner in a message.

@@ -3,16 +3,13 @@
 
 use serde_json::{Map, Value};
 
+use super::bad;
 use super::value::{opt_from_pb, opt_to_pb, to_pb};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::input::{BinaryPart, Content, ContentPart, MediaPart, PartSource, TextPart};
 use crate::proto as pb;
 use pb::input_content::Part;
 use pb::input_content_source::Source;
-
-fn bad(message: impl Into<String>) -> Error {
-    Error::ProtoEvent(message.into())
-}
 
 fn source_to_pb(source: &PartSource) -> pb::InputContentSource {
     let source = match source {

@@ -1,13 +1,14 @@
 //! Protobuf mapping of each event payload (the envelope and `base_event` are handled in
 //! the parent module).
 
+use super::bad;
 use super::content::{content_from_pb, content_to_pb};
 use super::messages::{
     input_from_pb, input_to_pb, interrupt_from_pb, interrupt_to_pb, message_to_pb,
     messages_from_pb, patch_from_pb, patch_to_pb, usage_from_pb, usage_to_pb,
 };
 use super::value::{from_pb_struct, opt_from_pb, opt_to_pb, req_from_pb, to_pb, to_pb_struct};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::events::*;
 use crate::proto as pb;
 
@@ -19,10 +20,6 @@ pub(super) trait ProtoPayload: Sized {
     fn to_proto(&self, base: pb::BaseEvent) -> Self::Proto;
     /// Reads the message; `base` was taken out of it and checked already.
     fn from_proto(proto: Self::Proto, base: EventBase) -> Result<Self>;
-}
-
-fn bad(message: impl Into<String>) -> Error {
-    Error::ProtoEvent(message.into())
 }
 
 fn text_role(role: Option<String>) -> Result<Option<TextMessageRole>> {

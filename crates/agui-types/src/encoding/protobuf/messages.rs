@@ -3,12 +3,13 @@
 
 use serde_json::{Map, Value};
 
+use super::bad;
 use super::content::{content_from_pb, content_to_pb};
 use super::value::{
     from_pb_struct, object_from_pb, object_to_pb, opt_from_pb, opt_to_pb, req_from_pb, to_pb,
     to_pb_struct,
 };
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::events::{Interrupt, PatchOperation, TokenUsage};
 use crate::input::{
     ActivityMessage, AssistantMessage, Context, FunctionCall, InstructionMessage, Message,
@@ -16,10 +17,6 @@ use crate::input::{
     ToolMessage, UserMessage,
 };
 use crate::proto as pb;
-
-fn bad(message: impl Into<String>) -> Error {
-    Error::ProtoEvent(message.into())
-}
 
 fn struct_opt(map: &Option<Map<String, Value>>) -> Option<prost_types::Struct> {
     map.as_ref().map(to_pb_struct)

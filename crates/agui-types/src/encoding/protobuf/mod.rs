@@ -94,20 +94,36 @@ pub fn encode(event: &Event) -> Vec<u8> {
 
 /// Appends the length-prefixed frame of `event` to `out`.
 pub fn encode_frame_into(event: &Event, out: &mut BytesMut) {
-    let message = encode(event);
-    // A frame over 4 GiB cannot be produced from a sane event; saturating keeps the encoder
-    // total, and every decoder rejects such a frame anyway (10 MiB limit).
-    let len = u32::try_from(message.len()).unwrap_or(u32::MAX);
-    out.reserve(4 + message.len());
-    out.put_u32(len);
-    out.put_slice(&message);
+    let message = to_proto(event);
+    let len = message.encoded_len();
+    out.reserve(4 + len);
+    put_frame(&message, len, out);
 }
 
 /// The length-prefixed frame of `event`.
 pub fn encode_frame(event: &Event) -> Vec<u8> {
-    let mut out = BytesMut::new();
-    encode_frame_into(event, &mut out);
-    out.to_vec()
+    let message = to_proto(event);
+    let len = message.encoded_len();
+    let mut out = Vec::with_capacity(4 + len);
+    put_frame(&message, len, &mut out);
+    out
+}
+
+/// Writes the prefix and the message straight into `out` (once per event a server sends, so
+/// without an intermediate buffer); `len` is `message.encoded_len()`.
+fn put_frame(message: &pb::Event, len: usize, out: &mut impl BufMut) {
+    // A frame over 4 GiB cannot be produced from a sane event; saturating keeps the encoder
+    // total, and every decoder rejects such a frame anyway (10 MiB limit).
+    out.put_u32(u32::try_from(len).unwrap_or(u32::MAX));
+    // Fails only when `out` cannot grow, and Vec and BytesMut always can.
+    message
+        .encode(out)
+        .expect("growable buffers have room for any message");
+}
+
+/// A payload that cannot be mapped to an AG-UI event.
+fn bad(message: impl Into<String>) -> Error {
+    Error::ProtoEvent(message.into())
 }
 
 /// Decodes one serialized `ag_ui.Event` (without length prefix).
