@@ -25,6 +25,7 @@ use axum::{
 use serde_json::{Value, json};
 
 use crate::{
+    engine::Engine,
     script::{self, Script},
     server::Shared,
 };
@@ -46,15 +47,17 @@ fn bad_request(error: &crate::Error) -> Response {
         .into_response()
 }
 
-fn live_count(shared: &Shared) -> Json<Value> {
-    Json(json!({"entries": shared.engine().state().len()}))
+/// The answer of the routes that change the script: how many entries are now live.
+fn live_count(engine: &Engine) -> Json<Value> {
+    Json(json!({"entries": engine.entry_count()}))
 }
 
 async fn load(State(shared): State<Arc<Shared>>, body: String) -> Response {
     match Script::from_json(&body) {
         Ok(script) => {
-            shared.engine().load(script);
-            live_count(&shared).into_response()
+            let mut engine = shared.engine();
+            engine.load(script);
+            live_count(&engine).into_response()
         }
         Err(e) => bad_request(&e),
     }
@@ -67,16 +70,16 @@ async fn push(State(shared): State<Arc<Shared>>, body: String) -> Response {
             for entry in entries {
                 engine.push(entry);
             }
-            drop(engine);
-            live_count(&shared).into_response()
+            live_count(&engine).into_response()
         }
         Err(e) => bad_request(&e),
     }
 }
 
 async fn reset(State(shared): State<Arc<Shared>>) -> Json<Value> {
-    shared.engine().reset();
-    live_count(&shared)
+    let mut engine = shared.engine();
+    engine.reset();
+    live_count(&engine)
 }
 
 async fn requests(State(shared): State<Arc<Shared>>) -> Response {

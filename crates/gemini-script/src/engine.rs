@@ -4,7 +4,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::{
     log::{AnsweredBy, LoggedRequest},
-    matcher::Matcher,
     render::{self, Plan},
     reply::Reply,
     script::{Entry, Repeat, Script},
@@ -99,6 +98,11 @@ impl Engine {
         self.default.as_ref()
     }
 
+    /// How many entries can still answer.
+    pub(crate) fn entry_count(&self) -> usize {
+        self.entries.len()
+    }
+
     pub(crate) fn state(&self) -> Vec<EntryState> {
         self.entries
             .iter()
@@ -114,8 +118,7 @@ impl Engine {
     /// rendered (its count is then used up by one), else the default reply.
     pub(crate) fn pick(&mut self, ctx: &RequestCtx<'_>, response_id: &str) -> (AnsweredBy, Plan) {
         let found = self.entries.iter().enumerate().find_map(|(pos, live)| {
-            let m: &Matcher = &live.entry.matcher;
-            if !m.matches(ctx.model, ctx.raw, ctx.body) {
+            if !live.entry.matcher.matches(ctx.model, ctx.raw, ctx.body) {
                 return None;
             }
             render::render(&live.entry.reply, ctx, response_id).map(|plan| (pos, plan))
@@ -134,16 +137,12 @@ impl Engine {
             }
             return (answered, plan);
         }
+        // A default reply whose calls cannot be resolved for this request falls back too.
         let plan = self
             .default
             .as_ref()
             .and_then(|d| render::render(d, ctx, response_id))
-            .or_else(|| render::render(&Reply::text(FALLBACK_TEXT), ctx, response_id));
-        let plan = plan.unwrap_or(Plan::Error {
-            status: 500,
-            body: render::error_body(500, FALLBACK_TEXT, "INTERNAL"),
-            headers: Default::default(),
-        });
+            .unwrap_or_else(|| render::text(FALLBACK_TEXT, ctx, response_id));
         (AnsweredBy::Default, plan)
     }
 }

@@ -186,6 +186,16 @@ fn function_responses_in(content: &Value) -> impl Iterator<Item = FunctionRespon
     })
 }
 
+/// The function names of the `functionResponse` parts of the last content, without copying
+/// the (possibly large) results.
+pub fn last_function_response_names(body: &Value) -> impl Iterator<Item = &str> {
+    last_content(body)
+        .map(parts)
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|p| p.get("functionResponse")?.get("name")?.as_str())
+}
+
 /// The `functionResponse` parts of the last content (the results this request reports).
 pub fn last_function_responses(body: &Value) -> Vec<FunctionResponse> {
     last_content(body)
@@ -300,6 +310,10 @@ mod tests {
             Some(&json!({"type": "object"}))
         );
         assert_eq!(workspace(&b).as_deref(), Some("/srv/ws"));
+        assert_eq!(
+            last_function_response_names(&b).collect::<Vec<_>>(),
+            vec!["get_weather"]
+        );
         let responses = last_function_responses(&b);
         assert_eq!(responses.len(), 1);
         assert_eq!(responses[0].name, "get_weather");

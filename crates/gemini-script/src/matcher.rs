@@ -208,19 +208,19 @@ impl Matcher {
         {
             return false;
         }
-        let declared = inspect::declared_functions(body);
-        if !self.declares.iter().all(|n| declared.contains(&n.as_str()))
-            || self
-                .not_declares
-                .iter()
-                .any(|n| declared.contains(&n.as_str()))
-        {
-            return false;
+        if !self.declares.is_empty() || !self.not_declares.is_empty() {
+            let declared = inspect::declared_functions(body);
+            if !self.declares.iter().all(|n| declared.contains(&n.as_str()))
+                || self
+                    .not_declares
+                    .iter()
+                    .any(|n| declared.contains(&n.as_str()))
+            {
+                return false;
+            }
         }
         if let Some(name) = &self.function_response
-            && !inspect::last_function_responses(body)
-                .iter()
-                .any(|r| &r.name == name)
+            && !inspect::last_function_response_names(body).any(|n| n == name)
         {
             return false;
         }

@@ -63,21 +63,19 @@ fn error_reply_body(e: &ErrorReply, ctx: &RequestCtx<'_>) -> Value {
 /// Renders `reply`; `None` when one of its calls cannot be resolved for this
 /// request (then the entry does not apply).
 pub(crate) fn render(reply: &Reply, ctx: &RequestCtx<'_>, response_id: &str) -> Option<Plan> {
-    let headers = reply.headers.clone();
     if let Some(e) = reply.error.as_ref().filter(|e| !e.in_stream) {
         return Some(Plan::Error {
             status: e.code,
             body: error_reply_body(e, ctx),
-            headers,
+            headers: reply.headers.clone(),
         });
     }
-    let delay = Duration::from_millis(reply.delay_ms);
     if let Some(chunks) = &reply.chunks {
         return Some(Plan::Stream {
             events: chunks.clone(),
-            delay,
+            delay: Duration::from_millis(reply.delay_ms),
             hang: reply.hang,
-            headers,
+            headers: reply.headers.clone(),
         });
     }
     let calls = reply
@@ -85,6 +83,16 @@ pub(crate) fn render(reply: &Reply, ctx: &RequestCtx<'_>, response_id: &str) -> 
         .iter()
         .map(|c| resolve_call(c, ctx))
         .collect::<Option<Vec<_>>>()?;
+    Some(stream(reply, calls, ctx, response_id))
+}
+
+/// A plain text answer; unlike [`render`] it cannot fail (there are no calls to resolve).
+pub(crate) fn text(text: &str, ctx: &RequestCtx<'_>, response_id: &str) -> Plan {
+    stream(&Reply::text(text), Vec::new(), ctx, response_id)
+}
+
+/// The 200 stream of `reply`, whose calls were resolved into `calls`.
+fn stream(reply: &Reply, calls: Vec<Value>, ctx: &RequestCtx<'_>, response_id: &str) -> Plan {
     let thoughts = split(reply.chunking, reply.thought.iter().map(|t| ctx.expand(t)));
     let texts = split(reply.chunking, reply.text.iter().map(|t| ctx.expand(t)));
 
@@ -141,12 +149,12 @@ pub(crate) fn render(reply: &Reply, ctx: &RequestCtx<'_>, response_id: &str) -> 
         }
         None => {}
     }
-    Some(Plan::Stream {
+    Plan::Stream {
         events,
-        delay,
+        delay: Duration::from_millis(reply.delay_ms),
         hang: reply.hang,
-        headers,
-    })
+        headers: reply.headers.clone(),
+    }
 }
 
 /// Fixed, deterministic numbers so recorded fixtures do not depend on prompt size.

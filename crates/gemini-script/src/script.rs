@@ -209,21 +209,22 @@ impl Script {
                 Some(name) => format!("entry {i} ({name:?})"),
                 None => format!("entry {i}"),
             };
-            validate_entry(entry).map_err(|(field, problem)| Error::Invalid {
-                location,
-                field,
-                problem,
-            })?;
+            validate_entry(entry).map_err(invalid(location))?;
         }
         if let Some(default) = &self.default {
-            validate_reply(default).map_err(|(field, problem)| Error::Invalid {
-                location: "default reply".into(),
-                field: field.trim_start_matches("reply.").to_owned(),
-                problem,
-            })?;
+            validate_reply(default)
+                .map_err(|(field, problem)| {
+                    (field.trim_start_matches("reply.").to_owned(), problem)
+                })
+                .map_err(invalid("default reply".into()))?;
         }
         Ok(())
     }
+}
+
+/// Checks an entry added to a running script; `i` is its position in the added batch.
+pub(crate) fn validate_pushed(i: usize, entry: &Entry) -> Result<()> {
+    validate_entry(entry).map_err(invalid(format!("pushed entry {i}")))
 }
 
 /// Parses the body of the push control route: one entry or a list of entries.
@@ -234,13 +235,18 @@ pub(crate) fn parse_entries(text: &str) -> Result<Vec<Entry>> {
         vec![parse::<Entry>(text)?]
     };
     for (i, entry) in entries.iter().enumerate() {
-        validate_entry(entry).map_err(|(field, problem)| Error::Invalid {
-            location: format!("pushed entry {i}"),
-            field,
-            problem,
-        })?;
+        validate_pushed(i, entry)?;
     }
     Ok(entries)
+}
+
+/// Turns a [`Problem`] found at `location` into the crate error.
+fn invalid(location: String) -> impl FnOnce(Problem) -> Error {
+    move |(field, problem)| Error::Invalid {
+        location,
+        field,
+        problem,
+    }
 }
 
 fn parse<T: de::DeserializeOwned>(text: &str) -> Result<T> {

@@ -30,7 +30,7 @@ use crate::{
     log::{AnsweredBy, LoggedRequest},
     render::{self, Plan},
     reply::Hang,
-    script::{Entry, Script},
+    script::{self, Entry, Script},
     template::RequestCtx,
 };
 
@@ -144,7 +144,7 @@ impl Handle {
     /// Appends an entry to the script.
     pub fn push(&self, entry: impl Into<Entry>) -> Result<()> {
         let entry = entry.into();
-        Script::new().then(entry.clone()).validate()?;
+        script::validate_pushed(0, &entry)?;
         self.shared.engine().push(entry);
         Ok(())
     }
@@ -339,8 +339,9 @@ fn merge(events: Vec<Value>) -> Value {
         .flatten()
         .cloned()
         .collect();
-    if let Some(content) = merged.pointer_mut("/candidates/0/content") {
-        content["parts"] = Value::Array(parts);
+    // Raw scripted chunks may have any shape; only an object content can take the parts.
+    if let Some(Value::Object(content)) = merged.pointer_mut("/candidates/0/content") {
+        content.insert("parts".into(), Value::Array(parts));
     }
     merged
 }
@@ -455,5 +456,8 @@ mod tests {
             merge(vec![json!({"error": {"code": 500}})]),
             json!({"error": {"code": 500}})
         );
+        // Raw chunks are sent as scripted, even when they are not Gemini-shaped.
+        let odd = json!({"candidates": [{"content": "not an object"}]});
+        assert_eq!(merge(vec![odd.clone()]), odd);
     }
 }

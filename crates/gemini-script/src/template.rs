@@ -22,10 +22,10 @@ impl RequestCtx<'_> {
         Some(match name {
             "workspace" => inspect::workspace(self.body).unwrap_or_else(|| ".".into()),
             "user_text" => inspect::last_user_text(self.body).unwrap_or_default(),
-            "tool_name" => inspect::last_function_responses(self.body)
-                .pop()
-                .map(|r| r.name)
-                .unwrap_or_default(),
+            "tool_name" => inspect::last_function_response_names(self.body)
+                .last()
+                .unwrap_or_default()
+                .to_owned(),
             "tool_output" => inspect::last_function_responses(self.body)
                 .pop()
                 .and_then(|r| r.output)

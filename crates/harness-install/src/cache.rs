@@ -100,7 +100,9 @@ impl Cache {
 
     /// A fresh private directory for pip to download into.
     pub(crate) fn staging_dir(&self) -> Result<PathBuf> {
-        let dir = self.root.join(format!("staging-{}", std::process::id()));
+        let dir = self
+            .root
+            .join(format!("staging-{}", crate::unique_suffix()));
         std::fs::create_dir_all(&dir).map_err(InstallError::io("create directory", &dir))?;
         Ok(dir)
     }

@@ -26,10 +26,11 @@ pub enum InstallError {
         source: std::io::Error,
     },
 
-    /// `pip download` ran but failed (usually no network access to PyPI).
+    /// `pip download` ran but failed (usually no network access to PyPI, or no pip module).
     #[error(
         "pip could not download the google-antigravity wheel ({status}); command: `{command}`. \
-         Check access to PyPI (a proxy may need PIP_INDEX_URL), or set ANTIGRAVITY_HARNESS_PATH to an existing \
+         Check that pip is installed for that interpreter (for example `apt install python3-pip`) and that \
+         PyPI is reachable (a proxy may need PIP_INDEX_URL), or set ANTIGRAVITY_HARNESS_PATH to an existing \
          localharness binary. pip said:\n{stderr_tail}"
     )]
     PipFailed {

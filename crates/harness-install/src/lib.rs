@@ -28,6 +28,20 @@ pub const BINARY_MEMBER: &str = "google/antigravity/bin/localharness";
 /// Environment variable naming the Python interpreter used to run `pip` (default `python3`).
 pub const PYTHON_ENV: &str = "AGUI_ANTIGRAVITY_PYTHON";
 
+/// The Python interpreter that runs `pip` (and can locate an installed wheel):
+/// `$AGUI_ANTIGRAVITY_PYTHON`, else `python3`. One definition, so every caller agrees.
+pub fn python_interpreter() -> String {
+    std::env::var(PYTHON_ENV).unwrap_or_else(|_| "python3".to_owned())
+}
+
+/// A name suffix no other install in this machine uses at the same time (process id plus a
+/// counter), so concurrent installs — even two in one process — never share a scratch path.
+pub(crate) fn unique_suffix() -> String {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!("{}-{n}", std::process::id())
+}
+
 /// Downloads (if needed) and installs one harness version into a [`Cache`].
 #[derive(Debug, Clone)]
 pub struct Installer {
@@ -37,13 +51,12 @@ pub struct Installer {
 }
 
 impl Installer {
-    /// An installer for `version` into `cache`, using `$AGUI_ANTIGRAVITY_PYTHON` or `python3`.
+    /// An installer for `version` into `cache`, running pip with [`python_interpreter`].
     pub fn new(cache: Cache, version: impl Into<String>) -> Self {
-        let python = std::env::var(PYTHON_ENV).unwrap_or_else(|_| "python3".to_owned());
         Self {
             cache,
             version: version.into(),
-            python,
+            python: python_interpreter(),
         }
     }
 
@@ -137,5 +150,119 @@ impl Installer {
                 version: self.version.clone(),
                 dir: self.cache.wheels_dir(),
             })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use base64::Engine as _;
+    use sha2::{Digest as _, Sha256};
+
+    use super::*;
+
+    const PAYLOAD: &[u8] = b"#!/bin/sh\necho harness\n";
+
+    /// An installer whose `python` is given (the tests never reach PyPI).
+    fn installer(cache: &Cache, python: &str) -> Installer {
+        Installer {
+            cache: cache.clone(),
+            version: DEFAULT_VERSION.to_owned(),
+            python: python.to_owned(),
+        }
+    }
+
+    /// Puts a wheel holding [`PAYLOAD`] as the harness binary into the cache, as pip would.
+    fn cache_wheel(cache: &Cache) -> PathBuf {
+        let dir = cache.wheels_dir();
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join(format!(
+            "google_antigravity-{DEFAULT_VERSION}-py3-none-manylinux_2_17_x86_64.whl"
+        ));
+        let digest =
+            base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(Sha256::digest(PAYLOAD));
+        let record = format!("{BINARY_MEMBER},sha256={digest},{}\n", PAYLOAD.len());
+        wheel::tests::write_zip(
+            &path,
+            &[
+                (BINARY_MEMBER, PAYLOAD),
+                (
+                    &format!("google_antigravity-{DEFAULT_VERSION}.dist-info/RECORD"),
+                    record.as_bytes(),
+                ),
+            ],
+        );
+        path
+    }
+
+    #[test]
+    fn installs_from_a_cached_wheel_offline_and_is_idempotent() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = Cache::at(dir.path());
+        let wheel = cache_wheel(&cache);
+        // An interpreter that cannot start: any attempt to run pip would fail the install.
+        let installer = installer(&cache, "/nonexistent/python3");
+
+        let path = installer.install().unwrap();
+        assert_eq!(path, cache.binary_path(DEFAULT_VERSION));
+        assert_eq!(std::fs::read(&path).unwrap(), PAYLOAD);
+        // Recorded as verified, and executable.
+        assert_eq!(cache.installed_binary(DEFAULT_VERSION), Some(path.clone()));
+
+        // Once installed, neither the wheel nor pip is needed again.
+        std::fs::remove_file(wheel).unwrap();
+        assert_eq!(installer.install().unwrap(), path);
+        assert_eq!(std::fs::read(&path).unwrap(), PAYLOAD);
+    }
+
+    #[test]
+    fn verify_or_reinstall_repairs_a_corrupted_binary() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = Cache::at(dir.path());
+        cache_wheel(&cache);
+        let installer = installer(&cache, "/nonexistent/python3");
+        let path = installer.install().unwrap();
+        std::fs::write(&path, b"corrupted").unwrap();
+
+        assert_eq!(installer.verify_or_reinstall().unwrap(), path);
+        assert_eq!(std::fs::read(&path).unwrap(), PAYLOAD);
+    }
+
+    #[test]
+    fn a_missing_python_is_an_error_that_says_what_to_do() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = Cache::at(dir.path());
+        let err = installer(&cache, "/nonexistent/python3")
+            .install()
+            .unwrap_err();
+        assert!(matches!(err, InstallError::PythonMissing { .. }), "{err}");
+        let message = err.to_string();
+        for hint in [PYTHON_ENV, "ANTIGRAVITY_HARNESS_PATH", "pip"] {
+            assert!(message.contains(hint), "{message:?} should mention {hint}");
+        }
+        assert!(cache.installed_binary(DEFAULT_VERSION).is_none());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_failing_pip_is_an_error_that_says_what_to_do() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = Cache::at(dir.path());
+        // `false -m pip download …` exits 1, like pip without network access.
+        let err = installer(&cache, "false").install().unwrap_err();
+        assert!(matches!(err, InstallError::PipFailed { .. }), "{err}");
+        let message = err.to_string();
+        for hint in [
+            "PyPI",
+            "python3-pip",
+            "ANTIGRAVITY_HARNESS_PATH",
+            "pip download",
+        ] {
+            assert!(message.contains(hint), "{message:?} should mention {hint}");
+        }
+        let leftovers: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert!(leftovers.is_empty(), "staging left behind: {leftovers:?}");
     }
 }

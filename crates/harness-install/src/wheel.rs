@@ -94,7 +94,7 @@ impl Wheel {
         let expected = self.record_digest(member)?;
         let dir = dest.parent().unwrap_or(Path::new("."));
         std::fs::create_dir_all(dir).map_err(InstallError::io("create directory", dir))?;
-        let tmp = dest.with_extension(format!("partial-{}", std::process::id()));
+        let tmp = dest.with_extension(format!("partial-{}", crate::unique_suffix()));
         let result = self.copy_hashed(member, &tmp, mode);
         let actual = match result {
             Ok(actual) => actual,
@@ -187,7 +187,7 @@ fn set_mode(_path: &Path, _mode: u32) -> Result<()> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     const RECORD: &str = "google/antigravity/bin/__init__.py,sha256=47DEQpj8HBSa-_TImW-5JCeuQeRkm5NMpJWZG3hSuFU,0\n\
@@ -261,7 +261,8 @@ google_antigravity-0.1.22.dist-info/RECORD,,\n";
         assert!(matches!(err, InstallError::NoRecordedHash { .. }), "{err}");
     }
 
-    fn write_zip(path: &Path, members: &[(&str, &[u8])]) {
+    /// Writes a zip archive (a stand-in wheel) with these members.
+    pub(crate) fn write_zip(path: &Path, members: &[(&str, &[u8])]) {
         let mut zip = zip::ZipWriter::new(File::create(path).unwrap());
         for (name, bytes) in members {
             zip.start_file(

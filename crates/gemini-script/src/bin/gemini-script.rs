@@ -59,11 +59,14 @@ async fn main() -> ExitCode {
         if !stop_on_eof {
             return std::future::pending().await;
         }
-        let _ = tokio::task::spawn_blocking(|| {
-            let mut sink = Vec::new();
-            let _ = std::io::Read::read_to_end(&mut std::io::stdin(), &mut sink);
-        })
-        .await;
+        // A detached thread, not `spawn_blocking`: the runtime waits for blocking tasks when it
+        // shuts down, so a signal would otherwise leave the process stuck reading stdin.
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        std::thread::spawn(move || {
+            let _ = std::io::copy(&mut std::io::stdin().lock(), &mut std::io::sink());
+            let _ = tx.send(());
+        });
+        let _ = rx.await;
     };
     tokio::select! {
         _ = stdin_closed => {}

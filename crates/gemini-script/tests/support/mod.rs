@@ -1,10 +1,12 @@
 //! Test support: a minimal raw host for the real `localharness`.
 //!
-//! A stand-in until the `harness-client` crate exists — replace it then. It
-//! does only what these tests need: find the binary, spawn it with a scratch
-//! `HOME`, do the stdio protobuf handshake, open one WebSocket per
-//! conversation, run turns that answer tool calls and questions, and make sure
-//! no harness process outlives the test.
+//! It speaks the wire protocol itself (only the binary lookup is `harness-client`'s), so these
+//! tests check the scripted model against the real harness without depending on the host
+//! under test elsewhere, using the raw `HarnessConfig` fragments of
+//! [`HostSetup`](gemini_script::scenarios::HostSetup). It does only what these tests need:
+//! spawn the harness with a scratch `HOME`, do the stdio protobuf handshake, open one WebSocket
+//! per conversation, run turns that answer tool calls and questions, and make sure no harness
+//! process outlives the test.
 
 mod conversation;
 mod proto;
@@ -27,42 +29,13 @@ pub(crate) use conversation::Conversation;
 
 /// The model name the tests configure.
 pub(crate) const MODEL: &str = "gemini-3-flash-preview";
-/// The harness version whose binary the project cache holds.
-const HARNESS_VERSION: &str = "0.1.22";
 /// A guard against a stuck harness, not a speed expectation.
 pub(crate) const GUARD: Duration = Duration::from_secs(120);
 
-/// The harness binary: `ANTIGRAVITY_HARNESS_PATH`, else the project cache.
-/// Fails the test (never skips) when neither exists.
-pub(crate) fn harness_path() -> PathBuf {
-    let env = |name: &str| {
-        std::env::var_os(name)
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-    };
-    if let Some(path) = env("ANTIGRAVITY_HARNESS_PATH") {
-        assert!(
-            path.is_file(),
-            "ANTIGRAVITY_HARNESS_PATH={} is not a file; unset it or run `cargo xtask fetch-harness`",
-            path.display()
-        );
-        return path;
-    }
-    let cache = env("AGUI_ANTIGRAVITY_CACHE")
-        .or_else(|| env("XDG_CACHE_HOME").map(|d| d.join("agui-antigravity")))
-        .or_else(|| env("HOME").map(|d| d.join(".cache").join("agui-antigravity")))
-        .unwrap_or_else(|| PathBuf::from(".cache/agui-antigravity"));
-    let path = cache
-        .join("harness")
-        .join(HARNESS_VERSION)
-        .join("localharness");
-    assert!(
-        path.is_file(),
-        "the Antigravity harness binary is missing: not at {} and ANTIGRAVITY_HARNESS_PATH is unset. \
-         Run `cargo xtask fetch-harness` to install it.",
-        path.display()
-    );
-    path
+/// The harness binary, found as the server finds it (`ANTIGRAVITY_HARNESS_PATH`, the project
+/// cache of `cargo xtask fetch-harness`, …). Fails the test (never skips) when there is none.
+fn harness_path() -> PathBuf {
+    harness_client::find_binary(None).unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// Keeps the last lines of the harness's stderr for failure messages.
