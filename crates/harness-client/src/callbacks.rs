@@ -124,7 +124,8 @@ pub enum HookResponse {
 /// A dynamic policy rule matched a tool call.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PolicyRequest {
-    /// The rule (`rule_<n>` ids are assigned by the config builder).
+    /// The rule (`rule_<index in the rule list>` unless the rule carries its own id; the config
+    /// builder assigns these to dynamic rules).
     pub rule_id: String,
     /// The call being evaluated.
     pub tool: lh::PreToolArgs,

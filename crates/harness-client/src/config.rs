@@ -410,7 +410,7 @@ impl ConversationConfig {
 
     /// Starts from a hand-made `HarnessConfig` for fields this builder does not cover (MCP
     /// servers, subagents, skills, budgets, compaction…); the builder's settings are applied on
-    /// top of it.
+    /// top of it (its policy is used when the builder sets none; its hooks are kept).
     pub fn base(mut self, raw: HarnessConfig) -> Self {
         self.raw = Some(raw);
         self
@@ -453,22 +453,34 @@ impl ConversationConfig {
                 ..Default::default()
             });
         }
-        let policy = self
+        let mut policy = self
             .policy
             .clone()
             .or_else(|| self.raw.as_ref().and_then(|r| r.policy_config.clone()));
-        if let Some(policy) = &policy {
-            for rule in &policy.rules {
+        if let Some(policy) = &mut policy {
+            for (index, rule) in policy.rules.iter_mut().enumerate() {
                 if rule.decision() == PolicyDecision::AskUser && !rule.is_dynamic() {
                     return bad(format!(
                         "policy rule `{}` asks the user but is not dynamic; the harness refuses such a config",
                         rule.name()
                     ));
                 }
+                // The harness names the matched rule in `policyDecisionRequest.ruleId`; number
+                // dynamic rules as the Python SDK does so the host can tell them apart.
+                if rule.is_dynamic() && rule.rule_id().is_empty() {
+                    rule.rule_id = Some(format!("rule_{index}"));
+                }
             }
         }
+        // Hooks enabled in the base config stay enabled: the builder adds to them.
+        let mut hooks: BTreeSet<i32> = self
+            .raw
+            .as_ref()
+            .map(|r| r.enabled_hooks.iter().copied().collect())
+            .unwrap_or_default();
+        hooks.extend(self.hooks.iter().map(|h| *h as i32));
         let guarded = policy.as_ref().is_some_and(|p| !p.rules.is_empty())
-            || self.hooks.contains(&LifecycleHook::PreTool);
+            || hooks.contains(&(LifecycleHook::PreTool as i32));
         if let Some(tool) = self
             .builtins
             .iter()
@@ -504,9 +516,7 @@ impl ConversationConfig {
             config.system_instructions = Some(system_instructions(instructions));
         }
         config.policy_config = policy;
-        if !self.hooks.is_empty() {
-            config.enabled_hooks = self.hooks.iter().map(|h| *h as i32).collect();
-        }
+        config.enabled_hooks = hooks.into_iter().collect();
         if let Some(schema) = &self.response_schema {
             config.finish_tool_schema_json = Some(schema.to_string());
         }
@@ -813,6 +823,63 @@ mod tests {
                 .build()
                 .is_ok()
         );
+    }
+
+    #[test]
+    fn hooks_of_the_base_config_are_kept() {
+        let raw = HarnessConfig {
+            enabled_hooks: vec![LifecycleHook::PostTool as i32],
+            ..Default::default()
+        };
+        let unguarded = ConversationConfig::new("m", ModelEndpoint::gemini("u", "k"))
+            .app_data_dir("/a")
+            .builtin_tools([BuiltinTool::RunCommand]);
+        let cfg = unguarded
+            .clone()
+            .base(raw.clone())
+            .hook(LifecycleHook::PreTool)
+            .build()
+            .unwrap();
+        assert_eq!(
+            cfg.enabled_hooks,
+            [
+                LifecycleHook::PreTool as i32,
+                LifecycleHook::PostTool as i32
+            ]
+        );
+        // A pre-tool hook enabled in the base guards the write tools too.
+        let raw_pre_tool = HarnessConfig {
+            enabled_hooks: vec![LifecycleHook::PreTool as i32],
+            ..Default::default()
+        };
+        assert!(unguarded.base(raw_pre_tool).build().is_ok());
+    }
+
+    #[test]
+    fn dynamic_rules_are_numbered_like_the_sdk_does() {
+        let cfg = base()
+            .policy(PolicyConfig {
+                rules: vec![
+                    policy::rule("view_file", PolicyDecision::Allow, "view"),
+                    policy::ask("run_command", "shell"),
+                    PolicyRule {
+                        rule_id: Some("mine".into()),
+                        ..policy::ask("*", "custom id")
+                    },
+                ],
+                ..Default::default()
+            })
+            .build()
+            .unwrap();
+        let ids: Vec<&str> = cfg
+            .policy_config
+            .as_ref()
+            .unwrap()
+            .rules
+            .iter()
+            .map(|r| r.rule_id())
+            .collect();
+        assert_eq!(ids, ["", "rule_1", "mine"]);
     }
 
     #[test]

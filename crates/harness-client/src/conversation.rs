@@ -28,7 +28,6 @@ pub struct Conversation {
     options: ConnectOptions,
     link: Link,
     init: InitInfo,
-    _live: LiveGuard,
     _lease: Option<Box<dyn Send + Sync>>,
 }
 
@@ -71,7 +70,6 @@ impl Conversation {
             options,
             link,
             init,
-            _live: LiveGuard::new(process),
             _lease: None,
         })
     }
@@ -178,10 +176,7 @@ impl Conversation {
     /// the harness closed the socket following a terminal model error. History is kept by the
     /// harness and returned in [`InitInfo::history`]. Events of the old socket are discarded.
     pub async fn reconnect(&mut self) -> Result<&InitInfo> {
-        if self.is_open() {
-            let _ = self.link.outbound.send(Outbound::Close);
-            let _ = tokio::time::timeout(Duration::from_secs(2), &mut self.link.reader).await;
-        }
+        self.close_link().await;
         let mut config = self.config.clone();
         config.session_continuation_mode = Some(SessionContinuationMode::CreateOrResume as i32);
         let (link, init) = link::open(
@@ -201,6 +196,11 @@ impl Conversation {
     /// Closes the socket (cancelling a running turn; the harness keeps the conversation) and
     /// waits briefly for the connection to wind down.
     pub async fn close(mut self) {
+        self.close_link().await;
+    }
+
+    /// Closes the current socket, if open, and waits (bounded) for its reader to finish.
+    async fn close_link(&mut self) {
         if self.is_open() {
             let _ = self.link.outbound.send(Outbound::Close);
             let _ = tokio::time::timeout(Duration::from_secs(2), &mut self.link.reader).await;
@@ -235,21 +235,5 @@ impl Canceller {
             event: Some(input_event::Event::HaltRequest(true)),
         };
         self.outbound.send(Outbound::Event(halt, None)).is_ok()
-    }
-}
-
-/// Counts the conversations of a process, so shutdown can wait for them.
-struct LiveGuard(HarnessProcess);
-
-impl LiveGuard {
-    fn new(process: &HarnessProcess) -> Self {
-        process.inner.live.send_modify(|n| *n += 1);
-        Self(process.clone())
-    }
-}
-
-impl Drop for LiveGuard {
-    fn drop(&mut self) {
-        self.0.inner.live.send_modify(|n| *n = n.saturating_sub(1));
     }
 }

@@ -47,10 +47,21 @@ pub fn find_binary(explicit: Option<&Path>) -> Result<PathBuf> {
     if let Some(path) = consider(&format!("${HARNESS_PATH_ENV}"), from_env) {
         return Ok(path);
     }
-    let cached = Cache::from_env()
-        .ok()
-        .map(|c| c.binary_path(DEFAULT_VERSION));
-    if let Some(path) = consider("project cache (cargo xtask fetch-harness)", cached) {
+    // Only a binary this project extracted and checked against the wheel's RECORD is run.
+    let cache = Cache::from_env().ok();
+    let cached = cache
+        .as_ref()
+        .and_then(|c| c.installed_binary(DEFAULT_VERSION));
+    let unverified = cached.is_none()
+        && cache
+            .as_ref()
+            .is_some_and(|c| c.binary_path(DEFAULT_VERSION).exists());
+    let label = if unverified {
+        "project cache (a binary is there but not verified: run `cargo xtask fetch-harness --verify`)"
+    } else {
+        "project cache (cargo xtask fetch-harness)"
+    };
+    if let Some(path) = consider(label, cached) {
         return Ok(path);
     }
     if let Some(path) = consider(
@@ -96,8 +107,7 @@ fn usable(path: &Path) -> Result<(), &'static str> {
 
 /// The binary inside a `google-antigravity` package importable by `python3`, if any.
 fn python_wheel_binary() -> Option<PathBuf> {
-    let python =
-        std::env::var(harness_install::PYTHON_ENV).unwrap_or_else(|_| "python3".to_owned());
+    let python = harness_install::python_interpreter();
     let script = "import importlib.util as u, os\n\
                   s = u.find_spec('google.antigravity')\n\
                   print(os.path.join(list(s.submodule_search_locations)[0], 'bin', 'localharness') if s else '')";
@@ -107,10 +117,12 @@ fn python_wheel_binary() -> Option<PathBuf> {
     (output.status.success() && !path.is_empty()).then(|| PathBuf::from(path))
 }
 
+/// The first executable `name` on `PATH` (a non-executable file of that name is skipped, as
+/// a shell would).
 fn on_path(name: &str) -> Option<PathBuf> {
     std::env::split_paths(&std::env::var_os("PATH")?)
         .map(|dir| dir.join(name))
-        .find(|p| p.is_file())
+        .find(|p| usable(p).is_ok())
 }
 
 #[cfg(test)]

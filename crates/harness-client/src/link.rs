@@ -14,7 +14,7 @@ use harness_proto::lh::{
     input_event, output_event, pre_tool_result, pre_turn_result, stop_result, user_question_answer,
     user_questions_response,
 };
-use harness_proto::step::{Step, StepStatus, UserRequest};
+use harness_proto::step::{Step, StepKey, StepStatus, UserRequest};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinSet;
@@ -168,7 +168,7 @@ async fn try_open(
         .map_err(|e| HarnessError::InitFailed {
             reason: format!("sending the config failed: {e}"),
         })?;
-    let response = match tokio::time::timeout(
+    let mut response = match tokio::time::timeout(
         options.init_timeout,
         first_event(&mut socket, options.tap.as_ref()),
     )
@@ -191,7 +191,10 @@ async fn try_open(
     };
     let conversation_id = response.cascade_id().to_owned();
     let init = InitInfo {
-        history: response.history.iter().map(Step::from).collect(),
+        history: std::mem::take(&mut response.history)
+            .into_iter()
+            .map(Step::from)
+            .collect(),
         cumulative_usage: response.cumulative_usage.clone(),
         sandbox_available: response
             .sandbox_status
@@ -216,6 +219,16 @@ async fn connect(process: &HarnessProcess, options: &ConnectOptions) -> Result<S
     let ws_config = WebSocketConfig::default()
         .max_message_size(Some(options.max_message_size))
         .max_frame_size(Some(options.max_message_size));
+    // The key comes from the harness's stdout: a malformed one is an error, not a panic.
+    let key = process
+        .inner
+        .api_key
+        .parse::<tokio_tungstenite::tungstenite::http::HeaderValue>()
+        .map_err(|e| HarnessError::Connect {
+            port: process.port(),
+            attempts: 0,
+            last_error: format!("the harness's key is not a valid header value: {e}"),
+        })?;
     let mut last_error = String::new();
     for attempt in 0..options.connect_attempts.max(1) {
         if attempt > 0 {
@@ -225,14 +238,7 @@ async fn connect(process: &HarnessProcess, options: &ConnectOptions) -> Result<S
             .as_str()
             .into_client_request()
             .expect("a ws:// URL on loopback is valid");
-        request.headers_mut().insert(
-            "x-goog-api-key",
-            process
-                .inner
-                .api_key
-                .parse()
-                .expect("the harness key is 32 hex characters"),
-        );
+        request.headers_mut().insert("x-goog-api-key", key.clone());
         match tokio_tungstenite::connect_async_with_config(request, Some(ws_config), true).await {
             Ok((socket, _)) => return Ok(socket),
             Err(e) => last_error = e.to_string(),
@@ -335,8 +341,11 @@ fn start(
     let closed = Arc::new(Mutex::new(None));
     let tracker = Arc::new(Mutex::new(TurnTracker::new(conversation_id.clone())));
     let span = tracing::info_span!("conversation", conversation_id = %conversation_id, pid = process.pid());
-    tokio::spawn(write_frames(sink, outbound_rx, tap.clone()).instrument(span.clone()));
+    let writer =
+        tokio::spawn(write_frames(sink, outbound_rx, tap.clone()).instrument(span.clone()));
     let reader = Reader {
+        _live: LiveGuard::new(process),
+        writer,
         process: process.clone(),
         ctx: CallContext {
             conversation_id: conversation_id.clone(),
@@ -395,6 +404,11 @@ async fn write_frames(
 }
 
 struct Reader {
+    /// Counts this socket as open on the process until the reader ends (shutdown waits for it).
+    _live: LiveGuard,
+    /// The writer task, awaited after a host close so the close frame is out before the socket
+    /// stops counting as open.
+    writer: tokio::task::JoinHandle<()>,
     process: HarnessProcess,
     ctx: CallContext,
     callbacks: Arc<dyn Callbacks>,
@@ -403,8 +417,9 @@ struct Reader {
     closed: Arc<Mutex<Option<CloseReason>>>,
     tracker: Arc<Mutex<TurnTracker>>,
     /// Waiting steps already handed to the question callback (the harness repeats snapshots).
-    questions_asked: HashSet<(String, u32)>,
-    /// In-flight callbacks; dropping the reader aborts them (their answers could not be sent).
+    questions_asked: HashSet<StepKey>,
+    /// In-flight callbacks (finished ones are reaped as new ones start); dropping the reader
+    /// aborts them (their answers could not be sent).
     tasks: JoinSet<()>,
     tap: Option<FrameTap>,
 }
@@ -450,22 +465,26 @@ impl Reader {
         };
         tracing::debug!(%reason, "conversation connection ended");
         *self.closed.lock().expect("closed lock") = Some(reason.clone());
-        let _ = self.events.send(ConversationEvent::Closed(reason));
+        let _ = self.events.send(ConversationEvent::Closed(reason.clone()));
         self.tasks.abort_all();
+        if reason == CloseReason::ClosedByHost {
+            // The writer ends once it has sent the close frame queued above.
+            let _ = tokio::time::timeout(Duration::from_secs(2), &mut self.writer).await;
+        }
     }
 
     /// A broken socket: report the process's death if that is the cause (its exit status can
     /// lag the socket by a few milliseconds).
     async fn lost(&self, error: String) -> CloseReason {
-        let deadline = tokio::time::Instant::now() + Duration::from_millis(500);
-        loop {
-            if let Some(info) = self.process.exit_info() {
-                return CloseReason::ProcessExited(info);
-            }
-            if tokio::time::Instant::now() >= deadline {
-                return CloseReason::ConnectionLost(error);
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
+        let mut exit = self.process.inner.exit.clone();
+        let exited =
+            tokio::time::timeout(Duration::from_millis(500), exit.wait_for(Option::is_some))
+                .await
+                .ok()
+                .and_then(|r| r.ok().and_then(|info| info.clone()));
+        match exited {
+            Some(info) => CloseReason::ProcessExited(info),
+            None => CloseReason::ConnectionLost(error),
         }
     }
 
@@ -484,7 +503,7 @@ impl Reader {
         use output_event::Event;
         match event.event {
             Some(Event::StepUpdate(update)) => {
-                let step = Step::from(&update);
+                let step = Step::from(update);
                 if step.status == StepStatus::WaitingForUser {
                     self.on_waiting_step(&step);
                 }
@@ -532,6 +551,9 @@ impl Reader {
         F: std::future::Future + Send + 'static,
         F::Output: Send,
     {
+        // Finished callbacks stay in the set until joined; reap them so a long conversation does
+        // not accumulate one entry per callback.
+        while self.tasks.try_join_next().is_some() {}
         let outbound = self.outbound.clone();
         self.tasks.spawn(
             async move {
@@ -560,9 +582,17 @@ impl Reader {
     fn on_tool_call(&mut self, call: lh::ToolCall) {
         let ctx = self.ctx_for(call.trajectory_id());
         let id = call.id().to_owned();
+        // `argumentsJson` is authoritative; the harness also sends the same arguments as a
+        // `genai.Struct`, used when the JSON text is missing or not an object.
         let arguments = match serde_json::from_str(call.arguments_json()) {
             Ok(serde_json::Value::Object(map)) => map,
-            _ => serde_json::Map::new(),
+            _ => match &call.arguments {
+                Some(arguments) => crate::values::from_struct(arguments),
+                None => {
+                    tracing::warn!(call_id = %id, arguments = %call.arguments_json(), "tool call arguments are not a JSON object; passing none");
+                    serde_json::Map::new()
+                }
+            },
         };
         let request = ToolCallRequest {
             id: id.clone(),
@@ -695,8 +725,7 @@ impl Reader {
     }
 
     fn on_waiting_step(&mut self, step: &Step) {
-        let key = (step.key.trajectory_id.clone(), step.key.index);
-        if !self.questions_asked.insert(key) {
+        if !self.questions_asked.insert(step.key.clone()) {
             return;
         }
         let ctx = self.ctx_for(&step.key.trajectory_id);
@@ -837,5 +866,22 @@ fn question_response(
                 result: Some(result),
             },
         )),
+    }
+}
+
+/// Counts an open socket on its process, so shutdown can wait for the sockets to close before
+/// closing the harness's stdin.
+struct LiveGuard(HarnessProcess);
+
+impl LiveGuard {
+    fn new(process: &HarnessProcess) -> Self {
+        process.inner.live.send_modify(|n| *n += 1);
+        Self(process.clone())
+    }
+}
+
+impl Drop for LiveGuard {
+    fn drop(&mut self) {
+        self.0.inner.live.send_modify(|n| *n = n.saturating_sub(1));
     }
 }

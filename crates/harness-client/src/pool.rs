@@ -20,6 +20,17 @@ use crate::error::{HarnessError, Result};
 use crate::link::ConnectOptions;
 use crate::process::{HarnessProcess, ProcessOptions};
 
+/// A spare is wanted while a partition has fewer free slots than this ("near capacity": at
+/// most one left), or than one process holds, whichever is smaller — with one conversation per
+/// process, one idle process is the spare.
+fn spare_below_free_slots(capacity: usize) -> usize {
+    2.min(capacity)
+}
+
+/// How many times one `open` replaces a process that died under it before giving up (a binary
+/// that dies right after its handshake must not make `open` boot processes forever).
+const MAX_REPLACEMENTS: usize = 3;
+
 /// Pool tuning.
 #[derive(Debug, Clone)]
 pub struct PoolOptions {
@@ -27,8 +38,9 @@ pub struct PoolOptions {
     pub max_conversations_per_process: usize,
     /// How long a process with no conversation is kept before it is stopped.
     pub idle_grace: Duration,
-    /// Start one spare process when the live ones are (nearly) full, so a new conversation
-    /// never waits for a harness to boot.
+    /// Start one spare process when the live ones have at most one free slot left, so a new
+    /// conversation never waits for a harness to boot; while it is needed the spare is not
+    /// stopped by `idle_grace`.
     pub prestart_spare: bool,
     /// Connection tuning for every conversation.
     pub connect: ConnectOptions,
@@ -134,12 +146,13 @@ impl HarnessPool {
         let key = self.key(process)?;
         let mut options = process.clone();
         options.binary = Some(key.binary.clone());
+        let mut replaced = 0;
         loop {
             if let Some(slot_process) = self.lease(&key)? {
                 let lease = Lease {
                     pool: Arc::downgrade(&self.inner),
                     key: key.clone(),
-                    pid: slot_process.pid(),
+                    process: slot_process.clone(),
                 };
                 match Conversation::open_with(
                     &slot_process,
@@ -154,11 +167,16 @@ impl HarnessPool {
                         return Ok(conversation.with_lease(lease));
                     }
                     // The process died under us: try again on another (or a new) one.
-                    Err(HarnessError::Closed(_)) if slot_process.exit_info().is_some() => continue,
+                    Err(HarnessError::Closed(_))
+                        if slot_process.exit_info().is_some() && replaced < MAX_REPLACEMENTS =>
+                    {
+                        replaced += 1;
+                        continue;
+                    }
                     Err(e) => return Err(e),
                 }
             }
-            self.boot(&key, &options).await?;
+            self.boot(&key, &options, 1).await?;
         }
     }
 
@@ -231,10 +249,6 @@ impl HarnessPool {
         }))
     }
 
-    fn has_room(&self, key: &PartitionKey) -> bool {
-        self.free_slots(key) > 0
-    }
-
     fn free_slots(&self, key: &PartitionKey) -> usize {
         let capacity = self.inner.options.max_conversations_per_process;
         let state = self.inner.state.lock().expect("pool lock");
@@ -258,11 +272,17 @@ impl HarnessPool {
             .clone()
     }
 
-    /// Boots a process for `key` unless another boot made room meanwhile.
-    async fn boot(&self, key: &PartitionKey, options: &ProcessOptions) -> Result<()> {
+    /// Boots a process for `key` unless it has (another boot made) at least `min_free` free
+    /// slots: 1 for a conversation that needs a slot now, [`spare_below_free_slots`] for a spare.
+    async fn boot(
+        &self,
+        key: &PartitionKey,
+        options: &ProcessOptions,
+        min_free: usize,
+    ) -> Result<()> {
         let lock = self.boot_lock(key);
         let _booting = lock.lock().await;
-        if self.has_room(key) {
+        if self.free_slots(key) >= min_free {
             return Ok(());
         }
         let process = HarnessProcess::spawn(options).await?;
@@ -287,7 +307,8 @@ impl HarnessPool {
 
     /// Boots a spare in the background when at most one free slot is left.
     fn maybe_prestart(&self, key: &PartitionKey, options: &ProcessOptions) {
-        if !self.inner.options.prestart_spare || self.free_slots(key) > 1 {
+        let wanted = spare_below_free_slots(self.inner.options.max_conversations_per_process);
+        if !self.inner.options.prestart_spare || self.free_slots(key) >= wanted {
             return;
         }
         let lock = self.boot_lock(key);
@@ -298,7 +319,7 @@ impl HarnessPool {
         let (key, options) = (key.clone(), options.clone());
         tokio::spawn(async move {
             drop(guard);
-            if let Err(e) = pool.boot(&key, &options).await {
+            if let Err(e) = pool.boot(&key, &options, wanted).await {
                 tracing::warn!(error = %e, "could not start a spare harness");
             }
         });
@@ -309,7 +330,8 @@ impl HarnessPool {
 struct Lease {
     pool: Weak<PoolInner>,
     key: PartitionKey,
-    pid: u32,
+    /// The slot's process, compared by identity (a pid can be reused).
+    process: HarnessProcess,
 }
 
 impl Drop for Lease {
@@ -323,7 +345,7 @@ impl Drop for Lease {
             .get_mut(&self.key)
             .into_iter()
             .flatten()
-            .find(|s| s.process.pid() == self.pid)
+            .find(|s| Arc::ptr_eq(&s.process.inner, &self.process.inner))
         {
             slot.leases = slot.leases.saturating_sub(1);
             if slot.leases == 0 {
@@ -331,6 +353,30 @@ impl Drop for Lease {
             }
         }
     }
+}
+
+/// Which slots of a partition to stop, given each slot's `(leases, idle past the grace)`:
+/// the idle ones, except that with `keep_spare`, while the partition has conversations, enough
+/// idle processes stay to keep [`spare_below_free_slots`] free slots (the spare would otherwise
+/// be stopped after the grace and the next conversation would wait for a boot).
+fn idle_to_stop(slots: &[(usize, bool)], capacity: usize, keep_spare: bool) -> Vec<bool> {
+    let busy = slots.iter().any(|&(leases, _)| leases > 0);
+    let mut free: usize = slots
+        .iter()
+        .filter(|&&(_, idle)| !idle)
+        .map(|&(leases, _)| capacity - leases.min(capacity))
+        .sum();
+    slots
+        .iter()
+        .map(|&(_, idle)| {
+            if idle && keep_spare && busy && free < spare_below_free_slots(capacity) {
+                free += capacity;
+                false
+            } else {
+                idle
+            }
+        })
+        .collect()
 }
 
 /// Removes dead processes and stops those idle for longer than the grace period.
@@ -343,18 +389,32 @@ async fn reap(pool: Weak<PoolInner>) {
         tokio::time::sleep(period).await;
         let Some(pool) = pool.upgrade() else { return };
         let grace = pool.options.idle_grace;
+        let capacity = pool.options.max_conversations_per_process;
+        let keep_spare = pool.options.prestart_spare;
         let mut stopped = Vec::new();
         {
             let mut state = pool.state.lock().expect("pool lock");
             for slots in state.partitions.values_mut() {
-                slots.retain_mut(|slot| {
-                    if let Some(info) = slot.process.exit_info() {
+                slots.retain(|slot| match slot.process.exit_info() {
+                    Some(info) => {
                         if slot.leases > 0 {
                             tracing::error!(%info, conversations = slot.leases, "pooled harness died with live conversations");
                         }
-                        return false;
+                        false
                     }
-                    let idle = slot.leases == 0 && slot.idle_since.is_some_and(|t| t.elapsed() >= grace);
+                    None => true,
+                });
+                let usage: Vec<(usize, bool)> = slots
+                    .iter()
+                    .map(|slot| {
+                        let idle = slot.leases == 0
+                            && slot.idle_since.is_some_and(|t| t.elapsed() >= grace);
+                        (slot.leases, idle)
+                    })
+                    .collect();
+                let mut stop = idle_to_stop(&usage, capacity, keep_spare).into_iter();
+                slots.retain(|slot| {
+                    let idle = stop.next().unwrap_or(false);
                     if idle {
                         stopped.push(slot.process.clone());
                     }
@@ -369,5 +429,41 @@ async fn reap(pool: Weak<PoolInner>) {
                 tokio::spawn(async move { process.shutdown().await });
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn idle_processes_are_stopped_unless_one_is_the_needed_spare() {
+        // Without spares every idle process goes.
+        assert_eq!(
+            idle_to_stop(&[(0, true), (3, false), (0, true)], 4, false),
+            [true, false, true]
+        );
+        // A full process with conversations keeps one idle spare, not two.
+        assert_eq!(
+            idle_to_stop(&[(4, false), (0, true), (0, true)], 4, true),
+            [false, false, true]
+        );
+        // Two free slots elsewhere: no spare is needed.
+        assert_eq!(
+            idle_to_stop(&[(2, false), (0, true)], 4, true),
+            [false, true]
+        );
+        // No conversation at all: nothing is kept, spare or not.
+        assert_eq!(idle_to_stop(&[(0, true)], 4, true), [true]);
+        // One conversation per process: a single idle process is the spare.
+        assert_eq!(
+            idle_to_stop(&[(1, false), (0, true), (0, true)], 1, true),
+            [false, false, true]
+        );
+        // Not yet idle for the grace period: kept.
+        assert_eq!(
+            idle_to_stop(&[(1, false), (0, false)], 1, true),
+            [false, false]
+        );
     }
 }

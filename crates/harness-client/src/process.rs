@@ -12,6 +12,7 @@ use nix::unistd::Pid;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, Command};
 use tokio::sync::{broadcast, watch};
+use tokio::task::JoinHandle;
 use tracing::Instrument as _;
 
 use crate::discovery::find_binary;
@@ -136,7 +137,8 @@ pub(crate) struct ProcessInner {
     stdin: Mutex<Option<ChildStdin>>,
     pub(crate) exit: watch::Receiver<Option<ExitInfo>>,
     pub(crate) stderr: Arc<StderrLog>,
-    /// Number of live conversations; shutdown waits for it to reach zero before closing stdin.
+    /// Number of open conversation sockets; shutdown waits for it to reach zero before closing
+    /// stdin.
     pub(crate) live: watch::Sender<usize>,
     /// Set when shutdown starts: conversations close their sockets.
     pub(crate) closing: watch::Sender<bool>,
@@ -183,9 +185,10 @@ impl HarnessProcess {
         let pid = child.id().unwrap_or_default();
         let span = tracing::info_span!("harness", pid);
         let stderr = Arc::new(StderrLog::new(options.stderr_tail_lines));
-        if let Some(err) = child.stderr.take() {
-            tokio::spawn(drain_stderr(err, stderr.clone()).instrument(span.clone()));
-        }
+        let stderr_done = child
+            .stderr
+            .take()
+            .map(|err| tokio::spawn(drain_stderr(err, stderr.clone()).instrument(span.clone())));
         let mut stdin = child.stdin.take().expect("stdin is piped");
         let mut stdout = child.stdout.take().expect("stdout is piped");
 
@@ -217,7 +220,7 @@ impl HarnessProcess {
             Ok(Ok(output)) => output,
             Ok(Err(e)) => {
                 let reason = format!("stdio handshake failed: {e}");
-                return Err(fail_boot(child, pid, &stderr, |stderr_tail| {
+                return Err(fail_boot(child, pid, &stderr, stderr_done, |stderr_tail| {
                     HarnessError::Handshake {
                         binary: binary.clone(),
                         reason,
@@ -228,7 +231,7 @@ impl HarnessProcess {
             }
             Err(_) => {
                 let timeout = options.boot_timeout;
-                return Err(fail_boot(child, pid, &stderr, |stderr_tail| {
+                return Err(fail_boot(child, pid, &stderr, stderr_done, |stderr_tail| {
                     HarnessError::BootTimeout {
                         binary: binary.clone(),
                         timeout,
@@ -241,14 +244,14 @@ impl HarnessProcess {
         let port = u16::try_from(output.port()).unwrap_or(0);
         if port == 0 || output.api_key().is_empty() {
             let reason = format!("OutputConfig without a usable port and key: {output:?}");
-            return Err(
-                fail_boot(child, pid, &stderr, |stderr_tail| HarnessError::Handshake {
+            return Err(fail_boot(child, pid, &stderr, stderr_done, |stderr_tail| {
+                HarnessError::Handshake {
                     binary: binary.clone(),
                     reason,
                     stderr_tail,
-                })
-                .await,
-            );
+                }
+            })
+            .await);
         }
         // The harness writes nothing more to stdout, but a full pipe would block it: drain anyway.
         tokio::spawn(async move {
@@ -256,7 +259,7 @@ impl HarnessProcess {
             let _ = tokio::io::copy(&mut stdout, &mut sink).await;
         });
         let (exit_tx, exit_rx) = watch::channel(None);
-        tokio::spawn(monitor(child, pid, stderr.clone(), exit_tx).instrument(span));
+        tokio::spawn(monitor(child, pid, stderr.clone(), stderr_done, exit_tx).instrument(span));
         tracing::info!(pid, port, binary = %binary.display(), "started localharness");
         Ok(Self {
             inner: Arc::new(ProcessInner {
@@ -298,7 +301,7 @@ impl HarnessProcess {
         self.exit_info().is_none() && !*self.inner.closing.borrow()
     }
 
-    /// Number of conversations currently open on this process.
+    /// Number of conversations currently connected to this process (open sockets).
     pub fn live_conversations(&self) -> usize {
         *self.inner.live.borrow()
     }
@@ -371,8 +374,14 @@ impl HarnessProcess {
 
 impl Drop for ProcessInner {
     fn drop(&mut self) {
-        // Last handle gone: make sure nothing of this harness outlives it.
-        let commands = descendants(self.pid);
+        // Last handle gone: make sure nothing of this harness outlives it. Once it has exited
+        // and been reaped its pid may belong to an unrelated process, whose children must not
+        // be taken for the harness's commands (those were reparented anyway).
+        let commands = if self.exit.borrow().is_none() {
+            descendants(self.pid)
+        } else {
+            Vec::new()
+        };
         kill_tree(self.pid, &commands);
     }
 }
@@ -442,24 +451,33 @@ async fn fail_boot(
     mut child: Child,
     pid: u32,
     stderr: &StderrLog,
+    stderr_done: Option<JoinHandle<()>>,
     error: impl FnOnce(String) -> HarnessError,
 ) -> HarnessError {
     signal_group(pid, Signal::SIGKILL);
     let _ = child.wait().await;
-    // Give the stderr reader a moment to collect the last lines (they explain the failure).
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    stderr_settled(stderr_done).await;
     error(stderr.tail())
+}
+
+/// Waits for the stderr reader to reach the end of the pipe after the process exited, so the
+/// tail holds the last lines (they explain a crash). Bounded: a command the harness started
+/// may keep the pipe open.
+async fn stderr_settled(stderr_done: Option<JoinHandle<()>>) {
+    if let Some(done) = stderr_done {
+        let _ = tokio::time::timeout(Duration::from_millis(250), done).await;
+    }
 }
 
 async fn monitor(
     mut child: Child,
     pid: u32,
     stderr: Arc<StderrLog>,
+    stderr_done: Option<JoinHandle<()>>,
     exit: watch::Sender<Option<ExitInfo>>,
 ) {
     let status = child.wait().await;
-    // Let the stderr reader catch up with the final lines before reporting them.
-    tokio::time::sleep(Duration::from_millis(20)).await;
+    stderr_settled(stderr_done).await;
     let (status, code) = match status {
         Ok(s) => (describe(&s), s.code()),
         Err(e) => (format!("wait failed: {e}"), None),
@@ -552,12 +570,12 @@ async fn drain_stderr(stderr: tokio::process::ChildStderr, log: Arc<StderrLog>) 
     loop {
         match lines.next_line().await {
             Ok(Some(line)) => {
-                // Most lines carry glog's "ERROR: logging before google.Init: I…" prefix although
-                // they are informational; real problems are plain lines.
-                if line.starts_with("ERROR: logging before") || line.starts_with("I") {
-                    tracing::debug!(target: "localharness", "{line}");
-                } else {
-                    tracing::info!(target: "localharness", "{line}");
+                match glog_severity(&line) {
+                    Some('I') => tracing::debug!(target: "localharness", "{line}"),
+                    Some('E' | 'F') => tracing::warn!(target: "localharness", "{line}"),
+                    // Plain lines carry the harness's own explanations (`Failed to create
+                    // agent: …`); glog warnings are mostly tool failures the model also sees.
+                    _ => tracing::info!(target: "localharness", "{line}"),
                 }
                 log.push(line);
             }
@@ -566,6 +584,54 @@ async fn drain_stderr(stderr: tokio::process::ChildStderr, log: Arc<StderrLog>) 
                 tracing::debug!(error = %e, "stopped reading harness stderr");
                 break;
             }
+        }
+    }
+}
+
+/// The glog severity letter (`I`, `W`, `E`, `F`) of a harness stderr line, if it is a glog line.
+/// Most carry the prefix "ERROR: logging before google.Init: " whatever their real severity, so
+/// the letter after it is what counts; plain lines are not glog output.
+fn glog_severity(line: &str) -> Option<char> {
+    let line = line
+        .strip_prefix("ERROR: logging before google.Init: ")
+        .unwrap_or(line);
+    let mut chars = line.chars();
+    let level = chars
+        .next()
+        .filter(|c| matches!(c, 'I' | 'W' | 'E' | 'F'))?;
+    let date = chars.take(4).filter(char::is_ascii_digit).count();
+    (date == 4).then_some(level)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stderr_lines_are_classified_by_their_glog_letter() {
+        let cases = [
+            (
+                "ERROR: logging before google.Init: I1130 06:15:56.424380      28 auth_store.go:136] Using file-based secret storage",
+                Some('I'),
+            ),
+            (
+                "ERROR: logging before google.Init: E1130 06:16:55.707498      39 stream_handler.go:107] error encountered",
+                Some('E'),
+            ),
+            (
+                "W1130 06:27:39.493502     116 executor.go:234] error executing",
+                Some('W'),
+            ),
+            ("Invalid policy config: rule ask", None),
+            (
+                "Failed to create agent: conversation \"f\" not found (cannot resume)",
+                None,
+            ),
+            ("I", None),
+            ("", None),
+        ];
+        for (line, expected) in cases {
+            assert_eq!(glog_severity(line), expected, "{line}");
         }
     }
 }

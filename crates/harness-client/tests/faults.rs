@@ -12,7 +12,7 @@ use harness_client::{
     DefaultCallbacks, ToolCallRequest, ToolOutcome,
 };
 use serde_json::json;
-use support::{Fixture, assert_group_gone, turn};
+use support::{Fixture, assert_group_gone, descendants, turn};
 
 /// A tool that never answers: its conversation stays parked.
 struct Forever;
@@ -86,36 +86,6 @@ async fn a_killed_harness_fails_every_conversation_on_it() {
     );
     assert!(process.exit_info().is_some());
     assert_group_gone(process.pid()).await;
-}
-
-/// Pids of the live descendants of `root` (the harness runs each command in its own session).
-fn descendants(root: u32) -> Vec<u32> {
-    let table: Vec<(u32, u32)> = std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|e| {
-            let pid = e.file_name().to_string_lossy().parse::<u32>().ok()?;
-            let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
-            let fields: Vec<String> = stat
-                .rsplit_once(") ")?
-                .1
-                .split_whitespace()
-                .map(str::to_owned)
-                .collect();
-            (fields[0] != "Z").then(|| (pid, fields[1].parse().unwrap()))
-        })
-        .collect();
-    let mut found = Vec::new();
-    let mut frontier = vec![root];
-    while let Some(parent) = frontier.pop() {
-        for &(pid, ppid) in &table {
-            if ppid == parent {
-                found.push(pid);
-                frontier.push(pid);
-            }
-        }
-    }
-    found
 }
 
 fn alive(pid: u32) -> bool {

@@ -225,6 +225,26 @@ async fn a_spare_process_is_started_ahead_of_need() {
     pool.shutdown().await;
 }
 
+/// "Near capacity" means at most one free slot: with two slots per process, the first
+/// conversation already leaves only one, so a spare boots.
+#[tokio::test]
+async fn a_spare_is_started_while_one_slot_is_still_free() {
+    let fx = Fixture::new(echo_script()).await;
+    let pool = pool(2, Duration::from_secs(30), true);
+    let options = fx.process_options();
+    let first = pool
+        .open(
+            &options,
+            fx.config().build().unwrap(),
+            Arc::new(DefaultCallbacks),
+        )
+        .await
+        .unwrap();
+    eventually("a spare boots", || pool.stats().processes == 2).await;
+    drop(first);
+    pool.shutdown().await;
+}
+
 #[tokio::test]
 async fn a_shut_down_pool_refuses_new_conversations_and_leaves_nothing() {
     let fx = Fixture::new(echo_script()).await;

@@ -477,7 +477,11 @@ async fn cancel_stops_a_streaming_turn() {
         .await;
     conversation.send_text("Talk slowly").await.unwrap();
     loop {
-        match conversation.next_event().await.unwrap() {
+        let event = tokio::time::timeout(support::PATIENCE, conversation.next_event())
+            .await
+            .expect("the model starts streaming in time")
+            .expect("the connection stays up");
+        match event {
             ConversationEvent::Step(s)
                 if s.source == StepSource::Model && !s.text_delta.is_empty() =>
             {
@@ -510,6 +514,10 @@ impl Callbacks for PolicyDenies {
         request: harness_client::PolicyRequest,
     ) -> harness_client::PolicyOutcome {
         assert_eq!(request.tool.tool_name(), "run_command");
+        assert_eq!(
+            request.rule_id, "rule_0",
+            "the builder numbers dynamic rules"
+        );
         harness_client::PolicyOutcome::Deny("blocked by the host policy".into())
     }
 }

@@ -184,6 +184,14 @@ impl Step {
 
 impl From<&StepUpdate> for Step {
     fn from(update: &StepUpdate) -> Self {
+        Step::from(update.clone())
+    }
+}
+
+impl From<StepUpdate> for Step {
+    /// Takes the snapshot by value: `text` and `thinking` hold everything so far, so moving them
+    /// instead of copying keeps a long streamed answer from being copied once per snapshot.
+    fn from(mut update: StepUpdate) -> Self {
         use step_update::{Source, State, Target};
         let status = match update.state() {
             State::Active => StepStatus::Active,
@@ -204,7 +212,7 @@ impl From<&StepUpdate> for Step {
             Target::Environment => StepTarget::Environment,
             Target::Unspecified => StepTarget::Unknown,
         };
-        let text = update.text().to_owned();
+        let text = update.text.take().unwrap_or_default();
         let error = (status == StepStatus::Error || update.error.is_some()).then(|| {
             let action = update.error.as_ref();
             let message = [
@@ -221,28 +229,28 @@ impl From<&StepUpdate> for Step {
                 http_code: action.map(|e| e.http_code()).unwrap_or(0),
             }
         });
-        let request = match (&update.questions_request, &update.tool_confirmation_request) {
-            (Some(q), _) => Some(UserRequest::Questions(q.clone())),
+        let request = match (
+            update.questions_request.take(),
+            &update.tool_confirmation_request,
+        ) {
+            (Some(q), _) => Some(UserRequest::Questions(q)),
             (None, Some(_)) => Some(UserRequest::ToolConfirmation),
             (None, None) => None,
         };
         Step {
             key: StepKey {
-                trajectory_id: update.trajectory_id().to_owned(),
+                trajectory_id: update.trajectory_id.take().unwrap_or_default(),
                 index: update.step_index(),
             },
-            parent_trajectory_id: update
-                .parent_trajectory_id
-                .clone()
-                .filter(|p| !p.is_empty()),
+            parent_trajectory_id: update.parent_trajectory_id.take().filter(|p| !p.is_empty()),
             status,
             source,
             target,
-            text_delta: update.text_delta().to_owned(),
+            text_delta: update.text_delta.take().unwrap_or_default(),
             text,
-            thinking: update.thinking().to_owned(),
-            thinking_delta: update.thinking_delta().to_owned(),
-            action: action_of(update),
+            thinking: update.thinking.take().unwrap_or_default(),
+            thinking_delta: update.thinking_delta.take().unwrap_or_default(),
+            action: action_of(&update),
             error,
             request,
         }

@@ -143,23 +143,57 @@ pub async fn turn(conversation: &mut Conversation, prompt: &str) -> TurnLog {
     read_turn(conversation).await
 }
 
+/// One process as `/proc/<pid>/stat` describes it.
+#[derive(Debug, Clone, Copy)]
+pub struct ProcEntry {
+    pub pid: u32,
+    pub ppid: u32,
+    pub pgrp: u32,
+    /// Exited but not yet reaped.
+    pub zombie: bool,
+}
+
+/// Every process on the machine, from `/proc`.
+pub fn process_table() -> Vec<ProcEntry> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|entry| {
+            let pid = entry.file_name().to_string_lossy().parse::<u32>().ok()?;
+            let stat = std::fs::read_to_string(entry.path().join("stat")).ok()?;
+            // Fields after the parenthesised command: state ppid pgrp …
+            let (_, rest) = stat.rsplit_once(") ")?;
+            let mut fields = rest.split_whitespace();
+            let state = fields.next()?;
+            Some(ProcEntry {
+                pid,
+                zombie: state == "Z",
+                ppid: fields.next()?.parse().ok()?,
+                pgrp: fields.next()?.parse().ok()?,
+            })
+        })
+        .collect()
+}
+
 /// Pids of live processes whose process group is `pgid` (the harness and what it started).
 pub fn processes_in_group(pgid: u32) -> Vec<u32> {
+    process_table()
+        .into_iter()
+        .filter(|p| p.pgrp == pgid && !p.zombie)
+        .map(|p| p.pid)
+        .collect()
+}
+
+/// Pids of the live descendants of `root` (the harness runs each command in its own session,
+/// so they are not all in its group).
+pub fn descendants(root: u32) -> Vec<u32> {
+    let table: Vec<ProcEntry> = process_table().into_iter().filter(|p| !p.zombie).collect();
     let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
-            continue;
-        };
-        // Fields after the parenthesised command: state ppid pgrp …
-        let Some(rest) = stat.rsplit_once(") ").map(|(_, r)| r) else {
-            continue;
-        };
-        let fields: Vec<&str> = rest.split_whitespace().collect();
-        if fields.len() > 2 && fields[2] == pgid.to_string() && fields[0] != "Z" {
-            found.push(pid);
+    let mut frontier = vec![root];
+    while let Some(parent) = frontier.pop() {
+        for p in table.iter().filter(|p| p.ppid == parent) {
+            found.push(p.pid);
+            frontier.push(p.pid);
         }
     }
     found
