@@ -84,12 +84,15 @@ impl ToolCalls {
         };
         match call.phase {
             Phase::Completed => return,
-            Phase::Open => out.push(Event::tool_call_end(call.id.clone())),
+            Phase::Open => {
+                out.push(Event::tool_call_end(call.id.clone()));
+                self.open.retain(|k| k != key);
+            }
+            // A flush already took it off `open`.
             Phase::Flushed => {}
         }
         call.phase = Phase::Completed;
         let id = call.id.clone();
-        self.open.retain(|k| k != key);
         let message_id = out.id(IdKind::ToolResult);
         out.push(Event::tool_call_result(message_id, id, content));
     }

@@ -90,15 +90,29 @@ impl Translator {
 
     /// Translates one step snapshot (root or subagent).
     pub fn step(&mut self, step: &Step) -> Translation {
-        let mut failures = Vec::new();
         // USER steps echo the prompt; an unknown state may be a cancellation we cannot read.
         if step.source == StepSource::User || step.status == StepStatus::Unknown {
             return Translation::default();
         }
+        // The step's memory is taken out for the call and put back at the end: one lookup, and
+        // no copy of the key, for every snapshot after the first.
+        let (key, mut state) = self
+            .steps
+            .remove_entry(&step.key)
+            .unwrap_or_else(|| (step.key.clone(), StepState::default()));
+        let translation = if state.finished {
+            Translation::default()
+        } else {
+            self.snapshot(step, &mut state)
+        };
+        self.steps.insert(key, state);
+        translation
+    }
+
+    /// Translates a snapshot of a step not finished yet; `state` is the step's memory.
+    fn snapshot(&mut self, step: &Step, state: &mut StepState) -> Translation {
+        let mut failures = Vec::new();
         let key = &step.key;
-        if self.steps.get(key).is_some_and(|s| s.finished) {
-            return Translation::default();
-        }
         let trajectory = key.trajectory_id.as_str();
         if let Some(parent) = step.parent_trajectory_id.as_deref()
             && !self.subagents.is_subagent(trajectory)
@@ -107,11 +121,11 @@ impl Translator {
         }
         let closed_chain = self.subagents.closed_chain(trajectory);
 
-        self.content(step);
+        self.content(step, state);
         match &step.action {
             Some(StepAction::Tool(tool)) => self.tool(step, tool),
-            Some(StepAction::InvokeSubagent) => self.invoke(step),
-            Some(StepAction::Finish { output }) => self.structured_output(step, output),
+            Some(StepAction::InvokeSubagent) => self.invoke(step, state),
+            Some(StepAction::Finish { output }) => self.structured_output(step, state, output),
             Some(StepAction::Compaction) | None => {}
         }
         if step.status == StepStatus::Error
@@ -133,7 +147,6 @@ impl Translator {
         if step.is_final() {
             self.reasoning.close_step(key, &mut self.out);
             self.text.close_step(key, &mut self.out);
-            let state = self.steps.entry(key.clone()).or_default();
             state.finished = true;
             // Only the flag is needed from now on; the text can be long.
             state.text = String::new();
@@ -211,7 +224,7 @@ impl Translator {
     }
 
     /// Reasoning and assistant text of a step.
-    fn content(&mut self, step: &Step) {
+    fn content(&mut self, step: &Step, state: &mut StepState) {
         // Only the model speaks; a step blocked on the user or failed carries no answer.
         if step.source != StepSource::Model
             || !matches!(step.status, StepStatus::Active | StepStatus::Done)
@@ -219,7 +232,6 @@ impl Translator {
             return;
         }
         let key = &step.key;
-        let state = self.steps.entry(key.clone()).or_default();
         let thinking = fresh_part(&mut state.thinking, &step.thinking, &step.thinking_delta);
         // A tool step's text is the model's summary label, addressed to the environment.
         let is_answer = step.action.is_none()
@@ -274,9 +286,8 @@ impl Translator {
     }
 
     /// An `invoke_subagent` step: opens the bracket, and lets it close once final.
-    fn invoke(&mut self, step: &Step) {
+    fn invoke(&mut self, step: &Step, state: &mut StepState) {
         let key = &step.key;
-        let state = self.steps.entry(key.clone()).or_default();
         if !state.invoked {
             state.invoked = true;
             self.close_blocks(&key.trajectory_id);
@@ -290,14 +301,13 @@ impl Translator {
     }
 
     /// The root agent's `finish` output, once, as state or a custom event.
-    fn structured_output(&mut self, step: &Step, output: &str) {
+    fn structured_output(&mut self, step: &Step, state: &mut StepState, output: &str) {
         // A subagent's output is its reply to the parent, not the turn's result.
         if step.parent_trajectory_id.is_some()
             || !matches!(step.status, StepStatus::Active | StepStatus::Done)
         {
             return;
         }
-        let state = self.steps.entry(step.key.clone()).or_default();
         if state.structured {
             return;
         }
