@@ -10,14 +10,13 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use agui_types::{Event, RunAgentInput};
-use sha2::{Digest, Sha256};
 use tokio::sync::mpsc;
 use tracing::Instrument as _;
 
 use crate::backend::Backend;
 use crate::error::{RunErrorCode, RunFailure, SessionError};
 use crate::options::AgentOptions;
-use crate::session::Session;
+use crate::session::{Session, SessionState};
 use crate::store::{StoreLimits, ThreadStore};
 use crate::tools::ToolRegistry;
 
@@ -150,7 +149,9 @@ impl Agent {
             .map(|(_, s)| s)
             .collect();
         for session in sessions {
-            self.inner.close_session(&session).await;
+            // A run in flight ends at once on the shutdown signal and releases the state.
+            let mut state = session.state.lock().await;
+            self.inner.close_session(&session, &mut state).await;
         }
         self.inner.backend.shutdown().await;
     }
@@ -170,10 +171,13 @@ impl AgentInner {
         }
         let store = self.store.clone();
         let id = thread_id.to_owned();
-        let record = tokio::task::spawn_blocking(move || store.get(&id))
-            .await
-            .ok()
-            .flatten();
+        let record = match tokio::task::spawn_blocking(move || store.get(&id)).await {
+            Ok(record) => record,
+            Err(e) => {
+                tracing::warn!(thread_id, error = %e, "reading the thread record panicked; starting the thread over");
+                None
+            }
+        };
         if let Some(record) = &record {
             tracing::info!(conversation_id = %record.conversation_id, "thread returned; resuming its conversation");
         }
@@ -187,15 +191,25 @@ impl AgentInner {
 
     /// A short, stable workspace path for a thread (long paths make models corrupt them).
     pub(crate) fn workspace_for(&self, thread_id: &str) -> PathBuf {
-        let digest = Sha256::digest(thread_id.as_bytes());
-        let short: String = digest.iter().take(5).map(|b| format!("{b:02x}")).collect();
-        self.options.workspace_root.join(short)
+        self.options
+            .workspace_root
+            .join(crate::sha256_hex(thread_id.as_bytes(), 5))
     }
 
-    /// Makes room for one more live conversation, hibernating idle sessions if needed.
+    /// Takes a slot for one more live conversation, hibernating idle sessions if needed. The
+    /// slot is counted in `live` at once (so concurrent openings cannot overshoot
+    /// `max_sessions`); give it back with [`AgentInner::release_conversation`] if the opening
+    /// fails.
     pub(crate) async fn reserve_conversation(&self, except: &str) -> Result<(), RunFailure> {
         let max = self.options.max_sessions;
-        if self.live.load(Ordering::SeqCst) < max {
+        let try_reserve = || {
+            self.live
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+                    (n < max).then_some(n + 1)
+                })
+                .is_ok()
+        };
+        if try_reserve() {
             return Ok(());
         }
         let mut candidates: Vec<Arc<Session>> = self
@@ -208,9 +222,6 @@ impl AgentInner {
             .collect();
         candidates.sort_by_key(|s| std::cmp::Reverse(s.idle_for()));
         for session in candidates {
-            if self.live.load(Ordering::SeqCst) < max {
-                break;
-            }
             if let Ok(mut state) = session.state.try_lock()
                 && state.turn.is_none()
                 && !session.bridge.is_parked()
@@ -218,20 +229,27 @@ impl AgentInner {
             {
                 tracing::info!(thread_id = %session.thread_id, "hibernating an idle session to make room");
                 conversation.close().await;
-                self.live.fetch_sub(1, Ordering::SeqCst);
+                self.release_conversation();
+                if try_reserve() {
+                    return Ok(());
+                }
             }
         }
-        let live = self.live.load(Ordering::SeqCst);
-        if live < max {
-            Ok(())
-        } else {
-            Err(RunFailure::new(
-                RunErrorCode::SessionLimit,
-                format!(
-                    "Refusing to start a new Antigravity session: {live} of {max} in use (all busy or waiting for users)."
-                ),
-            ))
+        if try_reserve() {
+            return Ok(());
         }
+        let live = self.live.load(Ordering::SeqCst);
+        Err(RunFailure::new(
+            RunErrorCode::SessionLimit,
+            format!(
+                "Refusing to start a new Antigravity session: {live} of {max} in use (all busy or waiting for users)."
+            ),
+        ))
+    }
+
+    /// Gives back a live-conversation slot (the conversation closed, or never opened).
+    pub(crate) fn release_conversation(&self) {
+        self.live.fetch_sub(1, Ordering::SeqCst);
     }
 
     /// Persists a thread's record (off the async threads).
@@ -249,32 +267,23 @@ impl AgentInner {
         }
     }
 
-    /// Closes a session: parked requests fail, the conversation closes (the harness keeps it),
-    /// the record stays in the thread store so the thread can come back.
-    pub(crate) async fn close_session(&self, session: &Arc<Session>) {
+    /// Closes a session whose state the caller holds (so no run is in flight and none can
+    /// start on it): parked requests fail, the conversation closes (the harness keeps it), the
+    /// record is persisted so the thread can come back. The session is marked retired: a run
+    /// that was waiting for its lock moves to a fresh session of the thread.
+    pub(crate) async fn close_session(&self, session: &Session, state: &mut SessionState) {
+        session.retire();
         // Remember what the client still owes, so a result arriving after a restart is not lost.
-        let pending = pending_tools(&session.bridge);
+        let record = state.record(session.bridge.pending_tool_calls());
         let released = session.bridge.close_all();
-        let mut state = session.state.lock().await;
-        let record = state.record(pending);
         if let Some(conversation) = state.conversation.take() {
             conversation.close().await;
-            self.live.fetch_sub(1, Ordering::SeqCst);
+            self.release_conversation();
         }
         state.turn = None;
-        drop(state);
         self.persist(&session.thread_id, record).await;
         tracing::info!(thread_id = %session.thread_id, released, "session closed");
     }
-}
-
-/// The frontend tool calls waiting on the client, as persisted.
-pub(crate) fn pending_tools(bridge: &crate::bridge::Bridge) -> Vec<crate::store::PendingTool> {
-    bridge
-        .pending_tool_calls()
-        .into_iter()
-        .map(|(tool_call_id, name)| crate::store::PendingTool { tool_call_id, name })
-        .collect()
 }
 
 /// Reclaims idle sessions: hibernates idle conversations, forgets idle sessions, gives up on
@@ -312,21 +321,23 @@ async fn sweep(agent: Weak<AgentInner>) {
                 idle >= agent.options.session_timeout
             };
             if expired {
-                drop(state);
+                tracing::info!(thread_id = %session.thread_id, parked, "closing an idle session");
+                agent.close_session(&session, &mut state).await;
+                // Forgotten only once closed and persisted, still holding the state: a run that
+                // found the session meanwhile waits, sees it retired, and resumes the thread in
+                // a fresh session from the record (never next to a conversation still open).
                 agent
                     .sessions
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())
                     .remove(&session.thread_id);
-                tracing::info!(thread_id = %session.thread_id, parked, "closing an idle session");
-                agent.close_session(&session).await;
             } else if !busy
                 && idle >= agent.options.hibernate_after
                 && let Some(conversation) = state.conversation.take()
             {
                 tracing::debug!(thread_id = %session.thread_id, "hibernating an idle session");
                 conversation.close().await;
-                agent.live.fetch_sub(1, Ordering::SeqCst);
+                agent.release_conversation();
             }
         }
         let store = agent.store.clone();

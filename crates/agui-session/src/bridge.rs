@@ -11,6 +11,7 @@ use serde_json::{Map, Value};
 use tokio::sync::{Notify, oneshot};
 
 use crate::interrupts::InterruptAnswer;
+use crate::store::PendingTool;
 
 /// What a parked frontend tool receives.
 #[derive(Debug, Clone, PartialEq)]
@@ -245,7 +246,7 @@ impl Bridge {
     }
 
     /// The frontend tool calls waiting for a tool message.
-    pub(crate) fn pending_tool_calls(&self) -> Vec<(String, String)> {
+    pub(crate) fn pending_tool_calls(&self) -> Vec<PendingTool> {
         let mut state = self.lock();
         prune(&mut state.parked);
         state
@@ -254,7 +255,10 @@ impl Bridge {
             .filter_map(|p| match p {
                 Parked::FrontendTool {
                     tool_call_id, name, ..
-                } => Some((tool_call_id.clone(), name.clone())),
+                } => Some(PendingTool {
+                    tool_call_id: tool_call_id.clone(),
+                    name: name.clone(),
+                }),
                 Parked::Interrupt { .. } => None,
             })
             .collect()
@@ -266,21 +270,11 @@ impl Bridge {
         id: &str,
         answer: InterruptAnswer,
     ) -> Result<(), ResolveError> {
-        let mut state = self.lock();
-        prune(&mut state.parked);
-        let index = state
-            .parked
-            .iter()
-            .position(|p| p.id() == id)
-            .ok_or(ResolveError::Unknown)?;
-        if matches!(state.parked[index], Parked::FrontendTool { .. }) {
-            return Err(ResolveError::WrongKind);
-        }
         if let Parked::Interrupt {
             reply,
             interrupt,
             kind,
-        } = state.parked.remove(index)
+        } = self.take(id, true)?
         {
             tracing::debug!(thread_id = %self.thread_id, interrupt_id = %interrupt.id, ?kind, status = answer.status(), "interrupt answered");
             let _ = reply.send(answer);
@@ -294,20 +288,26 @@ impl Bridge {
         tool_call_id: &str,
         answer: ToolAnswer,
     ) -> Result<(), ResolveError> {
+        if let Parked::FrontendTool { reply, .. } = self.take(tool_call_id, false)? {
+            let _ = reply.send(answer);
+        }
+        Ok(())
+    }
+
+    /// Removes the parked request `id` if it is of the kind asked for (an interrupt or a
+    /// frontend tool call): each answer channel resolves only its own kind.
+    fn take(&self, id: &str, interrupt: bool) -> Result<Parked, ResolveError> {
         let mut state = self.lock();
         prune(&mut state.parked);
         let index = state
             .parked
             .iter()
-            .position(|p| p.id() == tool_call_id)
+            .position(|p| p.id() == id)
             .ok_or(ResolveError::Unknown)?;
-        if matches!(state.parked[index], Parked::Interrupt { .. }) {
+        if matches!(state.parked[index], Parked::Interrupt { .. }) != interrupt {
             return Err(ResolveError::WrongKind);
         }
-        if let Parked::FrontendTool { reply, .. } = state.parked.remove(index) {
-            let _ = reply.send(answer);
-        }
-        Ok(())
+        Ok(state.parked.remove(index))
     }
 
     /// Releases every parked request with the answer its kind gets when the user moved on.
@@ -508,7 +508,10 @@ mod tests {
         assert_eq!(bridge.interrupts().len(), 1);
         assert_eq!(
             bridge.pending_tool_calls(),
-            [("call-1".to_string(), "pick".to_string())]
+            [PendingTool {
+                tool_call_id: "call-1".into(),
+                name: "pick".into()
+            }]
         );
         bridge
             .resolve_tool("call-1", ToolAnswer::Result("red".into()))

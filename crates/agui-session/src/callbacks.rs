@@ -218,7 +218,7 @@ impl SessionCallbacks {
 fn call_events(id: &str, name: &str, arguments: &Map<String, Value>) -> [Event; 3] {
     [
         Event::tool_call_start(id, name, None),
-        Event::tool_call_args(id, Value::Object(arguments.clone()).to_string()),
+        Event::tool_call_args(id, json_text(arguments)),
         Event::tool_call_end(id),
     ]
 }
@@ -248,6 +248,11 @@ fn already_ran(name: &str, arguments: &Map<String, Value>, first: &ToolAnswer) -
     format!(
         "{name} already ran in this turn with arguments {} and returned {returned}. It was not run again. Tell the \
          user the result; only call it again on a later turn if they ask for another change.",
-        Value::Object(arguments.clone())
+        json_text(arguments)
     )
+}
+
+/// Arguments as JSON text (a map of JSON values always serialises).
+fn json_text(arguments: &Map<String, Value>) -> String {
+    serde_json::to_string(arguments).unwrap_or_default()
 }

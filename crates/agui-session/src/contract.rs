@@ -11,7 +11,6 @@ use agui_types::Tool;
 use harness_client::{BuiltinTool, ConversationConfig, CustomTool, policy};
 use harness_proto::lh::{HarnessConfig, LifecycleHook, harness_config::SessionContinuationMode};
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
 
 use crate::callbacks::{APP_CONTEXT_TOOL, APP_STATE_TOOL, CallbackPolicy};
 use crate::error::SessionError;
@@ -59,8 +58,7 @@ impl Contract {
             .iter()
             .map(|t| json!({"name": t.name, "description": t.description, "parameters": t.parameters}))
             .collect();
-        let digest = Sha256::digest(Value::Array(listed).to_string().as_bytes());
-        let signature = digest.iter().take(8).map(|b| format!("{b:02x}")).collect();
+        let signature = crate::sha256_hex(Value::Array(listed).to_string().as_bytes(), 8);
         Self {
             signature,
             frontend,
@@ -129,6 +127,15 @@ impl Contract {
             (Some(policy), _) => config.policy(policy.clone()),
             // Approval asks the user about every call, which is the check the harness requires.
             (None, true) => config,
+            // A policy in the extra harness settings stands; allow-all only fills the gap.
+            (None, false)
+                if options
+                    .harness_base
+                    .as_ref()
+                    .is_some_and(|b| b.policy_config.is_some()) =>
+            {
+                config
+            }
             (None, false) => config.policy(policy::allow_all()),
         };
         for tool in server.iter() {
@@ -291,5 +298,25 @@ mod tests {
             config.policy_config.is_some(),
             "without approval, everything is allowed explicitly"
         );
+    }
+
+    #[test]
+    fn a_policy_from_the_extra_harness_settings_is_kept() {
+        let rules = policy::allow_all();
+        let mut own = policy::allow_all();
+        own.rules[0].name = Some("mine".into());
+        let mut with_base = options();
+        with_base.harness_base = Some(HarnessConfig {
+            policy_config: Some(own.clone()),
+            ..Default::default()
+        });
+        let config = |o: &AgentOptions| {
+            Contract::new(&[], o, &ToolRegistry::new())
+                .harness_config(o, &ToolRegistry::new(), Path::new("/tmp/w"), "c")
+                .unwrap()
+                .policy_config
+        };
+        assert_eq!(config(&with_base), Some(own));
+        assert_eq!(config(&options()), Some(rules));
     }
 }

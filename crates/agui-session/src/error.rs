@@ -19,9 +19,18 @@ pub enum SessionError {
         #[source]
         source: std::io::Error,
     },
-    /// The persistent thread store failed.
-    #[error(transparent)]
-    Store(#[from] crate::store::StoreError),
+    /// A server tool tried to set a shared state that is not a JSON object.
+    #[error("the shared state must be a JSON object")]
+    StateNotAnObject,
+    /// A thread record could not be encoded (e.g. a workspace path that is not UTF-8).
+    #[error("could not encode the thread record {}: {source}", path.display())]
+    RecordEncode {
+        /// The file it was meant for.
+        path: std::path::PathBuf,
+        /// The cause.
+        #[source]
+        source: serde_json::Error,
+    },
 }
 
 /// The `code` of a `RUN_ERROR`, a stable vocabulary clients can act on.

@@ -145,6 +145,7 @@ impl AgentOptions {
         data_dir: impl Into<PathBuf>,
     ) -> Self {
         let data_dir = data_dir.into();
+        let remembered = crate::store::StoreLimits::default();
         Self {
             name: "antigravity".into(),
             model: model.into(),
@@ -174,9 +175,9 @@ impl AgentOptions {
             hibernate_after: Duration::from_secs(60),
             max_sessions: 100,
             concurrent_runs: ConcurrentRuns::Wait(Duration::from_secs(30)),
-            max_remembered_threads: 10_000,
-            remember_threads_for: Duration::from_secs(30 * 24 * 60 * 60),
-            max_attachment_bytes: 20 << 20,
+            max_remembered_threads: remembered.max_threads,
+            remember_threads_for: remembered.ttl,
+            max_attachment_bytes: crate::prompt::DEFAULT_MAX_ATTACHMENT_BYTES,
         }
     }
 

@@ -304,20 +304,10 @@ struct Builder {
 }
 
 impl Builder {
-    /// Adds trimmed text, if any. Control characters are replaced first (as the harness
-    /// client does when sending), so text made only of them counts as blank.
+    /// Adds trimmed text, if any. Control characters count as blank at the ends; those inside
+    /// become spaces when [`text_part`] sanitises the joined text.
     fn text(&mut self, text: &str) {
-        let clean: String = text
-            .chars()
-            .map(|c| {
-                if c.is_control() && !matches!(c, '\t' | '\n' | '\r') {
-                    ' '
-                } else {
-                    c
-                }
-            })
-            .collect();
-        let clean = clean.trim();
+        let clean = text.trim_matches(|c: char| c.is_whitespace() || c.is_control());
         if !clean.is_empty() {
             self.text.push(clean.to_owned());
         }

@@ -16,7 +16,7 @@ use harness_proto::lh::UsageMetadata;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use crate::agent::{AgentInner, pending_tools};
+use crate::agent::AgentInner;
 use crate::answers;
 use crate::bridge::Bridge;
 use crate::callbacks::SessionCallbacks;
@@ -24,7 +24,7 @@ use crate::contract::Contract;
 use crate::error::{RunErrorCode, RunFailure};
 use crate::options::ConcurrentRuns;
 use crate::prompt::{self, Prompt, PromptLimits};
-use crate::session::{Broken, Session, SessionState};
+use crate::session::{Session, SessionState};
 use crate::turn::Turn;
 
 /// How long the harness must stay quiet before a run that has something parked ends (so the
@@ -117,8 +117,7 @@ impl Run {
     /// Delivers what callbacks queued. A tool call is attached to its trajectory's open reply
     /// (`parentMessageId`) after that trajectory's reasoning is closed, as the translator does
     /// for the calls it emits.
-    async fn flush_bridge(&mut self, bridge: &Bridge, turn: Option<&mut Turn>) {
-        let mut turn = turn;
+    async fn flush_bridge(&mut self, bridge: &Bridge, mut turn: Option<&mut Turn>) {
         for queued in bridge.drain_events() {
             let mut event = queued.event;
             if let (Some(trajectory), Event::ToolCallStart(start), Some(turn)) =
@@ -135,36 +134,46 @@ impl Run {
     }
 
     async fn body(&mut self, input: &RunAgentInput) -> Result<Ending, RunFailure> {
-        if self.agent.closing.load(Ordering::SeqCst) {
-            return Err(RunFailure::new(
-                RunErrorCode::Cancelled,
-                "The server is shutting down.",
-            ));
+        loop {
+            if self.agent.closing.load(Ordering::SeqCst) {
+                return Err(shutting_down());
+            }
+            let session = self.agent.session(&self.thread_id).await;
+            let mut state = match self.agent.options.concurrent_runs {
+                ConcurrentRuns::Refuse => session.state.try_lock().map_err(|_| busy())?,
+                ConcurrentRuns::Wait(limit) => tokio::time::timeout(limit, session.state.lock())
+                    .await
+                    .map_err(|_| busy())?,
+            };
+            if session.is_retired() {
+                // Closed (swept) while this run waited for it: the thread goes on in its
+                // current session, resumed from the record the closing persisted.
+                tracing::debug!(
+                    "the session closed while this run waited; taking the thread's current one"
+                );
+                continue;
+            }
+            if self.agent.closing.load(Ordering::SeqCst) {
+                return Err(shutting_down());
+            }
+            session.touch();
+            self.bridge = Some(session.bridge.clone());
+            self.usage_start = state.usage.clone();
+            let outcome = self.drive(&session, &mut state, input).await;
+            // Close-out, on every path: open blocks close before the terminal event, queued
+            // callback events are delivered, and what the client owes is persisted.
+            if let Some(turn) = state.turn.as_mut() {
+                let events = turn.close_run();
+                self.emit_all(events).await;
+            }
+            self.flush_bridge(&session.bridge, state.turn.as_mut())
+                .await;
+            let record = state.record(session.bridge.pending_tool_calls());
+            drop(state);
+            self.agent.persist(&self.thread_id, record).await;
+            session.touch();
+            return outcome;
         }
-        let session = self.agent.session(&self.thread_id).await;
-        let mut state = match self.agent.options.concurrent_runs {
-            ConcurrentRuns::Refuse => session.state.try_lock().map_err(|_| busy())?,
-            ConcurrentRuns::Wait(limit) => tokio::time::timeout(limit, session.state.lock())
-                .await
-                .map_err(|_| busy())?,
-        };
-        session.touch();
-        self.bridge = Some(session.bridge.clone());
-        self.usage_start = state.usage.clone();
-        let outcome = self.drive(&session, &mut state, input).await;
-        // Close-out, on every path: open blocks close before the terminal event, queued
-        // callback events are delivered, and what the client owes is persisted.
-        if let Some(turn) = state.turn.as_mut() {
-            let events = turn.close_run();
-            self.emit_all(events).await;
-        }
-        self.flush_bridge(&session.bridge, state.turn.as_mut())
-            .await;
-        let record = state.record(pending_tools(&session.bridge));
-        drop(state);
-        self.agent.persist(&self.thread_id, record).await;
-        session.touch();
-        outcome
     }
 
     async fn drive(
@@ -184,9 +193,6 @@ impl Run {
         };
         let mut prompt =
             prompt::newest_unforwarded_with(&input.messages, |id| state.is_forwarded(id), &limits);
-        for id in &applied.consumed {
-            state.record_forwarded(id.clone());
-        }
         if !applied.late_results.is_empty() {
             prompt = Some(with_late_results(
                 prompt,
@@ -214,7 +220,15 @@ impl Run {
             return Ok(Ending::Finished);
         }
         let contract = Contract::new(&input.tools, &self.agent.options, &self.agent.tools);
+        let had_turn = state.turn.is_some();
         self.ensure_conversation(session, state, contract).await?;
+        if had_turn && state.turn.is_none() && prompt.is_none() {
+            // The answer this run carries was for a turn that went with the connection.
+            return Err(RunFailure::new(
+                RunErrorCode::HarnessLost,
+                "The connection to the Antigravity harness was lost while the turn waited, so it could not go on; the conversation is kept. Send a message to continue.",
+            ));
+        }
         // What arrived while no run was attached comes first: the end of a turn the client left,
         // a turn the harness started itself, or a failure that landed meanwhile (reported here;
         // the new message then waits for the next run).
@@ -234,7 +248,8 @@ impl Run {
                 let Some(next) = prompt.take() else {
                     return Ok(Ending::Finished);
                 };
-                self.send_prompt(session, state, next).await?;
+                self.send_prompt(session, state, next, &applied.consumed)
+                    .await?;
                 quiet_since = Instant::now();
             }
             let parked = bridge.is_parked();
@@ -248,7 +263,7 @@ impl Run {
                 .expect("a turn in flight has a conversation");
             tokio::select! {
                 biased;
-                _ = shutdown.changed() => {
+                _ = shut_down(&mut shutdown) => {
                     return Err(RunFailure::new(RunErrorCode::Cancelled, "The server is shutting down; the turn was interrupted."));
                 }
                 _ = self.out.closed(), if self.attached => {
@@ -371,9 +386,9 @@ impl Run {
         match reason {
             CloseReason::ProcessExited(info) => {
                 if state.conversation.take().is_some() {
-                    self.agent.live.fetch_sub(1, Ordering::SeqCst);
+                    self.agent.release_conversation();
                 }
-                state.broken = Some(Broken::Lost(info.status.clone()));
+                state.harness_lost = Some(info.status.clone());
                 RunFailure::new(
                     RunErrorCode::HarnessLost,
                     format!(
@@ -382,21 +397,15 @@ impl Run {
                     ),
                 )
             }
-            CloseReason::ClosedByHarness { turn_error, .. } => {
-                state.broken = Some(Broken::Disconnected);
-                self.turn_failure(
-                    turn_error
-                        .as_deref()
-                        .unwrap_or("the harness closed the conversation"),
-                )
-            }
-            CloseReason::ConnectionLost(error) => {
-                state.broken = Some(Broken::Disconnected);
-                RunFailure::new(
-                    RunErrorCode::HarnessLost,
-                    format!("The connection to the Antigravity harness broke: {error}"),
-                )
-            }
+            CloseReason::ClosedByHarness { turn_error, .. } => self.turn_failure(
+                turn_error
+                    .as_deref()
+                    .unwrap_or("the harness closed the conversation"),
+            ),
+            CloseReason::ConnectionLost(error) => RunFailure::new(
+                RunErrorCode::HarnessLost,
+                format!("The connection to the Antigravity harness broke: {error}"),
+            ),
             CloseReason::ClosedByHost => RunFailure::new(
                 RunErrorCode::Cancelled,
                 "The Antigravity session was closed while the run was in progress.",
@@ -411,7 +420,7 @@ impl Run {
         state: &mut SessionState,
         contract: Contract,
     ) -> Result<(), RunFailure> {
-        if let Some(Broken::Lost(why)) = state.broken.take() {
+        if let Some(why) = state.harness_lost.take() {
             tracing::warn!(reason = %why, "the harness of this thread is gone; rebuilding the session. Conversation history from before the failure is likely lost");
         }
         if let Some(conversation) = state.conversation.as_mut()
@@ -425,7 +434,11 @@ impl Run {
                 Err(e) => {
                     tracing::warn!(error = %e, "could not re-attach; starting over on a new connection");
                     state.conversation = None;
-                    self.agent.live.fetch_sub(1, Ordering::SeqCst);
+                    self.agent.release_conversation();
+                    // Its harness calls went with the connection: that turn can never end.
+                    if state.turn.take().is_some() {
+                        tracing::warn!("the turn in flight was lost with the connection");
+                    }
                 }
             }
         }
@@ -445,13 +458,12 @@ impl Run {
             );
             if let Some(conversation) = state.conversation.take() {
                 conversation.close().await;
-                self.agent.live.fetch_sub(1, Ordering::SeqCst);
+                self.agent.release_conversation();
             }
         }
         if state.conversation.is_some() {
             return Ok(());
         }
-        self.agent.reserve_conversation(&session.thread_id).await?;
         std::fs::create_dir_all(&state.workspace).map_err(|e| {
             RunFailure::new(
                 RunErrorCode::AgentError,
@@ -475,18 +487,17 @@ impl Run {
             tools: self.agent.tools.clone(),
             policy: contract.callback_policy(options),
         });
-        let conversation = self
-            .agent
-            .backend
-            .open(config, callbacks)
-            .await
-            .map_err(|e| {
-                RunFailure::new(
+        self.agent.reserve_conversation(&session.thread_id).await?;
+        let conversation = match self.agent.backend.open(config, callbacks).await {
+            Ok(conversation) => conversation,
+            Err(e) => {
+                self.agent.release_conversation();
+                return Err(RunFailure::new(
                     RunErrorCode::AgentError,
                     format!("Could not start the Antigravity conversation: {e}"),
-                )
-            })?;
-        self.agent.live.fetch_add(1, Ordering::SeqCst);
+                ));
+            }
+        };
         let resumed = conversation.init_info().history.len();
         tracing::info!(conversation_id = %conversation.id(), resumed_steps = resumed, "conversation open");
         session.bridge.set_canceller(Some(conversation.canceller()));
@@ -502,18 +513,20 @@ impl Run {
         Ok(())
     }
 
+    /// Sends a prompt, starting a turn. The prompt's message, and the tool messages it carries
+    /// the results of (`answered`), are recorded as forwarded only once the send succeeded.
     async fn send_prompt(
         &mut self,
         session: &Arc<Session>,
         state: &mut SessionState,
         prompt: Prompt,
+        answered: &[String],
     ) -> Result<(), RunFailure> {
         session.bridge.new_turn();
         self.start_turn(state);
         let conversation = state.conversation.as_mut().expect("ensured before sending");
         if let Err(e) = conversation.send(prompt.input).await {
             state.turn = None;
-            state.broken = Some(Broken::Disconnected);
             return Err(RunFailure::new(
                 RunErrorCode::HarnessLost,
                 format!("Could not send the message to the harness: {e}"),
@@ -521,7 +534,10 @@ impl Run {
         }
         tracing::info!(message_id = %prompt.message_id, "user message sent");
         state.record_forwarded(prompt.message_id);
-        let record = state.record(pending_tools(&session.bridge));
+        for id in answered {
+            state.record_forwarded(id.clone());
+        }
+        let record = state.record(session.bridge.pending_tool_calls());
         self.agent.persist(&self.thread_id, record).await;
         Ok(())
     }
@@ -556,7 +572,7 @@ impl Run {
                     .map(|b| b.pending_tool_calls())
                     .unwrap_or_default()
                     .into_iter()
-                    .map(|(id, _)| id)
+                    .map(|p| p.tool_call_id)
                     .collect();
                 let mut finished = agui_types::RunFinished::new(&self.thread_id, &self.run_id);
                 finished.usage = usage;
@@ -601,6 +617,16 @@ impl Run {
             ..Default::default()
         }]
     }
+}
+
+/// Resolves once the agent shuts down, also when that happened before the receiver was made
+/// (`changed()` would miss it).
+async fn shut_down(receiver: &mut tokio::sync::watch::Receiver<bool>) {
+    let _ = receiver.wait_for(|closing| *closing).await.map(drop);
+}
+
+fn shutting_down() -> RunFailure {
+    RunFailure::new(RunErrorCode::Cancelled, "The server is shutting down.")
 }
 
 fn busy() -> RunFailure {

@@ -3,6 +3,7 @@
 
 use std::collections::VecDeque;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -25,15 +26,9 @@ pub(crate) struct Session {
     pub(crate) bridge: Arc<Bridge>,
     pub(crate) state: tokio::sync::Mutex<SessionState>,
     last_activity: Mutex<Instant>,
-}
-
-/// Why a session's conversation cannot be used as it is.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Broken {
-    /// The harness process died: the next run starts over on a new process.
-    Lost(String),
-    /// The connection closed (e.g. after a terminal model error): the next run re-attaches.
-    Disconnected,
+    /// Set when the session is closed (swept or shut down): it is no longer the thread's
+    /// session, and a run that was waiting for its state must use the thread's current one.
+    retired: AtomicBool,
 }
 
 /// What only a run (or the sweeper, when no run holds it) may touch.
@@ -46,7 +41,10 @@ pub(crate) struct SessionState {
     forwarded: VecDeque<String>,
     /// The turn in flight (sent and not yet ended), spanning runs.
     pub(crate) turn: Option<Turn>,
-    pub(crate) broken: Option<Broken>,
+    /// Why the harness process of this thread died, for the warning of the run that starts
+    /// over on a new one. (A closed connection needs no flag: the next run sees the
+    /// conversation is not open and re-attaches.)
+    pub(crate) harness_lost: Option<String>,
     /// Frontend tool calls that were parked when the server last stopped.
     pub(crate) restart_pending: Vec<PendingTool>,
     /// Cumulative usage of the conversation at the last usage report.
@@ -72,7 +70,7 @@ impl Session {
                 contract: None,
                 forwarded: record.forwarded.into_iter().collect(),
                 turn: None,
-                broken: None,
+                harness_lost: None,
                 restart_pending: record.pending_frontend_tools,
                 usage: None,
             },
@@ -83,7 +81,7 @@ impl Session {
                 contract: None,
                 forwarded: VecDeque::new(),
                 turn: None,
-                broken: None,
+                harness_lost: None,
                 restart_pending: Vec::new(),
                 usage: None,
             },
@@ -93,12 +91,23 @@ impl Session {
             bridge,
             state: tokio::sync::Mutex::new(state),
             last_activity: Mutex::new(Instant::now()),
+            retired: AtomicBool::new(false),
         })
     }
 
     /// Marks activity (runs, steps), keeping the session away from the idle sweeper.
     pub(crate) fn touch(&self) {
         *self.last_activity.lock().unwrap_or_else(|p| p.into_inner()) = Instant::now();
+    }
+
+    /// Marks the session closed (see [`Session::is_retired`]).
+    pub(crate) fn retire(&self) {
+        self.retired.store(true, Ordering::SeqCst);
+    }
+
+    /// Whether the session was closed; a run holding its state must not use it.
+    pub(crate) fn is_retired(&self) -> bool {
+        self.retired.load(Ordering::SeqCst)
     }
 
     /// Time since the last activity.
@@ -131,11 +140,6 @@ impl SessionState {
             conversation_id: self.conversation_id.clone(),
             forwarded: self.forwarded.iter().cloned().collect(),
             pending_frontend_tools: pending,
-            tool_signature: self
-                .contract
-                .as_ref()
-                .map(|c| c.signature.clone())
-                .unwrap_or_default(),
             workspace: self.workspace.clone(),
             ..ThreadRecord::default()
         }

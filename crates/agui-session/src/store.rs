@@ -27,7 +27,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use sha2::{Digest as _, Sha256};
+
+use crate::error::SessionError;
 
 #[cfg(test)]
 mod tests;
@@ -91,9 +92,6 @@ pub struct ThreadRecord {
     /// Frontend tool calls awaiting a `ToolMessage`.
     #[serde(default)]
     pub pending_frontend_tools: Vec<PendingTool>,
-    /// Signature of the client tool contract the conversation was built with.
-    #[serde(default)]
-    pub tool_signature: String,
     /// The thread's workspace directory.
     #[serde(default)]
     pub workspace: PathBuf,
@@ -113,29 +111,6 @@ impl ThreadRecord {
     pub fn is_forwarded(&self, message_id: &str) -> bool {
         self.forwarded.iter().any(|id| id == message_id)
     }
-}
-
-/// An error of the thread store, naming the file and what was being done.
-#[derive(Debug, thiserror::Error)]
-pub enum StoreError {
-    /// A file system operation failed.
-    #[error("could not {action} {}: {source}", path.display())]
-    Io {
-        /// What was being done, e.g. "write the thread record".
-        action: &'static str,
-        /// The file or directory.
-        path: PathBuf,
-        /// The cause.
-        source: io::Error,
-    },
-    /// A record could not be encoded (e.g. a workspace path that is not UTF-8).
-    #[error("could not encode the thread record {}: {source}", path.display())]
-    Encode {
-        /// The file it was meant for.
-        path: PathBuf,
-        /// The cause.
-        source: serde_json::Error,
-    },
 }
 
 /// The file as written: the format version and thread id around the record.
@@ -171,7 +146,7 @@ impl ThreadStore {
     /// Loads the index of every record; drops expired records, evicts the oldest beyond
     /// `max_threads`, moves unreadable files aside and removes temp files left by a crash.
     /// Fails only when the directory itself cannot be created or listed.
-    pub fn open(dir: &Path, limits: StoreLimits) -> Result<Self, StoreError> {
+    pub fn open(dir: &Path, limits: StoreLimits) -> Result<Self, SessionError> {
         Self::open_with_clock(dir, limits, unix_now)
     }
 
@@ -180,7 +155,7 @@ impl ThreadStore {
         dir: &Path,
         limits: StoreLimits,
         clock: impl Fn() -> u64 + Send + Sync + 'static,
-    ) -> Result<Self, StoreError> {
+    ) -> Result<Self, SessionError> {
         let limits = StoreLimits {
             max_threads: limits.max_threads.max(1),
             max_forwarded_per_thread: limits.max_forwarded_per_thread.max(1),
@@ -289,7 +264,7 @@ impl ThreadStore {
     /// `updated_at` is set to now and `forwarded` is cut to its most recent
     /// `max_forwarded_per_thread` ids. When this makes more than `max_threads` records, the
     /// least recently updated ones are dropped.
-    pub fn put(&self, thread_id: &str, record: &ThreadRecord) -> Result<(), StoreError> {
+    pub fn put(&self, thread_id: &str, record: &ThreadRecord) -> Result<(), SessionError> {
         let now = self.now();
         let mut record = record.clone();
         record.updated_at = now;
@@ -304,10 +279,11 @@ impl ThreadStore {
             thread_id: thread_id.to_owned(),
             record,
         };
-        let bytes = serde_json::to_vec_pretty(&file).map_err(|source| StoreError::Encode {
-            path: path.clone(),
-            source,
-        })?;
+        let bytes =
+            serde_json::to_vec_pretty(&file).map_err(|source| SessionError::RecordEncode {
+                path: path.clone(),
+                source,
+            })?;
         // The lock covers the write so the index and the files agree on who wrote last.
         let mut index = self.lock();
         write_atomically(&self.dir, &path, &bytes)?;
@@ -317,18 +293,14 @@ impl ThreadStore {
     }
 
     /// Forgets a thread. Returns whether it was remembered.
-    pub fn remove(&self, thread_id: &str) -> Result<bool, StoreError> {
+    pub fn remove(&self, thread_id: &str) -> Result<bool, SessionError> {
         let mut index = self.lock();
         let known = index.remove(thread_id);
         let path = self.path_of(thread_id);
         match fs::remove_file(&path) {
             Ok(()) => Ok(true),
             Err(error) if error.kind() == io::ErrorKind::NotFound => Ok(known),
-            Err(source) => Err(StoreError::Io {
-                action: "remove the thread record",
-                path,
-                source,
-            }),
+            Err(source) => Err(store_io("remove the thread record", &path, source)),
         }
     }
 
@@ -431,8 +403,7 @@ impl Index {
 
 /// The file name of a thread's record: hex SHA-256 of the id.
 fn record_file_name(thread_id: &str) -> String {
-    let digest = Sha256::digest(thread_id.as_bytes());
-    let mut name: String = digest.iter().map(|byte| format!("{byte:02x}")).collect();
+    let mut name = crate::sha256_hex(thread_id.as_bytes(), 32);
     name.push('.');
     name.push_str(RECORD_EXTENSION);
     name
@@ -504,7 +475,7 @@ fn read_record(path: &Path) -> Result<Read, Unreadable> {
 }
 
 /// Writes `bytes` to `path` so that a crash leaves either the old file or the new one.
-fn write_atomically(dir: &Path, path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
+fn write_atomically(dir: &Path, path: &Path, bytes: &[u8]) -> Result<(), SessionError> {
     let mut temp_name = path.file_name().unwrap_or_default().to_owned();
     temp_name.push(format!(".{}{TEMP_SUFFIX}", std::process::id()));
     let temp = dir.join(temp_name);
@@ -515,19 +486,11 @@ fn write_atomically(dir: &Path, path: &Path, bytes: &[u8]) -> Result<(), StoreEr
     });
     if let Err(source) = written {
         let _ = fs::remove_file(&temp);
-        return Err(StoreError::Io {
-            action: "write the thread record",
-            path: temp,
-            source,
-        });
+        return Err(store_io("write the thread record", &temp, source));
     }
     if let Err(source) = fs::rename(&temp, path) {
         let _ = fs::remove_file(&temp);
-        return Err(StoreError::Io {
-            action: "replace the thread record",
-            path: path.to_owned(),
-            source,
-        });
+        return Err(store_io("replace the thread record", path, source));
     }
     sync_dir(dir);
     Ok(())
@@ -572,11 +535,15 @@ fn remove_quietly(path: &Path, why: &str) {
     }
 }
 
-fn io_error(action: &'static str, path: &Path) -> impl FnOnce(io::Error) -> StoreError {
+fn io_error(action: &'static str, path: &Path) -> impl FnOnce(io::Error) -> SessionError {
     let path = path.to_owned();
-    move |source| StoreError::Io {
-        action,
-        path,
+    move |source| store_io(action, &path, source)
+}
+
+/// A thread-store I/O error naming the file and what was being done.
+fn store_io(action: &str, path: &Path, source: io::Error) -> SessionError {
+    SessionError::Io {
+        action: format!("{action} {}", path.display()),
         source,
     }
 }

@@ -11,6 +11,7 @@ use async_trait::async_trait;
 use serde_json::{Map, Value};
 
 use crate::bridge::{Bridge, InterruptKind};
+use crate::error::SessionError;
 use crate::interrupts::InterruptAnswer;
 
 /// A failure of a server tool; the model sees `There was an error executing <tool>: <message>`.
@@ -194,11 +195,6 @@ pub struct InterruptRequest {
     pub response_schema: Option<Map<String, Value>>,
 }
 
-/// The state a shared-state write was refused for.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("the shared state must be a JSON object")]
-pub struct StateError;
-
 /// What a server tool can see and do while it runs.
 #[derive(Clone)]
 pub struct ToolContext {
@@ -239,9 +235,9 @@ impl ToolContext {
 
     /// Replaces the shared state; the client gets a `STATE_SNAPSHOT` at once (before this
     /// tool's result), or with the next run if none is attached.
-    pub fn set_state(&self, state: Value) -> Result<(), StateError> {
+    pub fn set_state(&self, state: Value) -> Result<(), SessionError> {
         if !state.is_object() {
-            return Err(StateError);
+            return Err(SessionError::StateNotAnObject);
         }
         self.bridge.set_shared_state(state);
         Ok(())

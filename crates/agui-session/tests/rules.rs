@@ -208,7 +208,6 @@ async fn approval_denied_tells_the_model() {
         interrupts[0].metadata.as_ref().unwrap()["args"]["CommandLine"],
         "rm -rf /tmp/x"
     );
-    let id = interrupts[0].id.clone();
     // Answered through forwardedProps.command (CopilotKit Channels), without an id.
     let run = fx.start(json!({"messages": [user("m1", "clean up")],
         "forwardedProps": {"command": {"approved": false, "message": "Not that directory."}}}));
@@ -218,7 +217,6 @@ async fn approval_denied_tells_the_model() {
     );
     c.idle(None);
     finish(run).await;
-    let _ = id;
 }
 
 #[tokio::test]
@@ -496,10 +494,11 @@ async fn a_session_tool_call_sits_inside_the_open_reply() {
     step.text = "Let me ask.".into();
     step.text_delta = "Let me ask.".into();
     c.emit(harness_client::ConversationEvent::Step(step));
-    // Let the run deliver the text before the call arrives, as the harness does.
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    // The run delivers the text before the call arrives, as with the harness.
+    let mut run = run;
+    let seen = support::until(&mut run, "TEXT_MESSAGE_CONTENT").await;
     let _call = c.call_tool("h-1", "pick", json!({}));
-    let events = finish(run).await;
+    let events = support::finish_after(seen, run).await;
     let message = events.iter().find_map(|e| match e {
         Event::TextMessageStart(s) => Some(s.message_id.clone()),
         _ => None,
@@ -717,4 +716,199 @@ async fn a_turn_the_harness_starts_on_its_own_reaches_the_next_run() {
     c.idle(None);
     let events = finish(run).await;
     assert_eq!(text(&events), "The background job finished.You're welcome.");
+}
+
+#[tokio::test]
+async fn a_failing_server_tool_reports_its_error_to_the_client_and_the_model() {
+    let mut tools = ToolRegistry::new();
+    tools.register(FnTool::new(
+        "flaky",
+        "Calls a service",
+        json!({"type": "object"}),
+        |_, _| async { Err(agui_session::ToolError::new("the service is down")) },
+    ));
+    let fx = FakeAgent::with(|_| {}, tools);
+    let run = fx.start(json!({"messages": [user("m1", "try it")]}));
+    let c = fx.harness.conversation(0).await;
+    c.next_input().await;
+    assert_eq!(
+        c.call_tool("h-1", "flaky", json!({})).await.unwrap(),
+        ToolOutcome::error("the service is down"),
+        "the model gets an error result"
+    );
+    c.idle(None);
+    let events = finish(run).await;
+    let result = events.iter().find_map(|e| match e {
+        Event::ToolCallResult(r) => Some(r.content.clone()),
+        _ => None,
+    });
+    assert_eq!(
+        result,
+        Some(agui_types::Content::Text(
+            "There was an error executing flaky: the service is down".into()
+        )),
+        "{}",
+        types(&events)
+    );
+}
+
+#[tokio::test]
+async fn a_frontend_tool_repeated_with_other_arguments_is_told_what_already_ran() {
+    let fx = FakeAgent::new();
+    let tools = json!([{"name": "pick", "description": "Pick"}]);
+    let run = fx.start(json!({"messages": [user("m1", "pick")], "tools": tools}));
+    let c = fx.harness.conversation(0).await;
+    c.next_input().await;
+    let first = c.call_tool("h-1", "pick", json!({"shade": "warm"}));
+    finish(run).await;
+    let other = c.call_tool("h-2", "pick", json!({"shade": "cold"}));
+    let answer = json!([user("m1", "pick"), {"id": "t1", "role": "tool", "toolCallId": "h-1", "content": "red"}]);
+    let run = fx.start(json!({"messages": answer, "tools": tools}));
+    assert_eq!(first.await.unwrap(), ToolOutcome::json(json!("red")));
+    let ToolOutcome::Ok { response, .. } = other.await.unwrap() else {
+        panic!("the repeat is not an error")
+    };
+    let told = response["result"].as_str().unwrap_or_default();
+    assert!(
+        told.contains(
+            r#"pick already ran in this turn with arguments {"shade":"warm"} and returned red"#
+        ) && told.contains("It was not run again."),
+        "{told}"
+    );
+    c.idle(None);
+    let events = finish(run).await;
+    assert!(
+        !types(&events).contains("TOOL_CALL_START"),
+        "the repeat is not dispatched: {}",
+        types(&events)
+    );
+}
+
+#[tokio::test]
+async fn without_dedup_a_repeated_frontend_tool_is_dispatched_again() {
+    let fx = FakeAgent::with(|o| o.deduplicate_tool_calls = false, ToolRegistry::new());
+    let tools = json!([{"name": "pick", "description": "Pick"}]);
+    let run = fx.start(json!({"messages": [user("m1", "pick")], "tools": tools}));
+    let c = fx.harness.conversation(0).await;
+    c.next_input().await;
+    let first = c.call_tool("h-1", "pick", json!({}));
+    finish(run).await;
+    let again = c.call_tool("h-2", "pick", json!({}));
+    // The client reports a failure: the model gets it as an error.
+    let answer = json!([user("m1", "pick"),
+        {"id": "t1", "role": "tool", "toolCallId": "h-1", "content": "", "error": "the user closed the dialog"}]);
+    let events = finish(fx.start(json!({"messages": answer, "tools": tools}))).await;
+    assert_eq!(
+        first.await.unwrap(),
+        ToolOutcome::error("the user closed the dialog")
+    );
+    assert_eq!(
+        types(&events),
+        "RUN_STARTED TOOL_CALL_START TOOL_CALL_ARGS TOOL_CALL_END RUN_FINISHED"
+    );
+    let Event::RunFinished(done) = last(&events) else {
+        panic!()
+    };
+    assert_eq!(
+        done.outcome,
+        Some(RunOutcome::Success {
+            pending_tool_call_ids: vec!["h-2".into()]
+        }),
+        "the repeat waits for its own answer"
+    );
+    drop(again);
+}
+
+#[tokio::test]
+async fn shutting_down_ends_a_run_in_flight_and_refuses_new_ones() {
+    let fx = FakeAgent::new();
+    let run = fx.start(json!({"messages": [user("m1", "long")]}));
+    let c = fx.harness.conversation(0).await;
+    c.next_input().await;
+    fx.agent.shutdown().await;
+    let events = finish(run).await;
+    assert_eq!(
+        support::run_error(&events).code.as_deref(),
+        Some("CANCELLED")
+    );
+    let after =
+        finish(fx.start(json!({"messages": [user("m1", "long"), user("m2", "more")]}))).await;
+    assert_eq!(
+        support::run_error(&after).code.as_deref(),
+        Some("CANCELLED")
+    );
+    assert_eq!(fx.agent.stats().live_conversations, 0);
+}
+
+#[tokio::test]
+async fn an_answer_to_a_turn_lost_with_its_harness_fails_clearly_and_the_thread_goes_on() {
+    let fx = FakeAgent::new();
+    let tools = json!([{"name": "pick", "description": "Pick"}]);
+    let run = fx.start(json!({"messages": [user("m1", "pick")], "tools": tools}));
+    let c = fx.harness.conversation(0).await;
+    c.next_input().await;
+    let _call = c.call_tool("h-1", "pick", json!({}));
+    finish(run).await;
+    // The harness dies while the thread waits for its user.
+    c.close(CloseReason::ProcessExited(ExitInfo {
+        pid: 1,
+        status: "killed by SIGKILL".into(),
+        code: None,
+        stderr_tail: String::new(),
+    }));
+    let answered = json!([user("m1", "pick"), {"id": "t1", "role": "tool", "toolCallId": "h-1", "content": "red"}]);
+    let events = finish(fx.start(json!({"messages": answered, "tools": tools}))).await;
+    assert_eq!(
+        support::run_error(&events).code.as_deref(),
+        Some("HARNESS_LOST"),
+        "the run does not wait for a turn that cannot end"
+    );
+    let fresh = fx.harness.conversation(1).await;
+    assert_eq!(fresh.id(), c.id(), "the conversation is kept");
+    let mut messages = answered.as_array().unwrap().clone();
+    messages.push(user("m2", "again"));
+    let run = fx.start(json!({"messages": messages, "tools": tools}));
+    assert_eq!(fresh.next_input().await, "again");
+    fresh.say(1, "Hello again.");
+    fresh.idle(None);
+    assert_eq!(text(&finish(run).await), "Hello again.");
+    assert_eq!(fx.agent.stats().live_conversations, 1);
+}
+
+#[tokio::test]
+async fn a_tool_result_that_arrives_after_a_restart_reaches_the_model_once() {
+    let fx = FakeAgent::new();
+    let tools = json!([{"name": "pick", "description": "Pick"}]);
+    let run = fx.start(json!({"messages": [user("m1", "pick")], "tools": tools}));
+    let c = fx.harness.conversation(0).await;
+    c.next_input().await;
+    let _call = c.call_tool("h-1", "pick", json!({}));
+    finish(run).await;
+    fx.agent.shutdown().await;
+    // A restarted server: the harness call is gone, the client's answer is not.
+    let harness = agui_session::testing::FakeHarness::new();
+    let agent = agui_session::Agent::new(
+        support::options(fx.dir.path()),
+        harness.backend(),
+        ToolRegistry::new(),
+    )
+    .unwrap();
+    let answered = json!({"messages": [user("m1", "pick"),
+        {"id": "t1", "role": "tool", "toolCallId": "h-1", "content": "red"}], "tools": tools});
+    let run = agent.run(support::input_of(answered.clone()));
+    let again = harness.conversation(0).await;
+    let note = again.next_input().await;
+    assert!(
+        note.contains("`pick`") && note.contains("it returned: red"),
+        "{note}"
+    );
+    again.idle(None);
+    finish(run).await;
+    let events = finish(agent.run(support::input_of(answered))).await;
+    assert_eq!(types(&events), "RUN_STARTED RUN_FINISHED");
+    assert_eq!(
+        again.input_within(Duration::from_millis(200)).await,
+        None,
+        "delivered once"
+    );
 }

@@ -68,7 +68,6 @@ fn record(conversation_id: &str) -> ThreadRecord {
             tool_call_id: "call-1".to_owned(),
             name: "set_colour".to_owned(),
         }],
-        tool_signature: "0123456789abcdef".to_owned(),
         workspace: PathBuf::from("/srv/ws/t1"),
         updated_at: 0,
     }

@@ -77,12 +77,43 @@ pub fn user(id: &str, text: &str) -> Value {
 
 /// Collects a run's events (bounded wait) and checks them with the official ordering rules.
 pub async fn finish(stream: agui_session::RunStream) -> Vec<Event> {
-    let events = tokio::time::timeout(Duration::from_secs(20), stream.collect())
+    finish_after(Vec::new(), stream).await
+}
+
+/// [`finish`] for a run whose first events (`seen`) were already read with [`until`].
+pub async fn finish_after(mut seen: Vec<Event>, stream: agui_session::RunStream) -> Vec<Event> {
+    let rest = tokio::time::timeout(Duration::from_secs(20), stream.collect())
         .await
         .expect("the run ends");
-    StreamVerifier::verify_all(&events)
-        .unwrap_or_else(|v| panic!("invalid stream: {v}\n{}", types(&events)));
-    events
+    seen.extend(rest);
+    StreamVerifier::verify_all(&seen)
+        .unwrap_or_else(|v| panic!("invalid stream: {v}\n{}", types(&seen)));
+    seen
+}
+
+/// Reads a run's events up to and including the first of type `kind` (bounded wait), so a
+/// test knows the run has got that far before it drives the harness on.
+pub async fn until(stream: &mut agui_session::RunStream, kind: &str) -> Vec<Event> {
+    let mut seen = Vec::new();
+    loop {
+        let event = tokio::time::timeout(Duration::from_secs(20), stream.next_event())
+            .await
+            .expect("the run goes on")
+            .unwrap_or_else(|| panic!("the run ended before {kind}: {}", types(&seen)));
+        let found = event.event_type().as_str() == kind;
+        seen.push(event);
+        if found {
+            return seen;
+        }
+    }
+}
+
+/// The terminal `RUN_ERROR` of a run (panics, listing the events, when it did not fail).
+pub fn run_error(events: &[Event]) -> &agui_types::RunError {
+    match last(events) {
+        Event::RunError(error) => error,
+        _ => panic!("the run did not fail: {}", types(events)),
+    }
 }
 
 /// Event types, space separated, for assertions and messages.
