@@ -92,7 +92,10 @@ pub async fn build(
     // The built-in demo tools exist for the built-in script; a custom script brings its own.
     let demo_tools = demo_script.is_none();
     let mut demo_model = None;
-    let mut pools: BTreeMap<(usize, u64, bool), HarnessPool> = BTreeMap::new();
+    let mut pools: BTreeMap<(usize, Duration, bool), HarnessPool> = BTreeMap::new();
+    // Discovery may run `python3` or even install the harness: once per configured binary.
+    let mut binaries: BTreeMap<Option<PathBuf>, PathBuf> = BTreeMap::new();
+    let pool_defaults = PoolOptions::default();
     let mut agents = Vec::new();
     let mut claimed = ClaimedDirs::new();
     let data = default_data_dir();
@@ -112,10 +115,30 @@ pub async fn build(
         };
         let options = options(settings, &path, &data, endpoint_url)?;
         claim_dirs(&mut claimed, &path, &options)?;
-        let binary = harness_client::find_or_install_binary(settings.harness_path.as_deref())?;
+        let binary = match binaries.get(&settings.harness_path) {
+            Some(binary) => binary.clone(),
+            None => {
+                // Discovery may run python3, or pip to install the harness: off the runtime.
+                let explicit = settings.harness_path.clone();
+                let binary = tokio::task::spawn_blocking(move || {
+                    harness_client::find_or_install_binary(explicit.as_deref())
+                })
+                .await
+                .map_err(|e| {
+                    ServerError::Config(format!("looking for the harness binary failed: {e}"))
+                })??;
+                binaries.insert(settings.harness_path.clone(), binary.clone());
+                binary
+            }
+        };
         let pool_key = (
-            settings.pool_size.unwrap_or(8),
-            settings.harness_idle_grace_secs.unwrap_or(30),
+            settings
+                .pool_size
+                .unwrap_or(pool_defaults.max_conversations_per_process),
+            settings
+                .harness_idle_grace_secs
+                .map_or(pool_defaults.idle_grace, Duration::from_secs),
+            // A spare harness makes the first run of a new thread fast; the server wants that.
             settings.prestart_harness.unwrap_or(true),
         );
         let pool = match pools.get(&pool_key) {
@@ -123,9 +146,9 @@ pub async fn build(
             None => {
                 let pool = HarnessPool::new(PoolOptions {
                     max_conversations_per_process: pool_key.0,
-                    idle_grace: Duration::from_secs(pool_key.1),
+                    idle_grace: pool_key.1,
                     prestart_spare: pool_key.2,
-                    ..Default::default()
+                    ..PoolOptions::default()
                 })?;
                 pools.insert(pool_key, pool.clone());
                 pool

@@ -372,6 +372,27 @@ impl ServerConfig {
     }
 }
 
+/// What [`ServerConfig::redacted`] shows instead of a secret.
+const REDACTED: &str = "<redacted>";
+
+impl ServerConfig {
+    /// This configuration with its secrets masked (the bearer token, API keys and model header
+    /// values, which may carry a gateway's credentials), for printing: `check-config` output
+    /// ends up in terminals and CI logs.
+    pub fn redacted(&self) -> Self {
+        let mask = |secret: &Option<String>| secret.as_ref().map(|_| REDACTED.to_owned());
+        let mut config = self.clone();
+        config.auth_token = mask(&config.auth_token);
+        for agent in &mut config.agents {
+            agent.api_key = mask(&agent.api_key);
+            for (_, value) in agent.model_headers.iter_mut().flatten() {
+                *value = REDACTED.to_owned();
+            }
+        }
+        config
+    }
+}
+
 /// A short name for a mount path, used in per-agent directories.
 pub(crate) fn slug(path: &str) -> String {
     let s = path.trim_matches('/').replace('/', "-");
@@ -479,6 +500,41 @@ mod tests {
             &["--save-dir", "/s"],
             &[("/a", "/s/a", "-")],
         );
+    }
+
+    #[test]
+    fn the_redacted_configuration_shows_no_secret() {
+        #[derive(Parser)]
+        struct Flags {
+            #[command(flatten)]
+            serve: crate::cli::ServeArgs,
+        }
+        let flags = Flags::try_parse_from([
+            "x",
+            "--auth-token",
+            "token-secret",
+            "--api-key",
+            "key-secret",
+            "--model-header",
+            "authorization=Bearer header-secret",
+            "--model",
+            "m",
+        ])
+        .expect("valid flags");
+        let config = ServerConfig::merge(FileConfig::default(), &flags.serve).expect("valid");
+        let shown = format!("{:#?}", config.redacted());
+        assert!(!shown.contains("secret"), "{shown}");
+        let agent = &config.redacted().agents[0];
+        assert_eq!(agent.api_key.as_deref(), Some(REDACTED));
+        assert_eq!(agent.model.as_deref(), Some("m"), "the rest is kept");
+        assert_eq!(
+            agent.model_headers,
+            Some(vec![("authorization".into(), REDACTED.into())])
+        );
+        // Nothing set, nothing shown.
+        let plain = ServerConfig::merge(FileConfig::default(), &crate::cli::ServeArgs::default())
+            .expect("valid");
+        assert_eq!(plain.redacted(), plain);
     }
 
     #[test]

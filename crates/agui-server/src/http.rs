@@ -137,12 +137,7 @@ async fn authenticate(State(state): State<AppState>, request: Request, next: Nex
     if request.method() == Method::OPTIONS {
         return next.run(request).await;
     }
-    let presented = request
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .unwrap_or("");
+    let presented = bearer_token(request.headers()).unwrap_or("");
     if constant_time_eq(presented.as_bytes(), token.as_bytes()) {
         return next.run(request).await;
     }
@@ -156,6 +151,19 @@ async fn authenticate(State(state): State<AppState>, request: Request, next: Nex
         .headers_mut()
         .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
     response
+}
+
+/// The token of an `Authorization: Bearer <token>` header (the scheme is case-insensitive,
+/// RFC 9110 §11.1).
+fn bearer_token(headers: &HeaderMap) -> Option<&str> {
+    let (scheme, token) = headers
+        .get(header::AUTHORIZATION)?
+        .to_str()
+        .ok()?
+        .split_once(' ')?;
+    scheme
+        .eq_ignore_ascii_case("bearer")
+        .then(|| token.trim_start())
 }
 
 fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
@@ -289,6 +297,21 @@ mod tests {
         for bad in ["", "../etc", "a/b", "x y", "..", "日本", &"a".repeat(201)] {
             assert!(valid_thread_id(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn bearer_tokens_are_read_whatever_the_scheme_case() {
+        let token = |value: &'static str| {
+            let mut headers = HeaderMap::new();
+            headers.insert(header::AUTHORIZATION, HeaderValue::from_static(value));
+            bearer_token(&headers).map(str::to_owned)
+        };
+        assert_eq!(token("Bearer s3cret").as_deref(), Some("s3cret"));
+        assert_eq!(token("bearer s3cret").as_deref(), Some("s3cret"));
+        assert_eq!(token("BEARER  s3cret").as_deref(), Some("s3cret"));
+        assert_eq!(token("Basic czNjcmV0"), None);
+        assert_eq!(token("Bearer"), None);
+        assert_eq!(bearer_token(&HeaderMap::new()), None);
     }
 
     #[test]

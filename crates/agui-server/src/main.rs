@@ -20,7 +20,7 @@ fn main() -> ExitCode {
     };
     init_logging(config.log_format);
     if check_only {
-        println!("{config:#?}");
+        println!("{:#?}", config.redacted());
         return ExitCode::SUCCESS;
     }
     let runtime = match tokio::runtime::Builder::new_multi_thread()

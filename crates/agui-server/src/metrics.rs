@@ -44,6 +44,7 @@ struct State {
     durations: BTreeMap<String, Histogram>,
     first_event: BTreeMap<String, Histogram>,
     rejections: BTreeMap<u16, u64>,
+    client_gone: BTreeMap<String, u64>,
 }
 
 /// The server's metrics.
@@ -88,6 +89,12 @@ impl Metrics {
             .observe(after.as_secs_f64());
     }
 
+    /// A run's client went away before its terminal event (the turn goes on without it, and
+    /// the run is not counted in `agui_runs_total`).
+    pub fn client_left(&self, agent: &str) {
+        *self.lock().client_gone.entry(agent.to_owned()).or_default() += 1;
+    }
+
     /// A request was refused before a run started (401, 413, 415, 422…).
     pub fn rejected(&self, status: u16) {
         *self.lock().rejections.entry(status).or_default() += 1;
@@ -114,6 +121,15 @@ impl Metrics {
                 .run_errors
                 .iter()
                 .map(|((a, c), n)| (vec![("agent", a.as_str()), ("code", c.as_str())], *n)),
+        );
+        counter(
+            &mut out,
+            "agui_client_disconnects_total",
+            "Runs whose client disconnected before the terminal event (the turn went on).",
+            state
+                .client_gone
+                .iter()
+                .map(|(a, n)| (vec![("agent", a.as_str())], *n)),
         );
         let statuses: Vec<(String, u64)> = state
             .rejections
@@ -224,6 +240,7 @@ mod tests {
         metrics.run_finished("chat", Duration::from_secs(2), Some("AGENT_ERROR"));
         metrics.first_event("chat", Duration::from_millis(40));
         metrics.rejected(422);
+        metrics.client_left("chat");
         let stats = AgentStats {
             sessions: 2,
             live_conversations: 1,
@@ -235,6 +252,7 @@ mod tests {
             "agui_runs_total{agent=\"chat\"} 2",
             "agui_run_errors_total{agent=\"chat\",code=\"AGENT_ERROR\"} 1",
             "agui_http_rejections_total{status=\"422\"} 1",
+            "agui_client_disconnects_total{agent=\"chat\"} 1",
             "agui_parked_sessions{agent=\"chat\\\"x\"} 1",
             "agui_run_duration_seconds_bucket{agent=\"chat\",le=\"0.5\"} 1",
             "agui_run_duration_seconds_bucket{agent=\"chat\",le=\"+Inf\"} 2",

@@ -106,6 +106,28 @@ async fn the_demo_agent_serves_a_valid_stream_with_a_server_tool() {
     );
     assert!(text(&events).contains("Paris"), "{}", text(&events));
     assert!(matches!(events.last(), Some(Event::RunFinished(_))));
+    // The run is counted by the time its body has been read; the agent at `/` is "default".
+    let metrics = fx
+        .client
+        .get(fx.url("/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    for line in [
+        "agui_runs_total{agent=\"default\"} 1",
+        "agui_run_duration_seconds_count{agent=\"default\"} 1",
+        "agui_time_to_first_event_seconds_count{agent=\"default\"} 1",
+        "agui_sessions{agent=\"default\"} 1",
+    ] {
+        assert!(metrics.contains(line), "missing `{line}` in:\n{metrics}");
+    }
+    assert!(
+        !metrics.contains("agui_run_errors_total{"),
+        "no run failed: {metrics}"
+    );
     let caps: Value = fx
         .client
         .get(fx.url("/capabilities"))
@@ -132,6 +154,8 @@ async fn bad_requests_are_refused_before_a_run_starts() {
         "2000",
         "--auth-token",
         "s3cret",
+        "--cors-origins",
+        "http://app.example",
     ])
     .await;
     let post = |body: reqwest::Body, content_type: &'static str, token: Option<&'static str>| {
@@ -243,6 +267,34 @@ async fn bad_requests_are_refused_before_a_run_starts() {
         401,
         "metrics need the token",
     );
+    // A browser's preflight carries no token: CORS answers it, for the configured origins only.
+    for (origin, allowed) in [
+        ("http://app.example", true),
+        ("http://other.example", false),
+    ] {
+        let preflight = fx
+            .client
+            .request(reqwest::Method::OPTIONS, fx.url("/"))
+            .header("origin", origin)
+            .header("access-control-request-method", "POST")
+            .header(
+                "access-control-request-headers",
+                "content-type,authorization",
+            )
+            .send()
+            .await
+            .unwrap();
+        check(preflight.status(), 200, "preflight");
+        let allow_origin = preflight
+            .headers()
+            .get("access-control-allow-origin")
+            .map(|v| v.to_str().unwrap().to_owned());
+        assert_eq!(
+            allow_origin.as_deref(),
+            allowed.then_some(origin),
+            "{origin}"
+        );
+    }
     let metrics = fx
         .client
         .get(fx.url("/metrics"))

@@ -359,7 +359,7 @@ async fn main() -> ExitCode {
         }
     };
     if check_only {
-        println!("{:#?}", server.config());
+        println!("{:#?}", server.config().redacted());
         return ExitCode::SUCCESS;
     }
     agui_server::init_logging(server.config().log_format);
