@@ -237,6 +237,8 @@ describe("one agent", () => {
     assert.equal(rec.runError.code, "AGENT_ERROR");
     assert.match(rec.runError.message, /400/);
     assert.ok(rec.ms < 30_000, "a 400 is not retried for long");
+    const statuses = (await modelRequests("e2e-400")).map((r) => r.status);
+    assert.deepEqual(statuses, [400], "a 400 is not retried at all");
   });
 
   test("protobuf transport", async () => {

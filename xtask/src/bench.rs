@@ -1,10 +1,8 @@
 //! `cargo xtask bench <name>`: benchmarks that report figures (never asserted in tests).
 
-use std::process::Command;
+use anyhow::bail;
 
-use anyhow::{Context as _, bail};
-
-use crate::util::workspace_root;
+use crate::util::{cargo, run_checked, workspace_root};
 
 /// The benchmarks, as (name, package, bench target, what it reports).
 const BENCHES: &[(&str, &str, &str, &str)] = &[(
@@ -35,14 +33,11 @@ pub(crate) fn run(args: Args) -> anyhow::Result<()> {
         );
     };
     eprintln!("xtask bench {}: {what}", args.name);
-    let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-        .current_dir(workspace_root())
-        .args(["bench", "-p", package, "--bench", target, "--"])
-        .args(&args.extra)
-        .status()
-        .context("running cargo bench")?;
-    if !status.success() {
-        bail!("the benchmark failed ({status})");
-    }
-    Ok(())
+    run_checked(
+        cargo()
+            .current_dir(workspace_root())
+            .args(["bench", "-p", package, "--bench", target, "--"])
+            .args(&args.extra),
+        "cargo bench",
+    )
 }

@@ -7,7 +7,7 @@ use std::process::Command;
 use anyhow::{Context as _, bail};
 use serde_json::Value;
 
-use crate::util::workspace_root;
+use crate::util::{cargo, workspace_root};
 
 /// Which workspace crates each crate may depend on (its lower layers). A crate missing here is
 /// an error, so a new crate must be placed in the layering explicitly.
@@ -78,7 +78,7 @@ pub(crate) fn run(_args: Args) -> anyhow::Result<()> {
     // Only this platform's dependencies count: a crate pulled in for wasm alone (e.g. js-sys
     // under uuid) is not something the translator runs with here.
     let host = host_triple()?;
-    let output = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+    let output = cargo()
         .args([
             "metadata",
             "--format-version",

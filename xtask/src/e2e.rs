@@ -13,10 +13,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use anyhow::{Context as _, bail};
-use harness_install::{Cache, DEFAULT_VERSION, Installer};
 
-use crate::test::install_node_package;
-use crate::util::workspace_root;
+use crate::util::{cargo, install_harness, install_node_package, workspace_root};
 
 /// The suite's folder, relative to the workspace root.
 pub(crate) const SUITE_DIR: &str = "tests/e2e";
@@ -38,20 +36,21 @@ pub(crate) struct Prepared {
 }
 
 pub(crate) fn run(args: Args) -> anyhow::Result<()> {
-    let harness = Installer::new(Cache::from_env()?, DEFAULT_VERSION).install()?;
-    let root = workspace_root();
-    install_node_package(&root.join(SUITE_DIR))?;
-    let prepared = prepare(&harness)?;
-    let mut options = vec![OsString::from("--test-reporter=spec")];
-    options.extend(args.node_args);
-    run_node(&mut prepared.node_test(&options, &suite_files(&root)?))
+    let harness = install_harness()?;
+    install_node_package(&workspace_root().join(SUITE_DIR))?;
+    run_suite(&harness, args.node_args)
 }
 
-/// The step `cargo xtask test` runs after `cargo test` (harness and Node packages installed).
-pub(crate) fn run_suite(harness: &Path) -> anyhow::Result<()> {
+/// The suite with the spec reporter and `extra` options for `node --test`, once the harness and
+/// the Node packages are installed (`cargo xtask test` runs it after `cargo test`).
+pub(crate) fn run_suite(
+    harness: &Path,
+    extra: impl IntoIterator<Item = OsString>,
+) -> anyhow::Result<()> {
     let prepared = prepare(harness)?;
-    let root = workspace_root();
-    run_node(&mut prepared.node_test(&["--test-reporter=spec"], &suite_files(&root)?))
+    let mut options = vec![OsString::from("--test-reporter=spec")];
+    options.extend(extra);
+    run_node(&mut prepared.node_test(&options, &suite_files(&prepared.root)?))
 }
 
 /// Builds the two binaries the suite starts and checks the suite's Node packages are there.
@@ -132,8 +131,7 @@ pub(crate) fn run_node(node: &mut Command) -> anyhow::Result<()> {
 /// `cargo build` of the server and scripted-model binaries; returns (target name, executable)
 /// as cargo reports them, so a custom target directory is found too.
 fn build_binaries(root: &Path) -> anyhow::Result<Vec<(String, PathBuf)>> {
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let mut child = Command::new(cargo)
+    let mut child = cargo()
         .current_dir(root)
         .args([
             "build",

@@ -7,15 +7,13 @@
 //! scenarios only a scripted model can stage (429, 400, scripted questions) are reported as
 //! skipped; the demo scenarios run on the binary's embedded demo model in both modes.
 
-use std::path::PathBuf;
+use std::path::Path;
 
 use anyhow::{Context as _, bail};
-use harness_install::{Cache, DEFAULT_VERSION, Installer};
 use serde_json::Value;
 
 use crate::e2e::{self, SUITE_DIR};
-use crate::test::install_node_package;
-use crate::util::workspace_root;
+use crate::util::{install_harness, install_node_package, workspace_root};
 
 /// Default seconds the parking gate keeps a turn parked.
 const DEFAULT_PARK_SECONDS: u64 = 45;
@@ -51,7 +49,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<()> {
         );
     }
 
-    let harness = Installer::new(Cache::from_env()?, DEFAULT_VERSION).install()?;
+    let harness = install_harness()?;
     let root = workspace_root();
     install_node_package(&root.join(SUITE_DIR))?;
     let prepared = e2e::prepare(&harness)?;
@@ -95,8 +93,13 @@ struct Row {
     error: Option<String>,
 }
 
-fn read_rows(file: &PathBuf) -> anyhow::Result<Vec<Row>> {
-    let text = std::fs::read_to_string(file).unwrap_or_default();
+/// The reporter's rows; none when it never wrote its file (node failed before any test ran).
+fn read_rows(file: &Path) -> anyhow::Result<Vec<Row>> {
+    let text = match std::fs::read_to_string(file) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => return Err(e).with_context(|| format!("reading {}", file.display())),
+    };
     text.lines()
         .filter(|line| !line.trim().is_empty())
         .map(|line| {

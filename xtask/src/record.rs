@@ -11,12 +11,11 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::Command;
 
 use anyhow::{Context as _, bail};
 use serde_json::{Map, Value, json};
 
-use crate::util::workspace_root;
+use crate::util::{cargo, run_checked, workspace_root};
 
 const OUT_DIR: &str = "fixtures/steps";
 
@@ -45,7 +44,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<()> {
     } else {
         fixtures.clone()
     };
-    let mut command = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    let mut command = cargo();
     command
         .current_dir(&root)
         .args([
@@ -62,10 +61,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<()> {
         command.arg("--all");
     }
     command.args(&args.scenarios);
-    let status = command.status().context("running the recorder")?;
-    if !status.success() {
-        bail!("the recorder failed ({status})");
-    }
+    run_checked(&mut command, "the recorder")?;
     if !args.check {
         return Ok(());
     }
@@ -78,6 +74,18 @@ pub(crate) fn run(args: Args) -> anyhow::Result<()> {
             differences.push(format!("{}: not committed", name.to_string_lossy()));
         } else if digest(&fresh)? != digest(&committed)? {
             differences.push(format!("{}: content changed", name.to_string_lossy()));
+        }
+    }
+    if args.all {
+        // Every scenario was recorded: a committed fixture that none produced is stale.
+        for entry in std::fs::read_dir(&fixtures)? {
+            let name = entry?.file_name();
+            if !target.join(&name).exists() {
+                differences.push(format!(
+                    "{}: no scenario records it any more",
+                    name.to_string_lossy()
+                ));
+            }
         }
     }
     if !differences.is_empty() {
@@ -133,18 +141,19 @@ fn digest(path: &Path) -> anyhow::Result<Value> {
             // Whether the root waits for a subagent (WAITING → RUNNING) depends on who finishes
             // first; keep each trajectory's states without the waits and repeated RUNNINGs.
             let state = update.get("state").cloned().unwrap_or(Value::Null);
-            let list = states
-                .entry(update["trajectoryId"].as_str().unwrap_or("").to_owned())
-                .or_default();
             let waiting = state
                 .as_str()
                 .is_some_and(|s| s.starts_with("STATE_WAITING"));
-            if !waiting && list.last() != Some(&json!({"state": state.clone(), "update": update})) {
-                let repeat_running = state == "STATE_RUNNING"
-                    && list.last().is_some_and(|l| l["state"] == "STATE_RUNNING");
-                if !repeat_running {
-                    list.push(json!({"state": state, "update": update}));
-                }
+            let running = state == "STATE_RUNNING";
+            let list = states
+                .entry(update["trajectoryId"].as_str().unwrap_or("").to_owned())
+                .or_default();
+            let entry = json!({"state": state, "update": update});
+            let repeated = list.last().is_some_and(|last| {
+                *last == entry || (running && last["state"] == "STATE_RUNNING")
+            });
+            if !waiting && !repeated {
+                list.push(entry);
             }
         } else if !out.contains_key("usageUpdate") {
             // Usage updates arrive at timing-dependent points; their totals show in the steps' turns anyway.

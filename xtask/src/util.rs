@@ -1,8 +1,10 @@
 //! Helpers shared by the tasks.
 
 use std::path::{Path, PathBuf};
+use std::process::Command;
 
-use anyhow::Context as _;
+use anyhow::{Context as _, bail};
+use harness_install::{Cache, DEFAULT_VERSION, Installer};
 
 /// The workspace root (the parent of `xtask/`).
 pub(crate) fn workspace_root() -> PathBuf {
@@ -72,4 +74,52 @@ pub(crate) fn sync_generated(
         );
     }
     Ok(())
+}
+
+/// `cargo`, as the one running this task (`$CARGO`) when there is one.
+pub(crate) fn cargo() -> Command {
+    Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+}
+
+/// Runs `command` to completion, failing with `what` when it cannot start or does not succeed.
+pub(crate) fn run_checked(command: &mut Command, what: &str) -> anyhow::Result<()> {
+    let status = command
+        .status()
+        .with_context(|| format!("starting {what}"))?;
+    if !status.success() {
+        bail!("{what} failed ({status})");
+    }
+    Ok(())
+}
+
+/// The real `localharness` of the pinned version, installed into the project cache if missing
+/// (offline once cached).
+pub(crate) fn install_harness() -> anyhow::Result<PathBuf> {
+    Ok(Installer::new(Cache::from_env()?, DEFAULT_VERSION).install()?)
+}
+
+/// `npm ci` in `dir` when it has a lockfile and its installed tree is missing or older.
+pub(crate) fn install_node_package(dir: &Path) -> anyhow::Result<()> {
+    let lock = dir.join("package-lock.json");
+    if !lock.is_file() {
+        return Ok(());
+    }
+    let installed = dir.join("node_modules/.package-lock.json");
+    let fresh = match (std::fs::metadata(&lock), std::fs::metadata(&installed)) {
+        (Ok(l), Ok(i)) => i.modified()? >= l.modified()?,
+        _ => false,
+    };
+    if fresh {
+        return Ok(());
+    }
+    eprintln!("xtask: npm ci in {}", dir.display());
+    let mut npm = Command::new("npm");
+    npm.args(["ci", "--no-audit", "--no-fund", "--prefix"])
+        .arg(dir);
+    run_checked(&mut npm, "npm ci").with_context(|| {
+        format!(
+            "installing the Node test packages in {} (needs Node.js >= 20 and npm)",
+            dir.display()
+        )
+    })
 }

@@ -190,6 +190,8 @@ function check(rec, agent, log) {
   if (rec.wireEvents.length !== rec.events.length) {
     fail(`the body carries ${rec.wireEvents.length} events but the client consumed ${rec.events.length}`);
   }
+  const consumed = rec.events.map((e) => e.type).join(" ");
+  if (rec.wireEvents.map((e) => e.type).join(" ") !== consumed) fail(`the client consumed other events than the body carries: ${consumed}`);
 
   // Framing: RUN_STARTED first, exactly one terminal event, last.
   const events = rec.wireEvents;

@@ -112,35 +112,36 @@ export async function startModel(script = { replies: [] }) {
 
 // ------------------------------------------------------------------------- server
 
+/** `{ comm, state, ppid }` of process `pid` from /proc, or undefined once it has exited. */
+function procStat(pid) {
+  let stat;
+  try {
+    stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
+  } catch {
+    return undefined;
+  }
+  // "pid (comm) state ppid ...": comm may contain spaces, so split after the last ')'.
+  const end = stat.lastIndexOf(")");
+  const [state, ppid] = stat.slice(end + 2).split(" ");
+  return { comm: stat.slice(stat.indexOf("(") + 1, end), state, ppid: Number(ppid) };
+}
+
 /** PIDs of running `localharness` processes whose parent is `ppid` (from /proc). */
 function harnessChildren(ppid) {
-  const found = [];
-  for (const entry of fs.readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry)) continue;
-    let stat;
-    try {
-      stat = fs.readFileSync(`/proc/${entry}/stat`, "utf8");
-    } catch {
-      continue; // exited while we looked
-    }
-    // "pid (comm) state ppid ...": comm may contain spaces, so split after the last ')'.
-    const comm = stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"));
-    const [, parent] = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    if (comm === "localharness" && Number(parent) === ppid) found.push(Number(entry));
-  }
-  return found;
+  return fs
+    .readdirSync("/proc")
+    .filter((entry) => /^\d+$/.test(entry))
+    .map(Number)
+    .filter((pid) => {
+      const stat = procStat(pid);
+      return stat?.comm === "localharness" && stat.ppid === ppid;
+    });
 }
 
 /** Whether `pid` is still a live (not zombie) localharness process. */
 function harnessAlive(pid) {
-  try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
-    const comm = stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"));
-    const state = stat.slice(stat.lastIndexOf(")") + 2).split(" ")[0];
-    return comm === "localharness" && state !== "Z";
-  } catch {
-    return false;
-  }
+  const stat = procStat(pid);
+  return stat?.comm === "localharness" && stat.state !== "Z";
 }
 
 /**

@@ -4,11 +4,11 @@
 //   node --test --test-reporter=spec --test-reporter-destination=stdout \
 //        --test-reporter=./lib/table-reporter.mjs --test-reporter-destination=rows.jsonl …
 import path from "node:path";
+import { MODE } from "./mode.mjs";
 
 // Files whose scenarios do not depend on the gate's mode: the binary's embedded demo model, and
 // the checks of the suite's own violation detection (an in-process fake endpoint).
 const FIXED_MODE = { "demo.test.mjs": "demo", "checker.test.mjs": "self-check" };
-const MODE = process.env.E2E_MODEL === "gemini" ? "gemini" : "scripted";
 
 export default async function* tableReporter(source) {
   for await (const { type, data } of source) {
