@@ -39,6 +39,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agui_session::ToolRegistry;
+use axum::serve::ListenerExt as _;
 use clap::Parser as _;
 use tokio::sync::watch;
 
@@ -170,6 +171,13 @@ impl Server {
             let graceful = async move {
                 let _ = stopped.wait_for(|s| *s).await;
             };
+            // Every event is a small write that must leave at once: with Nagle's algorithm a
+            // write waits for the ACK of the previous one, which the client delays (~40 ms).
+            let listener = listener.tap_io(|tcp| {
+                if let Err(e) = tcp.set_nodelay(true) {
+                    tracing::warn!(error = %e, "could not set TCP_NODELAY on an accepted socket");
+                }
+            });
             if let Err(e) = axum::serve(listener, app)
                 .with_graceful_shutdown(graceful)
                 .await

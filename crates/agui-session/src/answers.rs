@@ -178,6 +178,7 @@ mod tests {
                 ..Default::default()
             },
             InterruptKind::Tool,
+            "root",
         )
     }
 
@@ -203,7 +204,7 @@ mod tests {
     #[tokio::test]
     async fn a_bare_command_answers_the_single_interrupt_but_never_a_tool() {
         let bridge = Bridge::new("t".into());
-        let tool = bridge.park_tool("call".into(), "pick".into());
+        let tool = bridge.park_tool("call".into(), "pick".into(), "root");
         let only = interrupt(&bridge, "only");
         let applied = apply(
             &bridge,
@@ -264,7 +265,7 @@ mod tests {
     #[tokio::test]
     async fn tool_messages_answer_frontend_tools_and_late_results_become_notes() {
         let bridge = Bridge::new("t".into());
-        let tool = bridge.park_tool("call-1".into(), "pick".into());
+        let tool = bridge.park_tool("call-1".into(), "pick".into(), "root");
         let run = input(json!({"messages": [
             {"id": "m1", "role": "tool", "toolCallId": "call-1", "content": "red"},
             {"id": "m2", "role": "tool", "toolCallId": "old-call", "content": "", "error": "boom"}]}));

@@ -10,6 +10,7 @@ use agui_types::{Context, Event, Interrupt};
 use serde_json::{Map, Value};
 use tokio::sync::{Notify, oneshot};
 
+use crate::activity::Blocked;
 use crate::interrupts::InterruptAnswer;
 use crate::store::PendingTool;
 
@@ -32,6 +33,8 @@ pub(crate) enum Parked {
     FrontendTool {
         tool_call_id: String,
         name: String,
+        /// The trajectory the call blocks.
+        trajectory: String,
         reply: oneshot::Sender<ToolAnswer>,
     },
     /// An interrupt (question, approval, or a server tool's own), answered by `resume` entries
@@ -39,6 +42,8 @@ pub(crate) enum Parked {
     Interrupt {
         interrupt: Interrupt,
         kind: InterruptKind,
+        /// The trajectory the request blocks.
+        trajectory: String,
         reply: oneshot::Sender<InterruptAnswer>,
     },
 }
@@ -56,6 +61,14 @@ impl Parked {
         match self {
             Self::FrontendTool { tool_call_id, .. } => tool_call_id,
             Self::Interrupt { interrupt, .. } => &interrupt.id,
+        }
+    }
+
+    fn trajectory(&self) -> &str {
+        match self {
+            Self::FrontendTool { trajectory, .. } | Self::Interrupt { trajectory, .. } => {
+                trajectory
+            }
         }
     }
 }
@@ -111,6 +124,12 @@ struct State {
     budget_exhausted: bool,
     /// AG-UI tool call ids used on this thread, so a repeated harness id is never reused.
     used_call_ids: HashSet<String>,
+    /// Frontend calls announced from their steps before the harness called back for them
+    /// (the harness calls parallel calls one at a time), by harness call id: the answer waits
+    /// here for the callback.
+    announced: HashMap<String, oneshot::Receiver<ToolAnswer>>,
+    /// Harness ids of the frontend calls the harness called back for this turn.
+    called_back: HashSet<String>,
     canceller: Option<Arc<dyn Fn() -> bool + Send + Sync>>,
 }
 
@@ -164,17 +183,7 @@ impl Bridge {
         trajectory: Option<&str>,
         events: impl IntoIterator<Item = Event>,
     ) {
-        let mut state = self.lock();
-        for event in events {
-            if matches!(event, Event::StateSnapshot(_)) {
-                state.state_undelivered = true;
-            }
-            state.events.push_back(Queued {
-                trajectory: trajectory.map(str::to_owned),
-                event,
-            });
-        }
-        drop(state);
+        self.lock().queue(trajectory, events);
         self.notify();
     }
 
@@ -191,33 +200,76 @@ impl Bridge {
         events
     }
 
-    /// Parks a frontend tool call until a tool message answers it.
+    /// Parks a frontend tool call of `trajectory` until a tool message answers it.
     pub(crate) fn park_tool(
         &self,
         tool_call_id: String,
         name: String,
+        trajectory: &str,
     ) -> oneshot::Receiver<ToolAnswer> {
-        let (reply, answer) = oneshot::channel();
-        self.lock().parked.push(Parked::FrontendTool {
-            tool_call_id,
-            name,
-            reply,
-        });
+        let answer = self.lock().park_tool(tool_call_id, name, trajectory);
         self.notify();
         answer
     }
 
-    /// Parks an interrupt until a resume answers it.
+    /// Announces a frontend call the harness has not called back for yet (a later call of a
+    /// parallel group, which the harness asks for only once the earlier ones are answered):
+    /// its events are queued and it is parked like a called-back one, so the client answers
+    /// the whole group at once; the answer waits for the callback
+    /// ([`Bridge::callback_arrived`]). False when the call was already shown, or when dedup
+    /// answers it from an earlier call of the turn (it is then not shown at all).
+    pub(crate) fn announce_tool(
+        &self,
+        harness_id: &str,
+        name: &str,
+        arguments: &Map<String, Value>,
+        trajectory: &str,
+        deduplicate: bool,
+    ) -> bool {
+        let mut state = self.lock();
+        if state.announced.contains_key(harness_id) || state.called_back.contains(harness_id) {
+            return false;
+        }
+        if deduplicate && !matches!(state.claim(name, arguments), ClaimResult::First) {
+            return false;
+        }
+        let id = state.tool_call_id(harness_id);
+        let answer = state.park_tool(id.clone(), name.to_owned(), trajectory);
+        state.announced.insert(harness_id.to_owned(), answer);
+        state.queue(Some(trajectory), tool_call_events(&id, name, arguments));
+        drop(state);
+        tracing::debug!(thread_id = %self.thread_id, tool = %name, tool_call_id = %id, "frontend tool announced ahead of its callback");
+        self.notify();
+        true
+    }
+
+    /// Records the harness's callback for the frontend call `harness_id`; if the call was
+    /// announced ahead of it, the answer to wait for.
+    pub(crate) fn callback_arrived(
+        &self,
+        harness_id: &str,
+    ) -> Option<oneshot::Receiver<ToolAnswer>> {
+        let mut state = self.lock();
+        let announced = state.announced.remove(harness_id);
+        if announced.is_none() {
+            state.called_back.insert(harness_id.to_owned());
+        }
+        announced
+    }
+
+    /// Parks an interrupt of `trajectory` until a resume answers it.
     pub(crate) fn park_interrupt(
         &self,
         interrupt: Interrupt,
         kind: InterruptKind,
+        trajectory: &str,
     ) -> oneshot::Receiver<InterruptAnswer> {
         let (reply, answer) = oneshot::channel();
         tracing::debug!(thread_id = %self.thread_id, interrupt_id = %interrupt.id, reason = %interrupt.reason, "parking an interrupt");
         self.lock().parked.push(Parked::Interrupt {
             interrupt,
             kind,
+            trajectory: trajectory.to_owned(),
             reply,
         });
         self.notify();
@@ -229,6 +281,27 @@ impl Bridge {
         let mut state = self.lock();
         prune(&mut state.parked);
         !state.parked.is_empty()
+    }
+
+    /// The trajectories with parked requests, and what each waits for.
+    pub(crate) fn blocked_trajectories(&self) -> HashMap<String, Blocked> {
+        let mut state = self.lock();
+        prune(&mut state.parked);
+        let mut blocked = HashMap::new();
+        for parked in &state.parked {
+            let why = match parked {
+                Parked::Interrupt {
+                    kind: InterruptKind::Approval,
+                    ..
+                } => Blocked::OnApproval,
+                _ => Blocked::OnAnswer,
+            };
+            let entry = blocked.entry(parked.trajectory().to_owned()).or_insert(why);
+            if why == Blocked::OnApproval {
+                *entry = why;
+            }
+        }
+        blocked
     }
 
     /// The open interrupts, in the order they were raised.
@@ -274,6 +347,7 @@ impl Bridge {
             reply,
             interrupt,
             kind,
+            ..
         } = self.take(id, true)?
         {
             tracing::debug!(thread_id = %self.thread_id, interrupt_id = %interrupt.id, ?kind, status = answer.status(), "interrupt answered");
@@ -370,43 +444,20 @@ impl Bridge {
         self.lock().context.clone()
     }
 
-    /// Starts a new turn: forgets dedup claims and resets the tool budget.
+    /// Starts a new turn: forgets dedup claims and calls announced ahead of a callback that
+    /// can no longer come, and resets the tool budget.
     pub(crate) fn new_turn(&self) {
         let mut state = self.lock();
         state.claims.clear();
+        state.announced.clear();
+        state.called_back.clear();
         state.tool_calls = 0;
         state.budget_exhausted = false;
     }
 
     /// Claims a frontend tool for a call (see [`ClaimResult`]).
     pub(crate) fn claim(&self, name: &str, arguments: &Map<String, Value>) -> ClaimResult {
-        let mut state = self.lock();
-        let Some(claim) = state.claims.get_mut(name) else {
-            state.claims.insert(
-                name.to_owned(),
-                Claim {
-                    arguments: arguments.clone(),
-                    outcome: None,
-                    waiters: Vec::new(),
-                },
-            );
-            return ClaimResult::First;
-        };
-        let (tx, rx) = oneshot::channel();
-        match &claim.outcome {
-            Some(outcome) => {
-                let _ = tx.send(outcome.clone());
-            }
-            None => claim.waiters.push(tx),
-        }
-        if claim.arguments == *arguments {
-            ClaimResult::Same(rx)
-        } else {
-            ClaimResult::Different {
-                first_arguments: claim.arguments.clone(),
-                answer: rx,
-            }
-        }
+        self.lock().claim(name, arguments)
     }
 
     /// Records the first call's answer and hands it to every repeat waiting for it.
@@ -452,15 +503,87 @@ impl Bridge {
 
     /// An AG-UI id for a tool call: the harness's id unless it was used before on this thread.
     pub(crate) fn tool_call_id(&self, harness_id: &str) -> String {
-        let mut state = self.lock();
-        let id = if harness_id.is_empty() || state.used_call_ids.contains(harness_id) {
+        self.lock().tool_call_id(harness_id)
+    }
+}
+
+impl State {
+    fn queue(&mut self, trajectory: Option<&str>, events: impl IntoIterator<Item = Event>) {
+        for event in events {
+            if matches!(event, Event::StateSnapshot(_)) {
+                self.state_undelivered = true;
+            }
+            self.events.push_back(Queued {
+                trajectory: trajectory.map(str::to_owned),
+                event,
+            });
+        }
+    }
+
+    fn park_tool(
+        &mut self,
+        tool_call_id: String,
+        name: String,
+        trajectory: &str,
+    ) -> oneshot::Receiver<ToolAnswer> {
+        let (reply, answer) = oneshot::channel();
+        self.parked.push(Parked::FrontendTool {
+            tool_call_id,
+            name,
+            trajectory: trajectory.to_owned(),
+            reply,
+        });
+        answer
+    }
+
+    fn claim(&mut self, name: &str, arguments: &Map<String, Value>) -> ClaimResult {
+        let Some(claim) = self.claims.get_mut(name) else {
+            self.claims.insert(
+                name.to_owned(),
+                Claim {
+                    arguments: arguments.clone(),
+                    outcome: None,
+                    waiters: Vec::new(),
+                },
+            );
+            return ClaimResult::First;
+        };
+        let (tx, rx) = oneshot::channel();
+        match &claim.outcome {
+            Some(outcome) => {
+                let _ = tx.send(outcome.clone());
+            }
+            None => claim.waiters.push(tx),
+        }
+        if claim.arguments == *arguments {
+            ClaimResult::Same(rx)
+        } else {
+            ClaimResult::Different {
+                first_arguments: claim.arguments.clone(),
+                answer: rx,
+            }
+        }
+    }
+
+    fn tool_call_id(&mut self, harness_id: &str) -> String {
+        let id = if harness_id.is_empty() || self.used_call_ids.contains(harness_id) {
             uuid::Uuid::new_v4().to_string()
         } else {
             harness_id.to_owned()
         };
-        state.used_call_ids.insert(id.clone());
+        self.used_call_ids.insert(id.clone());
         id
     }
+}
+
+/// `TOOL_CALL_START/ARGS/END` for a call the session shows itself; the run attaches it to the
+/// trajectory's open reply when it delivers it.
+pub(crate) fn tool_call_events(id: &str, name: &str, arguments: &Map<String, Value>) -> [Event; 3] {
+    [
+        Event::tool_call_start(id, name, None),
+        Event::tool_call_args(id, serde_json::to_string(arguments).unwrap_or_default()),
+        Event::tool_call_end(id),
+    ]
 }
 
 /// Drops requests whose waiter is gone (the harness connection closed and aborted the callback).
@@ -484,7 +607,7 @@ mod tests {
     #[tokio::test]
     async fn answers_reach_only_their_own_kind() {
         let bridge = Bridge::new("t".into());
-        let tool = bridge.park_tool("call-1".into(), "pick".into());
+        let tool = bridge.park_tool("call-1".into(), "pick".into(), "root");
         let question = bridge.park_interrupt(
             Interrupt {
                 id: "int-1".into(),
@@ -492,6 +615,7 @@ mod tests {
                 ..Default::default()
             },
             InterruptKind::Tool,
+            "root",
         );
         assert_eq!(
             bridge.resolve_interrupt("call-1", InterruptAnswer::Cancelled),
@@ -527,13 +651,14 @@ mod tests {
     #[tokio::test]
     async fn abandoning_releases_each_kind_with_its_answer() {
         let bridge = Bridge::new("t".into());
-        let tool = bridge.park_tool("c".into(), "pick".into());
+        let tool = bridge.park_tool("c".into(), "pick".into(), "root");
         let interrupt = bridge.park_interrupt(
             Interrupt {
                 id: "i".into(),
                 ..Default::default()
             },
             InterruptKind::Approval,
+            "root",
         );
         assert_eq!(bridge.abandon_all(), 2);
         assert_eq!(tool.await.unwrap(), ToolAnswer::Abandoned);
@@ -543,7 +668,7 @@ mod tests {
     #[tokio::test]
     async fn a_request_whose_caller_is_gone_no_longer_counts() {
         let bridge = Bridge::new("t".into());
-        drop(bridge.park_tool("c".into(), "pick".into()));
+        drop(bridge.park_tool("c".into(), "pick".into(), "root"));
         assert!(!bridge.is_parked());
     }
 

@@ -12,7 +12,7 @@ use harness_client::{
 };
 use serde_json::{Map, Value};
 
-use crate::bridge::{Bridge, ClaimResult, InterruptKind, ToolAnswer};
+use crate::bridge::{Bridge, ClaimResult, InterruptKind, ToolAnswer, tool_call_events};
 use crate::interrupts::{self, ABANDONED_TEXT, InterruptAnswer};
 use crate::tools::{ToolContext, ToolRegistry};
 
@@ -58,7 +58,7 @@ impl Callbacks for SessionCallbacks {
         ))
     }
 
-    async fn hook(&self, _ctx: &CallContext, request: HookRequest) -> HookResponse {
+    async fn hook(&self, ctx: &CallContext, request: HookRequest) -> HookResponse {
         let HookRequest::PreTool(args) = request else {
             return match request {
                 HookRequest::PreTurn(_) => HookResponse::Allow {
@@ -94,7 +94,7 @@ impl Callbacks for SessionCallbacks {
         );
         let answer = self
             .bridge
-            .park_interrupt(interrupt, InterruptKind::Approval)
+            .park_interrupt(interrupt, InterruptKind::Approval, &ctx.trajectory_id)
             .await
             .unwrap_or(InterruptAnswer::Closed);
         match interrupts::approval_decision(&answer, &name) {
@@ -105,7 +105,7 @@ impl Callbacks for SessionCallbacks {
         }
     }
 
-    async fn question(&self, _ctx: &CallContext, request: QuestionRequest) -> QuestionAnswer {
+    async fn question(&self, ctx: &CallContext, request: QuestionRequest) -> QuestionAnswer {
         if !self.policy.questions {
             return QuestionAnswer::Answers(vec![
                 harness_client::Answer::Unanswered;
@@ -119,7 +119,7 @@ impl Callbacks for SessionCallbacks {
         );
         let answer = self
             .bridge
-            .park_interrupt(interrupt, InterruptKind::Question)
+            .park_interrupt(interrupt, InterruptKind::Question, &ctx.trajectory_id)
             .await
             .unwrap_or(InterruptAnswer::Closed);
         interrupts::question_answer(&answer, &request.questions)
@@ -151,12 +151,13 @@ impl SessionCallbacks {
         let id = self.bridge.tool_call_id(&call.id);
         self.bridge.emit_in(
             Some(trajectory),
-            call_events(&id, &call.name, &call.arguments),
+            tool_call_events(&id, &call.name, &call.arguments),
         );
         let ctx = ToolContext {
             bridge: self.bridge.clone(),
             tool_call_id: id.clone(),
             tool_name: call.name.clone(),
+            trajectory: trajectory.to_owned(),
         };
         tracing::debug!(thread_id = %self.bridge.thread_id(), tool = %call.name, tool_call_id = %id, "server tool call");
         let result = tool.call(ctx, call.arguments).await;
@@ -177,6 +178,14 @@ impl SessionCallbacks {
     }
 
     async fn frontend_tool(&self, trajectory: &str, call: ToolCallRequest) -> ToolOutcome {
+        if let Some(answer) = self.bridge.callback_arrived(&call.id) {
+            // Shown to the client with its parallel group before the harness asked for it.
+            let answer = answer.await.unwrap_or(ToolAnswer::Closed);
+            if self.policy.deduplicate {
+                self.bridge.settle_claim(&call.name, &answer);
+            }
+            return tool_outcome(answer);
+        }
         if self.policy.deduplicate {
             match self.bridge.claim(&call.name, &call.arguments) {
                 ClaimResult::First => {}
@@ -199,10 +208,12 @@ impl SessionCallbacks {
             }
         }
         let id = self.bridge.tool_call_id(&call.id);
-        let answer = self.bridge.park_tool(id.clone(), call.name.clone());
+        let answer = self
+            .bridge
+            .park_tool(id.clone(), call.name.clone(), trajectory);
         self.bridge.emit_in(
             Some(trajectory),
-            call_events(&id, &call.name, &call.arguments),
+            tool_call_events(&id, &call.name, &call.arguments),
         );
         tracing::debug!(thread_id = %self.bridge.thread_id(), tool = %call.name, tool_call_id = %id, "frontend tool parked");
         let answer = answer.await.unwrap_or(ToolAnswer::Closed);
@@ -211,16 +222,6 @@ impl SessionCallbacks {
         }
         tool_outcome(answer)
     }
-}
-
-/// `TOOL_CALL_START/ARGS/END` for a call made through the harness's callback; the run attaches
-/// it to the trajectory's open reply when it delivers it.
-fn call_events(id: &str, name: &str, arguments: &Map<String, Value>) -> [Event; 3] {
-    [
-        Event::tool_call_start(id, name, None),
-        Event::tool_call_args(id, json_text(arguments)),
-        Event::tool_call_end(id),
-    ]
 }
 
 /// What the model receives for a frontend tool's answer.

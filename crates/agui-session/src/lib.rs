@@ -19,6 +19,7 @@
 //! (persisted in [`store`]), so nothing is forgotten and nothing is sent twice; a model error
 //! that closes the socket is re-attached; a dead harness is replaced on the next run.
 
+mod activity;
 mod agent;
 mod answers;
 pub mod backend;

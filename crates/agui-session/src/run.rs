@@ -2,12 +2,11 @@
 //!
 //! A run applies the client's answers, sends the newest unforwarded user message (after the
 //! turn in flight, if any, has ended), and streams the turn until it ends or something parks
-//! on the client and the harness goes quiet. The turn's state (translator, parked requests)
+//! on the client and the harness can do nothing more without it (see `activity`). The turn's state (translator, parked requests)
 //! stays on the session, so a later run continues where this one stopped.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::time::Duration;
 
 use agui_translate::StepFailure;
 use agui_types::{Event, RunAgentInput, RunOutcome, TokenUsage};
@@ -26,10 +25,6 @@ use crate::options::ConcurrentRuns;
 use crate::prompt::{self, Prompt, PromptLimits};
 use crate::session::{Session, SessionState};
 use crate::turn::Turn;
-
-/// How long the harness must stay quiet before a run that has something parked ends (so the
-/// steps that precede the park — the end of the text that led to it — reach this run).
-const SETTLE: Duration = Duration::from_millis(150);
 
 /// Why the reading loop stopped without failing.
 enum Ending {
@@ -242,7 +237,6 @@ impl Run {
         }
         let bare = prompt.is_none() && applied.resolved == 0;
         let mut shutdown = self.agent.shutdown.subscribe();
-        let mut quiet_since = Instant::now();
         loop {
             if state.turn.is_none() {
                 let Some(next) = prompt.take() else {
@@ -250,12 +244,24 @@ impl Run {
                 };
                 self.send_prompt(session, state, next, &applied.consumed)
                     .await?;
-                quiet_since = Instant::now();
             }
-            let parked = bridge.is_parked();
-            if parked && bare {
-                // Nothing answered and nothing new: say again what is waiting.
-                return Ok(Ending::Parked);
+            if bridge.is_parked() {
+                if bare {
+                    // Nothing answered and nothing new: say again what is waiting.
+                    return Ok(Ending::Parked);
+                }
+                // The harness queued everything it sent before the callback that parked: the
+                // run takes it all, then ends if the harness can do nothing more without the
+                // client (see `activity`).
+                while let Some(event) = state.conversation.as_mut().and_then(|c| c.try_next_event())
+                {
+                    if let Some(ending) = self.on_event(state, &bridge, Some(event)).await? {
+                        return Ok(ending);
+                    }
+                }
+                if self.settled(state, &bridge).await {
+                    return Ok(Ending::Parked);
+                }
             }
             let conversation = state
                 .conversation
@@ -272,9 +278,7 @@ impl Run {
                     return Ok(Ending::Detached);
                 }
                 _ = bridge.changed() => self.flush_bridge(&bridge, state.turn.as_mut()).await,
-                _ = tokio::time::sleep_until(quiet_since + SETTLE), if parked => return Ok(Ending::Parked),
                 event = conversation.next_event() => {
-                    quiet_since = Instant::now();
                     session.touch();
                     if let Some(ending) = self.on_event(state, &bridge, event).await? {
                         return Ok(ending);
@@ -282,6 +286,38 @@ impl Run {
                 }
             }
         }
+    }
+
+    /// Whether the turn waits only for the client. If so, the frontend calls of the parked
+    /// replies that the harness has not called back for yet are announced (it asks for a
+    /// reply's calls one at a time), so the client answers them together.
+    async fn settled(&mut self, state: &mut SessionState, bridge: &Bridge) -> bool {
+        let blocked = bridge.blocked_trajectories();
+        let Some(turn) = state.turn.as_ref() else {
+            return !blocked.is_empty();
+        };
+        if !turn.activity().settled(&blocked) {
+            return false;
+        }
+        let frontend: Vec<&str> = state
+            .contract
+            .as_ref()
+            .map(|c| c.frontend.iter().map(|t| t.name.as_str()).collect())
+            .unwrap_or_default();
+        let deduplicate = self.agent.options.deduplicate_tool_calls;
+        for (trajectory, call) in turn.activity().open_calls_in(&blocked) {
+            if frontend.contains(&call.name.as_str()) {
+                bridge.announce_tool(
+                    &call.harness_id,
+                    &call.name,
+                    &call.arguments,
+                    trajectory,
+                    deduplicate,
+                );
+            }
+        }
+        self.flush_bridge(bridge, state.turn.as_mut()).await;
+        true
     }
 
     /// Handles one conversation event; `Some` ends the loop.
@@ -323,6 +359,9 @@ impl Run {
                 Ok(None)
             }
             Some(ConversationEvent::Usage(usage)) => {
+                if let Some(turn) = state.turn.as_mut() {
+                    turn.usage(&usage);
+                }
                 state.usage = Some(usage.total.clone());
                 self.usage_now = Some(usage.total);
                 Ok(None)

@@ -6,7 +6,7 @@
 //! harness — the integration tests run that too — but it makes every session rule quick and
 //! deterministic to check.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -14,9 +14,9 @@ use async_trait::async_trait;
 use harness_client::{
     CallContext, Callbacks, CloseReason, ConversationEvent, HarnessError, HookRequest,
     HookResponse, InitInfo, QuestionAnswer, QuestionRequest, ToolCallRequest, ToolOutcome,
-    TrajectoryState, TrajectoryStatus, TurnEnd,
+    TrajectoryState, TrajectoryStatus, TurnEnd, Usage,
 };
-use harness_proto::lh::{HarnessConfig, UserInput, user_input};
+use harness_proto::lh::{HarnessConfig, UsageMetadata, UserInput, user_input};
 use harness_proto::step::{Step, StepKey, StepSource, StepStatus, StepTarget};
 use serde_json::{Map, Value};
 use tokio::sync::{Notify, mpsc};
@@ -101,6 +101,7 @@ impl Backend for FakeHarness {
             inputs: Arc::new(tokio::sync::Mutex::new(inputs_rx)),
             cancels: Arc::new(Mutex::new(0)),
             open: open.clone(),
+            replies: Arc::new(AtomicU64::new(0)),
         };
         let cancels = conversation.cancels.clone();
         self.state.lock().expect("fake lock").push(conversation);
@@ -137,6 +138,8 @@ pub struct FakeConversation {
     inputs: Arc<tokio::sync::Mutex<mpsc::UnboundedReceiver<UserInput>>>,
     cancels: Arc<Mutex<usize>>,
     open: Arc<AtomicBool>,
+    /// Model replies completed so far (drives the usage totals).
+    replies: Arc<AtomicU64>,
 }
 
 impl FakeConversation {
@@ -219,6 +222,20 @@ impl FakeConversation {
             error: None,
             request: None,
         }
+    }
+
+    /// The root's model reply is complete: a usage update with a larger root usage, as the
+    /// harness sends after every model response.
+    pub fn reply_done(&self) {
+        let total = self.replies.fetch_add(1, Ordering::SeqCst) + 1;
+        let usage = UsageMetadata {
+            total_token_count: Some(total * 100),
+            ..UsageMetadata::default()
+        };
+        self.emit(ConversationEvent::Usage(Usage {
+            total: usage.clone(),
+            by_trajectory: vec![(self.id.clone(), usage)],
+        }));
     }
 
     /// The root trajectory starts running.

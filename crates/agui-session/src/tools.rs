@@ -201,6 +201,8 @@ pub struct ToolContext {
     pub(crate) bridge: Arc<Bridge>,
     pub(crate) tool_call_id: String,
     pub(crate) tool_name: String,
+    /// The trajectory whose call this is (an interrupt blocks it).
+    pub(crate) trajectory: String,
 }
 
 impl std::fmt::Debug for ToolContext {
@@ -259,7 +261,9 @@ impl ToolContext {
             metadata: request.metadata,
             ..Interrupt::default()
         };
-        let answer = self.bridge.park_interrupt(interrupt, InterruptKind::Tool);
+        let answer = self
+            .bridge
+            .park_interrupt(interrupt, InterruptKind::Tool, &self.trajectory);
         answer.await.unwrap_or(InterruptAnswer::Closed)
     }
 }

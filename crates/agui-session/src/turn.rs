@@ -7,14 +7,16 @@ use agui_translate::{
     StepFailure, StructuredOutput, TrajectoryChange, Translator, TranslatorOptions, UuidIds,
 };
 use agui_types::Event;
-use harness_client::TrajectoryState;
+use harness_client::{TrajectoryState, Usage};
 use harness_proto::step::Step;
 
+use crate::activity::TurnActivity;
 use crate::options::{AgentOptions, StructuredOutputMode};
 
 /// A turn in flight.
 pub(crate) struct Turn {
     translator: Translator,
+    activity: TurnActivity,
 }
 
 /// A translator for a new turn; `session_tools` are emitted by the session itself.
@@ -33,17 +35,32 @@ pub(crate) fn translator(options: &AgentOptions, session_tools: BTreeSet<String>
 
 impl Turn {
     pub(crate) fn new(translator: Translator) -> Self {
-        Self { translator }
+        Self {
+            translator,
+            activity: TurnActivity::default(),
+        }
+    }
+
+    /// What the harness is doing in this turn.
+    pub(crate) fn activity(&self) -> &TurnActivity {
+        &self.activity
     }
 
     /// Events for a step snapshot, and failures it reports.
     pub(crate) fn step(&mut self, step: &Step) -> (Vec<Event>, Vec<StepFailure>) {
+        self.activity.step(step);
         let translation = self.translator.step(step);
         (translation.events, translation.failures)
     }
 
+    /// Notes a usage update (it completes model replies).
+    pub(crate) fn usage(&mut self, usage: &Usage) {
+        self.activity.usage(usage);
+    }
+
     /// Events for a trajectory change (subagent brackets).
     pub(crate) fn trajectory(&mut self, state: &TrajectoryState) -> Vec<Event> {
+        self.activity.trajectory(state);
         let change = TrajectoryChange {
             trajectory_id: state.trajectory_id.clone(),
             parent_trajectory_id: state.parent_trajectory_id.clone(),

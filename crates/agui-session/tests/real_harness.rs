@@ -125,6 +125,107 @@ async fn a_frontend_tool_parks_and_resumes_running_once() {
     );
 }
 
+/// The frontend tools of the parallel-call tests.
+fn city_tools(names: &[&str]) -> Value {
+    names
+        .iter()
+        .map(|name| json!({"name": name, "description": format!("{name} for a city"), "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}))
+        .collect()
+}
+
+fn pending_ids(events: &[Event]) -> Vec<String> {
+    match last(events) {
+        Event::RunFinished(f) => match &f.outcome {
+            Some(RunOutcome::Success {
+                pending_tool_call_ids,
+            }) => pending_tool_call_ids.clone(),
+            _ => Vec::new(),
+        },
+        _ => Vec::new(),
+    }
+}
+
+/// Runs a prompt whose reply calls `calls` (frontend tools, plus any built-in) in parallel,
+/// then answers every pending call in one run; returns both runs' events.
+async fn parallel_round_trip(
+    calls: Vec<gemini_script::Call>,
+    frontend: &[&str],
+    last_tool: &str,
+) -> (Vec<Event>, Vec<Event>) {
+    let script = Script::new()
+        .then(
+            calls
+                .into_iter()
+                .fold(Reply::text(["On it."]), Reply::with_call)
+                .when(Matcher::user_text()),
+        )
+        .then(Reply::text(["All answered."]).when(Matcher::function_response_to(last_tool)));
+    let live = Live::new(script, |_| {}, ToolRegistry::new()).await;
+    let tools = city_tools(frontend);
+    let first = live
+        .run(json!({"messages": [user("m1", "Go")], "tools": tools}))
+        .await;
+    let pending = pending_ids(&first);
+    let calls: Vec<Value> = pending
+        .iter()
+        .map(|id| json!({"id": id, "type": "function", "function": {"name": "x", "arguments": "{}"}}))
+        .collect();
+    let mut messages = vec![
+        user("m1", "Go"),
+        json!({"id": "a1", "role": "assistant", "toolCalls": calls}),
+    ];
+    for (i, id) in pending.iter().enumerate() {
+        messages.push(json!({"id": format!("t{i}"), "role": "tool", "toolCallId": id, "content": format!("answer {i}")}));
+    }
+    let second = live
+        .run(json!({"messages": messages, "tools": tools}))
+        .await;
+    (first, second)
+}
+
+#[tokio::test]
+async fn parallel_frontend_calls_are_all_pending_when_the_first_run_ends() {
+    for names in [vec!["weather", "clock"], vec!["weather", "clock", "news"]] {
+        let calls = names
+            .iter()
+            .map(|n| gemini_script::Call::new(*n, json!({"city": "Rome"})))
+            .collect();
+        let (first, second) = parallel_round_trip(calls, &names, names.last().unwrap()).await;
+        assert_eq!(
+            pending_ids(&first).len(),
+            names.len(),
+            "every call of the reply is announced before the run ends: {}",
+            types(&first)
+        );
+        assert_eq!(count(&first, "TOOL_CALL_START"), names.len());
+        assert_eq!(text(&first), "On it.");
+        assert_eq!(text(&second), "All answered.", "{}", types(&second));
+        assert!(pending_ids(&second).is_empty());
+        assert_eq!(
+            count(&second, "TOOL_CALL_START"),
+            0,
+            "nothing is announced twice"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_frontend_call_after_a_builtin_call_parks_once_the_builtin_ran() {
+    let calls = vec![
+        gemini_script::Call::new("list_dir", json!({"DirectoryPath": "{{workspace}}"})),
+        gemini_script::Call::new("weather", json!({"city": "Oslo"})),
+    ];
+    let (first, second) = parallel_round_trip(calls, &["weather"], "weather").await;
+    assert_eq!(pending_ids(&first).len(), 1, "{}", types(&first));
+    assert_eq!(
+        count(&first, "TOOL_CALL_RESULT"),
+        1,
+        "the built-in call's result is in the first run: {}",
+        types(&first)
+    );
+    assert_eq!(text(&second), "All answered.");
+}
+
 #[tokio::test]
 async fn ask_question_interrupts_and_resume_answers() {
     let question = json!({"questions": [{"question": "Which colour?", "options": ["Red", "Green"], "is_multi_select": false}]});

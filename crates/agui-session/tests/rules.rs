@@ -498,6 +498,7 @@ async fn a_session_tool_call_sits_inside_the_open_reply() {
     let mut run = run;
     let seen = support::until(&mut run, "TEXT_MESSAGE_CONTENT").await;
     let _call = c.call_tool("h-1", "pick", json!({}));
+    c.reply_done();
     let events = support::finish_after(seen, run).await;
     let message = events.iter().find_map(|e| match e {
         Event::TextMessageStart(s) => Some(s.message_id.clone()),

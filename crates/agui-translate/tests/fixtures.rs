@@ -37,6 +37,8 @@ fn every_fixture_is_valid_with_other_options() {
     let options = TranslatorOptions::default()
         .with_builtin_tool_calls(false)
         .suppress("get_weather")
+        .suppress("get_time")
+        .suppress("get_news")
         .suppress("lookup")
         .with_structured_output(StructuredOutput::Custom);
     for name in fixture_names() {

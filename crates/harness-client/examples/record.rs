@@ -14,11 +14,14 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use gemini_script::scenarios::{self, Scenario, TurnEnd as Expected};
-use harness_client::proto::lh::{AgentBehavior, harness_config::SessionContinuationMode};
+use harness_client::proto::lh::{
+    AgentBehavior, LifecycleHook, harness_config::SessionContinuationMode,
+};
 use harness_client::{
     Answer, BuiltinTool, CallContext, Callbacks, ConnectOptions, Conversation, ConversationConfig,
-    ConversationEvent, CustomTool, FrameDirection, HarnessProcess, ModelEndpoint, ProcessOptions,
-    QuestionAnswer, QuestionRequest, ToolCallRequest, ToolOutcome, policy,
+    ConversationEvent, CustomTool, FrameDirection, HarnessProcess, HookRequest, HookResponse,
+    ModelEndpoint, ProcessOptions, QuestionAnswer, QuestionRequest, ToolCallRequest, ToolOutcome,
+    policy,
 };
 use serde_json::Value;
 
@@ -64,13 +67,22 @@ struct Host(scenarios::HostSetup);
 #[async_trait]
 impl Callbacks for Host {
     async fn tool_call(&self, _ctx: &CallContext, call: ToolCallRequest) -> ToolOutcome {
+        self.pause().await;
         match self.0.tool_result(&call.name) {
             Some(result) => ToolOutcome::json(result.clone()),
             None => ToolOutcome::error(format!("the scenario has no result for `{}`", call.name)),
         }
     }
 
+    async fn hook(&self, _ctx: &CallContext, _request: HookRequest) -> HookResponse {
+        self.pause().await;
+        HookResponse::Allow {
+            modified_args: None,
+        }
+    }
+
     async fn question(&self, _ctx: &CallContext, request: QuestionRequest) -> QuestionAnswer {
+        self.pause().await;
         let Some(response) = &self.0.question_answer else {
             return QuestionAnswer::Answers(vec![Answer::Unanswered; request.questions.len()]);
         };
@@ -92,6 +104,16 @@ impl Callbacks for Host {
                 })
                 .collect(),
         )
+    }
+}
+
+impl Host {
+    /// Waits the scenario's answer delay, so the frames the harness sends while a request
+    /// waits are recorded.
+    async fn pause(&self) {
+        if self.0.answer_delay_ms > 0 {
+            tokio::time::sleep(std::time::Duration::from_millis(self.0.answer_delay_ms)).await;
+        }
     }
 }
 
@@ -153,6 +175,9 @@ async fn record(scenario: &Scenario) -> Result<Vec<String>, Error> {
             description: tool.description.into(),
             parameters: tool.parameters.clone(),
         });
+    }
+    if setup.pre_tool_hook {
+        config = config.hook(LifecycleHook::PreTool);
     }
     if let Some(retry) = setup.api_retry {
         config = config.api_retry(

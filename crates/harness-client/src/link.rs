@@ -504,10 +504,13 @@ impl Reader {
         match event.event {
             Some(Event::StepUpdate(update)) => {
                 let step = Step::from(update);
-                if step.status == StepStatus::WaitingForUser {
+                // The step reaches the event stream before its callback starts, so a host that
+                // sees the callback park has every event that preceded it queued.
+                let waiting = (step.status == StepStatus::WaitingForUser).then(|| step.clone());
+                self.emit(ConversationEvent::Step(step));
+                if let Some(step) = waiting {
                     self.on_waiting_step(&step);
                 }
-                self.emit(ConversationEvent::Step(step));
             }
             Some(Event::TrajectoryStateUpdate(update)) => {
                 let state = TrajectoryState::from(&update);

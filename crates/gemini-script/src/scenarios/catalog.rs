@@ -3,7 +3,16 @@
 use serde_json::json;
 
 use super::{ApiRetry, CustomTool, HostSetup, Scenario, Turn, TurnEnd};
-use crate::{matcher::Matcher, reply::Reply, script::Script};
+use crate::{
+    matcher::Matcher,
+    reply::{Call, Reply},
+    script::Script,
+};
+
+/// How long the host of the parallel-call scenarios takes to answer: long enough that what the
+/// harness sends while a call waits (the rest of the reply, its usage update) is recorded
+/// before the answer, as it is when the call waits for a client.
+const PARK_DELAY_MS: u64 = 300;
 
 fn prompt(text: &'static str) -> Matcher {
     Matcher::user_text().user_text_contains(text)
@@ -20,6 +29,40 @@ fn get_weather() -> CustomTool {
         }),
         result: json!({"city": "Paris", "forecast": ["sunny", "sunny"]}),
     }
+}
+
+/// A host tool answering with a fixed result, for the parallel-call scenarios.
+fn lookup_tool(
+    name: &'static str,
+    description: &'static str,
+    result: serde_json::Value,
+) -> CustomTool {
+    CustomTool {
+        name,
+        description,
+        parameters: json!({
+            "type": "object",
+            "properties": {"city": {"type": "string"}},
+            "required": ["city"]
+        }),
+        result,
+    }
+}
+
+fn get_time() -> CustomTool {
+    lookup_tool(
+        "get_time",
+        "Returns the local time in a city.",
+        json!({"time": "09:30"}),
+    )
+}
+
+fn get_news() -> CustomTool {
+    lookup_tool(
+        "get_news",
+        "Returns the headlines of a city.",
+        json!({"headlines": ["calm day"]}),
+    )
 }
 
 /// One streamed text answer.
@@ -312,6 +355,119 @@ pub fn subagent() -> Scenario {
             ),
         setup: HostSetup {
             builtin_tools: vec!["subagents"],
+            ..HostSetup::default()
+        },
+    }
+}
+
+/// Two host tool calls in one model reply.
+pub fn two_parallel_custom_calls() -> Scenario {
+    Scenario {
+        name: "two_parallel_custom_calls",
+        doc: "Prompt \"Weather and time in Paris?\" with host tools get_weather and get_time; the \
+              model says \"Checking both.\" and calls get_weather{city: Paris} and \
+              get_time{city: Paris} in one reply (both steps go ACTIVE before the reply's \
+              usageUpdate; the harness sends the second toolCall only after the first \
+              toolResponse); then \"Sunny, 09:30.\".",
+        turns: vec![Turn::new("Weather and time in Paris?")],
+        script: Script::new()
+            .then(
+                Reply::text("Checking both.")
+                    .with_call(Call::new("get_weather", json!({"city": "Paris"})))
+                    .with_call(Call::new("get_time", json!({"city": "Paris"})))
+                    .when(prompt("Weather and time in Paris?")),
+            )
+            .then(Reply::text("Sunny, 09:30.").when(Matcher::function_response_to("get_time"))),
+        setup: HostSetup {
+            custom_tools: vec![get_weather(), get_time()],
+            answer_delay_ms: PARK_DELAY_MS,
+            ..HostSetup::default()
+        },
+    }
+}
+
+/// Three host tool calls in one model reply.
+pub fn three_parallel_custom_calls() -> Scenario {
+    Scenario {
+        name: "three_parallel_custom_calls",
+        doc: "Prompt \"Everything about Rome?\" with host tools get_weather, get_time and \
+              get_news; the model calls all three {city: Rome} in one reply with no text; the \
+              host answers each toolCall as it comes (one at a time); then \"Rome: sunny, \
+              09:30, calm.\".",
+        turns: vec![Turn::new("Everything about Rome?")],
+        script: Script::new()
+            .then(
+                Reply::calls([
+                    Call::new("get_weather", json!({"city": "Rome"})),
+                    Call::new("get_time", json!({"city": "Rome"})),
+                    Call::new("get_news", json!({"city": "Rome"})),
+                ])
+                .when(prompt("Everything about Rome?")),
+            )
+            .then(
+                Reply::text("Rome: sunny, 09:30, calm.")
+                    .when(Matcher::function_response_to("get_news")),
+            ),
+        setup: HostSetup {
+            custom_tools: vec![get_weather(), get_time(), get_news()],
+            answer_delay_ms: PARK_DELAY_MS,
+            ..HostSetup::default()
+        },
+    }
+}
+
+/// A built-in call and a host call in one model reply, the built-in first.
+pub fn builtin_and_custom_calls() -> Scenario {
+    Scenario {
+        name: "builtin_and_custom_calls",
+        doc: "Prompt \"List the files and get the weather\" with listDir enabled and host tool \
+              get_weather; one reply calls list_dir on the workspace, then get_weather{city: \
+              Oslo}; the harness runs list_dir first, then sends the toolCall; then \"Done \
+              both.\".",
+        turns: vec![Turn::new("List the files and get the weather")],
+        script: Script::new()
+            .then(
+                Reply::calls([
+                    Call::new("list_dir", json!({"DirectoryPath": "{{workspace}}"})),
+                    Call::new("get_weather", json!({"city": "Oslo"})),
+                ])
+                .when(prompt("List the files and get the weather")),
+            )
+            .then(Reply::text("Done both.").when(Matcher::function_response_to("get_weather"))),
+        setup: HostSetup {
+            builtin_tools: vec!["listDir"],
+            custom_tools: vec![get_weather()],
+            answer_delay_ms: PARK_DELAY_MS,
+            workspace_files: vec![("hello.txt", "hello\n")],
+            ..HostSetup::default()
+        },
+    }
+}
+
+/// A host call and a built-in call in one reply, both behind the pre-tool hook.
+pub fn custom_and_builtin_calls_with_pre_tool_hook() -> Scenario {
+    Scenario {
+        name: "custom_and_builtin_calls_with_pre_tool_hook",
+        doc: "Prompt \"Weather, then list the files\" with the PreTool hook enabled (the host \
+              allows every call), listDir enabled and host tool get_weather; one reply calls \
+              get_weather{city: Oslo}, then list_dir on the workspace; each call is preceded by \
+              a PreTool hook request; then \"Both done.\".",
+        turns: vec![Turn::new("Weather, then list the files")],
+        script: Script::new()
+            .then(
+                Reply::calls([
+                    Call::new("get_weather", json!({"city": "Oslo"})),
+                    Call::new("list_dir", json!({"DirectoryPath": "{{workspace}}"})),
+                ])
+                .when(prompt("Weather, then list the files")),
+            )
+            .then(Reply::text("Both done.").when(Matcher::function_response_to("list_dir"))),
+        setup: HostSetup {
+            builtin_tools: vec!["listDir"],
+            custom_tools: vec![get_weather()],
+            pre_tool_hook: true,
+            answer_delay_ms: PARK_DELAY_MS,
+            workspace_files: vec![("hello.txt", "hello\n")],
             ..HostSetup::default()
         },
     }

@@ -18,8 +18,10 @@ use serde_json::{Value, json};
 use crate::script::Script;
 
 pub use catalog::{
-    ask_question, bad_request, builtin_list_dir_and_run_command, custom_tool_round_trip,
-    plain_text, rate_limited_then_ok, resume_history, subagent, thinking_text, two_turns,
+    ask_question, bad_request, builtin_and_custom_calls, builtin_list_dir_and_run_command,
+    custom_and_builtin_calls_with_pre_tool_hook, custom_tool_round_trip, plain_text,
+    rate_limited_then_ok, resume_history, subagent, thinking_text, three_parallel_custom_calls,
+    two_parallel_custom_calls, two_turns,
 };
 
 /// A scripted conversation with the harness.
@@ -125,6 +127,11 @@ pub struct HostSetup {
     pub interactive: bool,
     /// Files (relative path, content) to create in the workspace first.
     pub workspace_files: Vec<(&'static str, &'static str)>,
+    /// Enable the PreTool lifecycle hook; the host allows every call.
+    pub pre_tool_hook: bool,
+    /// How long the host waits before answering a tool call, question or hook, so the frames
+    /// the harness sends meanwhile are recorded (0: at once).
+    pub answer_delay_ms: u64,
 }
 
 impl HostSetup {
@@ -194,6 +201,10 @@ pub fn all() -> Vec<Scenario> {
         two_turns(),
         resume_history(),
         subagent(),
+        two_parallel_custom_calls(),
+        three_parallel_custom_calls(),
+        builtin_and_custom_calls(),
+        custom_and_builtin_calls_with_pre_tool_hook(),
     ]
 }
 
