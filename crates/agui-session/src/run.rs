@@ -2,8 +2,9 @@
 //!
 //! A run applies the client's answers, sends the newest unforwarded user message (after the
 //! turn in flight, if any, has ended), and streams the turn until it ends or something parks
-//! on the client and the harness can do nothing more without it (see `activity`). The turn's state (translator, parked requests)
-//! stays on the session, so a later run continues where this one stopped.
+//! on the client and the harness can do nothing more without it (see `activity`). The turn's
+//! state (translator, parked requests) stays on the session, so a later run continues where
+//! this one stopped.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
