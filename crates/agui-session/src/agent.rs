@@ -17,7 +17,7 @@ use crate::backend::Backend;
 use crate::error::{RunErrorCode, RunFailure, SessionError};
 use crate::options::AgentOptions;
 use crate::session::{Session, SessionState};
-use crate::store::{StoreLimits, ThreadStore};
+use crate::store::{RecordWriter, StoreLimits, ThreadStore};
 use crate::tools::ToolRegistry;
 
 /// Events buffered between a run and its client.
@@ -42,7 +42,7 @@ pub(crate) struct AgentInner {
     pub(crate) options: AgentOptions,
     pub(crate) backend: Arc<dyn Backend>,
     pub(crate) tools: ToolRegistry,
-    pub(crate) store: Arc<ThreadStore>,
+    pub(crate) records: Arc<RecordWriter>,
     pub(crate) sessions: Mutex<HashMap<String, Arc<Session>>>,
     /// Open harness conversations (hibernated sessions have none).
     pub(crate) live: AtomicUsize,
@@ -91,7 +91,7 @@ impl Agent {
             options,
             backend,
             tools,
-            store: Arc::new(store),
+            records: RecordWriter::start(store),
             sessions: Mutex::new(HashMap::new()),
             live: AtomicUsize::new(0),
             closing: AtomicBool::new(false),
@@ -154,6 +154,7 @@ impl Agent {
             self.inner.close_session(&session, &mut state).await;
         }
         self.inner.backend.shutdown().await;
+        self.inner.records.flush().await;
     }
 }
 
@@ -169,15 +170,7 @@ impl AgentInner {
         {
             return session.clone();
         }
-        let store = self.store.clone();
-        let id = thread_id.to_owned();
-        let record = match tokio::task::spawn_blocking(move || store.get(&id)).await {
-            Ok(record) => record,
-            Err(e) => {
-                tracing::warn!(thread_id, error = %e, "reading the thread record panicked; starting the thread over");
-                None
-            }
-        };
+        let record = self.records.get(thread_id).await;
         if let Some(record) = &record {
             tracing::info!(conversation_id = %record.conversation_id, "thread returned; resuming its conversation");
         }
@@ -252,19 +245,9 @@ impl AgentInner {
         self.live.fetch_sub(1, Ordering::SeqCst);
     }
 
-    /// Persists a thread's record (off the async threads).
-    pub(crate) async fn persist(&self, thread_id: &str, record: crate::store::ThreadRecord) {
-        let store = self.store.clone();
-        let id = thread_id.to_owned();
-        match tokio::task::spawn_blocking(move || store.put(&id, &record)).await {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => {
-                tracing::warn!(thread_id, error = %e, "could not persist the thread record")
-            }
-            Err(e) => {
-                tracing::warn!(thread_id, error = %e, "persisting the thread record panicked")
-            }
-        }
+    /// Persists a thread's record (written behind the run path).
+    pub(crate) fn persist(&self, thread_id: &str, record: crate::store::ThreadRecord) {
+        self.records.put(thread_id, record);
     }
 
     /// Closes a session whose state the caller holds (so no run is in flight and none can
@@ -281,7 +264,7 @@ impl AgentInner {
             self.release_conversation();
         }
         state.turn = None;
-        self.persist(&session.thread_id, record).await;
+        self.persist(&session.thread_id, record);
         tracing::info!(thread_id = %session.thread_id, released, "session closed");
     }
 }
@@ -340,8 +323,7 @@ async fn sweep(agent: Weak<AgentInner>) {
                 agent.release_conversation();
             }
         }
-        let store = agent.store.clone();
-        let _ = tokio::task::spawn_blocking(move || store.sweep()).await;
+        agent.records.sweep().await;
     }
 }
 

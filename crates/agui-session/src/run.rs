@@ -166,7 +166,7 @@ impl Run {
                 .await;
             let record = state.record(session.bridge.pending_tool_calls());
             drop(state);
-            self.agent.persist(&self.thread_id, record).await;
+            self.agent.persist(&self.thread_id, record);
             session.touch();
             return outcome;
         }
@@ -578,7 +578,7 @@ impl Run {
             state.record_forwarded(id.clone());
         }
         let record = state.record(session.bridge.pending_tool_calls());
-        self.agent.persist(&self.thread_id, record).await;
+        self.agent.persist(&self.thread_id, record);
         Ok(())
     }
 

@@ -11,9 +11,9 @@
 //!   old record or the new one, never a torn file.
 //! - A file that cannot be read or parsed is renamed to `<name>.corrupt` with a warning; it
 //!   never fails [`ThreadStore::open`] and never panics.
-//! - The I/O is synchronous std I/O on tiny files, under one mutex. From async code call it
-//!   through `tokio::task::spawn_blocking` (or accept a short block on the hot path: a put is
-//!   one small write and two fsyncs).
+//! - The I/O is synchronous std I/O on tiny files, under one mutex. Sessions reach it through
+//!   `RecordWriter`, which writes behind the run path (a put is one small write and two
+//!   fsyncs, never awaited by a run).
 //! - One store per directory: two processes sharing a directory are not coordinated.
 
 use std::collections::{BTreeMap, HashMap};
@@ -32,6 +32,9 @@ use crate::error::SessionError;
 
 #[cfg(test)]
 mod tests;
+mod writer;
+
+pub(crate) use writer::RecordWriter;
 
 /// The version of the file format written by this build.
 pub const FORMAT_VERSION: u32 = 1;

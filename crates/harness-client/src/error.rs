@@ -92,6 +92,13 @@ pub enum HarnessError {
     #[error("the harness pool is shut down")]
     PoolClosed,
 
+    /// A harness process another conversation was waiting for could not be started.
+    #[error("a harness process could not be started: {reason}")]
+    BootFailed {
+        /// Why the boot failed.
+        reason: String,
+    },
+
     /// An I/O operation on the harness's pipes or directories failed.
     #[error("could not {action}: {source}")]
     Io {

@@ -159,6 +159,7 @@ async fn try_open(
         config: Some(config.clone()),
     };
     let text = harness_proto::to_json(&init);
+    tracing::trace!(frame = %text, "to harness");
     if let Some(tap) = &options.tap {
         tap(FrameDirection::ToHarness, &text);
     }

@@ -81,19 +81,82 @@ struct Slot {
     idle_since: Option<Instant>,
 }
 
+/// The processes of one partition, and the boots under way for it.
+///
+/// A burst of new conversations boots as many processes as it needs at once (each boot brings
+/// `max_conversations_per_process` slots), never one per conversation and never one after
+/// another.
+#[derive(Default)]
+struct Partition {
+    slots: Vec<Slot>,
+    /// Processes being started.
+    booting: usize,
+    /// Opens waiting for a slot.
+    waiting: usize,
+    /// Boots that failed so far, and the last reason: an open that waited on a boot that
+    /// failed gives up with it instead of booting again.
+    failures: u64,
+    last_failure: String,
+}
+
+impl Partition {
+    fn in_use(&self) -> bool {
+        !self.slots.is_empty() || self.booting > 0 || self.waiting > 0
+    }
+
+    fn free_slots(&self, capacity: usize) -> usize {
+        self.slots
+            .iter()
+            .filter(|s| s.process.is_usable())
+            .map(|s| capacity - s.leases.min(capacity))
+            .sum()
+    }
+}
+
 #[derive(Default)]
 struct State {
-    partitions: HashMap<PartitionKey, Vec<Slot>>,
+    partitions: HashMap<PartitionKey, Partition>,
     closed: bool,
 }
 
 struct PoolInner {
     options: PoolOptions,
     state: Mutex<State>,
-    /// One boot at a time per partition, so a burst of new conversations boots one process
-    /// and then shares it instead of booting one each.
-    boot_locks: Mutex<HashMap<PartitionKey, Arc<tokio::sync::Mutex<()>>>>,
+    /// Woken whenever a boot ends (a new process, or a failure).
+    booted: tokio::sync::Notify,
     discovered: Mutex<Option<PathBuf>>,
+}
+
+/// What an open does next.
+enum Next {
+    /// Use this process (a slot is leased).
+    Use(HarnessProcess),
+    /// Start a process (counted in `booting`).
+    Boot,
+    /// Wait for a boot under way; the partition's failure count when the wait began.
+    Wait(u64),
+}
+
+/// An open counted as waiting for a slot; uncounted when dropped (also when the open is
+/// cancelled).
+struct Waiting {
+    pool: Weak<PoolInner>,
+    key: PartitionKey,
+}
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        if let Some(pool) = self.pool.upgrade()
+            && let Some(partition) = pool
+                .state
+                .lock()
+                .expect("pool lock")
+                .partitions
+                .get_mut(&self.key)
+        {
+            partition.waiting = partition.waiting.saturating_sub(1);
+        }
+    }
 }
 
 /// A pool of harness processes. Cheap to clone; create it inside a tokio runtime (it starts a
@@ -122,7 +185,7 @@ impl HarnessPool {
         let inner = Arc::new(PoolInner {
             options,
             state: Mutex::new(State::default()),
-            boot_locks: Mutex::new(HashMap::new()),
+            booted: tokio::sync::Notify::new(),
             discovered: Mutex::new(None),
         });
         tokio::spawn(reap(Arc::downgrade(&inner)));
@@ -147,36 +210,57 @@ impl HarnessPool {
         let mut options = process.clone();
         options.binary = Some(key.binary.clone());
         let mut replaced = 0;
+        let mut waiting = None;
         loop {
-            if let Some(slot_process) = self.lease(&key)? {
-                let lease = Lease {
-                    pool: Arc::downgrade(&self.inner),
-                    key: key.clone(),
-                    process: slot_process.clone(),
-                };
-                match Conversation::open_with(
-                    &slot_process,
-                    config.clone(),
-                    callbacks.clone(),
-                    self.inner.options.connect.clone(),
-                )
-                .await
-                {
-                    Ok(conversation) => {
-                        self.maybe_prestart(&key, &options);
-                        return Ok(conversation.with_lease(lease));
-                    }
-                    // The process died under us: try again on another (or a new) one.
-                    Err(HarnessError::Closed(_))
-                        if slot_process.exit_info().is_some() && replaced < MAX_REPLACEMENTS =>
+            // Registered before looking, so a boot that ends meanwhile still wakes this open.
+            let booted = self.inner.booted.notified();
+            tokio::pin!(booted);
+            booted.as_mut().enable();
+            match self.next(&key, &mut waiting)? {
+                Next::Use(slot_process) => {
+                    waiting = None;
+                    let lease = Lease {
+                        pool: Arc::downgrade(&self.inner),
+                        key: key.clone(),
+                        process: slot_process.clone(),
+                    };
+                    match Conversation::open_with(
+                        &slot_process,
+                        config.clone(),
+                        callbacks.clone(),
+                        self.inner.options.connect.clone(),
+                    )
+                    .await
                     {
-                        replaced += 1;
-                        continue;
+                        Ok(conversation) => {
+                            self.maybe_prestart(&key, &options);
+                            return Ok(conversation.with_lease(lease));
+                        }
+                        // The process died under us: try again on another (or a new) one.
+                        Err(HarnessError::Closed(_))
+                            if slot_process.exit_info().is_some()
+                                && replaced < MAX_REPLACEMENTS =>
+                        {
+                            replaced += 1;
+                        }
+                        Err(e) => return Err(e),
                     }
-                    Err(e) => return Err(e),
+                }
+                Next::Boot => self.boot(&key, &options).await?,
+                Next::Wait(failures) => {
+                    booted.await;
+                    let state = self.inner.state.lock().expect("pool lock");
+                    if let Some(partition) = state.partitions.get(&key)
+                        && partition.failures > failures
+                        && partition.free_slots(self.inner.options.max_conversations_per_process)
+                            == 0
+                    {
+                        return Err(HarnessError::BootFailed {
+                            reason: partition.last_failure.clone(),
+                        });
+                    }
                 }
             }
-            self.boot(&key, &options, 1).await?;
         }
     }
 
@@ -189,7 +273,7 @@ impl HarnessPool {
             state
                 .partitions
                 .drain()
-                .flat_map(|(_, slots)| slots.into_iter().map(|s| s.process))
+                .flat_map(|(_, partition)| partition.slots.into_iter().map(|s| s.process))
                 .collect()
         };
         let stops = processes.iter().map(|p| p.shutdown());
@@ -199,7 +283,7 @@ impl HarnessPool {
     /// Current counts.
     pub fn stats(&self) -> PoolStats {
         let state = self.inner.state.lock().expect("pool lock");
-        let slots = state.partitions.values().flatten();
+        let slots = state.partitions.values().flat_map(|p| &p.slots);
         PoolStats {
             processes: slots
                 .clone()
@@ -228,98 +312,108 @@ impl HarnessPool {
         })
     }
 
-    /// Takes a slot on the least-loaded usable process with room.
-    fn lease(&self, key: &PartitionKey) -> Result<Option<HarnessProcess>> {
+    /// Under the pool lock: leases a slot on the least-loaded usable process with room, or
+    /// counts the open as waiting and says whether to boot (the boots under way do not cover
+    /// every waiting open) or to wait.
+    fn next(&self, key: &PartitionKey, waiting: &mut Option<Waiting>) -> Result<Next> {
         let mut state = self.inner.state.lock().expect("pool lock");
         if state.closed {
             return Err(HarnessError::PoolClosed);
         }
         let capacity = self.inner.options.max_conversations_per_process;
-        let Some(slots) = state.partitions.get_mut(key) else {
-            return Ok(None);
-        };
-        let best = slots
+        let partition = state.partitions.entry(key.clone()).or_default();
+        let best = partition
+            .slots
             .iter_mut()
             .filter(|s| s.leases < capacity && s.process.is_usable())
             .min_by_key(|s| s.leases);
-        Ok(best.map(|slot| {
+        if let Some(slot) = best {
             slot.leases += 1;
             slot.idle_since = None;
-            slot.process.clone()
-        }))
-    }
-
-    fn free_slots(&self, key: &PartitionKey) -> usize {
-        let capacity = self.inner.options.max_conversations_per_process;
-        let state = self.inner.state.lock().expect("pool lock");
-        state
-            .partitions
-            .get(key)
-            .into_iter()
-            .flatten()
-            .filter(|s| s.process.is_usable())
-            .map(|s| capacity - s.leases.min(capacity))
-            .sum()
-    }
-
-    fn boot_lock(&self, key: &PartitionKey) -> Arc<tokio::sync::Mutex<()>> {
-        self.inner
-            .boot_locks
-            .lock()
-            .expect("boot locks")
-            .entry(key.clone())
-            .or_default()
-            .clone()
-    }
-
-    /// Boots a process for `key` unless it has (another boot made) at least `min_free` free
-    /// slots: 1 for a conversation that needs a slot now, [`spare_below_free_slots`] for a spare.
-    async fn boot(
-        &self,
-        key: &PartitionKey,
-        options: &ProcessOptions,
-        min_free: usize,
-    ) -> Result<()> {
-        let lock = self.boot_lock(key);
-        let _booting = lock.lock().await;
-        if self.free_slots(key) >= min_free {
-            return Ok(());
+            return Ok(Next::Use(slot.process.clone()));
         }
-        let process = HarnessProcess::spawn(options).await?;
-        let mut state = self.inner.state.lock().expect("pool lock");
-        if state.closed {
+        if waiting.is_none() {
+            partition.waiting += 1;
+            *waiting = Some(Waiting {
+                pool: Arc::downgrade(&self.inner),
+                key: key.clone(),
+            });
+        }
+        if partition.waiting > partition.booting * capacity {
+            partition.booting += 1;
+            Ok(Next::Boot)
+        } else {
+            Ok(Next::Wait(partition.failures))
+        }
+    }
+
+    /// Starts a process counted in the partition's `booting` and adds it to the partition. The
+    /// boot runs in its own task, so it completes (and is accounted for) even if the open that
+    /// asked for it is cancelled.
+    async fn boot(&self, key: &PartitionKey, options: &ProcessOptions) -> Result<()> {
+        let inner = self.inner.clone();
+        let (key, options) = (key.clone(), options.clone());
+        let task = tokio::spawn(async move {
+            let booted = HarnessProcess::spawn(&options).await;
+            let mut state = inner.state.lock().expect("pool lock");
+            let closed = state.closed;
+            let partition = state.partitions.entry(key).or_default();
+            partition.booting = partition.booting.saturating_sub(1);
+            let result = match booted {
+                Ok(process) if closed => {
+                    tokio::spawn(async move { process.shutdown().await });
+                    Err(HarnessError::PoolClosed)
+                }
+                Ok(process) => {
+                    tracing::info!(
+                        pid = process.pid(),
+                        capacity = inner.options.max_conversations_per_process,
+                        "pooled harness started"
+                    );
+                    partition.slots.push(Slot {
+                        process,
+                        leases: 0,
+                        idle_since: Some(Instant::now()),
+                    });
+                    Ok(())
+                }
+                Err(e) => {
+                    partition.failures += 1;
+                    partition.last_failure = e.to_string();
+                    Err(e)
+                }
+            };
             drop(state);
-            tokio::spawn(async move { process.shutdown().await });
-            return Err(HarnessError::PoolClosed);
-        }
-        tracing::info!(
-            pid = process.pid(),
-            capacity = self.inner.options.max_conversations_per_process,
-            "pooled harness started"
-        );
-        state.partitions.entry(key.clone()).or_default().push(Slot {
-            process,
-            leases: 0,
-            idle_since: Some(Instant::now()),
+            inner.booted.notify_waiters();
+            result
         });
-        Ok(())
+        task.await.unwrap_or_else(|e| {
+            Err(HarnessError::BootFailed {
+                reason: format!("the boot task failed: {e}"),
+            })
+        })
     }
 
-    /// Boots a spare in the background when at most one free slot is left.
+    /// Boots a spare in the background when the live processes and the boots under way leave
+    /// fewer free slots than [`spare_below_free_slots`].
     fn maybe_prestart(&self, key: &PartitionKey, options: &ProcessOptions) {
-        let wanted = spare_below_free_slots(self.inner.options.max_conversations_per_process);
-        if !self.inner.options.prestart_spare || self.free_slots(key) >= wanted {
+        if !self.inner.options.prestart_spare {
             return;
         }
-        let lock = self.boot_lock(key);
-        let Ok(guard) = lock.clone().try_lock_owned() else {
-            return;
-        };
+        let capacity = self.inner.options.max_conversations_per_process;
+        {
+            let mut state = self.inner.state.lock().expect("pool lock");
+            let partition = state.partitions.entry(key.clone()).or_default();
+            let coming = partition.free_slots(capacity) + partition.booting * capacity;
+            if coming >= spare_below_free_slots(capacity) {
+                return;
+            }
+            partition.booting += 1;
+        }
         let pool = self.clone();
         let (key, options) = (key.clone(), options.clone());
         tokio::spawn(async move {
-            drop(guard);
-            if let Err(e) = pool.boot(&key, &options, wanted).await {
+            if let Err(e) = pool.boot(&key, &options).await {
                 tracing::warn!(error = %e, "could not start a spare harness");
             }
         });
@@ -344,7 +438,7 @@ impl Drop for Lease {
             .partitions
             .get_mut(&self.key)
             .into_iter()
-            .flatten()
+            .flat_map(|p| p.slots.iter_mut())
             .find(|s| Arc::ptr_eq(&s.process.inner, &self.process.inner))
         {
             slot.leases = slot.leases.saturating_sub(1);
@@ -394,7 +488,8 @@ async fn reap(pool: Weak<PoolInner>) {
         let mut stopped = Vec::new();
         {
             let mut state = pool.state.lock().expect("pool lock");
-            for slots in state.partitions.values_mut() {
+            for partition in state.partitions.values_mut() {
+                let slots = &mut partition.slots;
                 slots.retain(|slot| match slot.process.exit_info() {
                     Some(info) => {
                         if slot.leases > 0 {
@@ -421,7 +516,7 @@ async fn reap(pool: Weak<PoolInner>) {
                     !idle
                 });
             }
-            state.partitions.retain(|_, slots| !slots.is_empty());
+            state.partitions.retain(|_, partition| partition.in_use());
         }
         if !stopped.is_empty() {
             tracing::info!(count = stopped.len(), "stopping idle pooled harnesses");

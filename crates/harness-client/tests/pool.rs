@@ -278,3 +278,57 @@ async fn a_shut_down_pool_refuses_new_conversations_and_leaves_nothing() {
         .is_err()
     );
 }
+
+#[tokio::test]
+async fn a_burst_of_opens_boots_just_enough_processes_together() {
+    let fx = Fixture::new(echo_script()).await;
+    let pool = pool(2, Duration::from_secs(30), false);
+    let options = fx.process_options();
+    let callbacks = Arc::new(DefaultCallbacks);
+    let opens =
+        (0..6).map(|_| pool.open(&options, fx.config().build().unwrap(), callbacks.clone()));
+    let mut conversations: Vec<_> = futures_util::future::join_all(opens)
+        .await
+        .into_iter()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(
+        pool.stats(),
+        PoolStats {
+            processes: 3,
+            conversations: 6,
+            partitions: 1
+        },
+        "six conversations, two per process: three processes, not one per open"
+    );
+    let mut pids: Vec<u32> = conversations.iter().map(|c| c.process().pid()).collect();
+    pids.sort_unstable();
+    pids.dedup();
+    assert_eq!(pids.len(), 3);
+    for conversation in &mut conversations {
+        assert_eq!(turn(conversation, "alpha").await.answer(), "reply to alpha");
+    }
+    pool.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_burst_of_opens_fails_together_when_the_harness_cannot_start() {
+    let fx = Fixture::new(echo_script()).await;
+    let pool = pool(2, Duration::from_secs(30), false);
+    let mut options = fx.process_options();
+    // An existing file that is no harness: every boot fails at the handshake.
+    let fake = fx.dir.path().join("not-a-harness");
+    std::fs::write(&fake, "#!/bin/sh\nexit 3\n").unwrap();
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    options.binary = Some(fake);
+    let callbacks = Arc::new(DefaultCallbacks);
+    let opens =
+        (0..5).map(|_| pool.open(&options, fx.config().build().unwrap(), callbacks.clone()));
+    let results = tokio::time::timeout(support::PATIENCE, futures_util::future::join_all(opens))
+        .await
+        .expect("no open waits forever on a failed boot");
+    assert!(results.iter().all(Result::is_err), "every open fails");
+    assert_eq!(pool.stats().processes, 0);
+    pool.shutdown().await;
+}

@@ -1,0 +1,212 @@
+//! Thread records persisted off the run path.
+//!
+//! A run hands its thread's record over and goes on: the terminal event never waits for a
+//! disk write. The newest record of each thread waits in memory until a background task
+//! writes it (records written in a burst are coalesced per thread); reads see a waiting record
+//! before the file, so a thread resumed meanwhile gets its newest state. Shutdown flushes.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, Weak};
+
+use tokio::sync::Notify;
+
+use super::{ThreadRecord, ThreadStore};
+
+/// The write-behind front of a [`ThreadStore`].
+pub(crate) struct RecordWriter {
+    store: Arc<ThreadStore>,
+    /// The newest unwritten record of each thread, with its version.
+    waiting: Mutex<HashMap<String, (u64, ThreadRecord)>>,
+    next_version: Mutex<u64>,
+    wake: Arc<Notify>,
+    /// Held while records are written, so a flush waits for a write in progress.
+    writing: tokio::sync::Mutex<()>,
+}
+
+impl RecordWriter {
+    /// A writer for `store`, with its background task (call inside a tokio runtime; the task
+    /// ends when the writer is dropped).
+    pub(crate) fn start(store: ThreadStore) -> Arc<Self> {
+        let writer = Arc::new(Self {
+            store: Arc::new(store),
+            waiting: Mutex::new(HashMap::new()),
+            next_version: Mutex::new(0),
+            wake: Arc::new(Notify::new()),
+            writing: tokio::sync::Mutex::new(()),
+        });
+        tokio::spawn(write_behind(Arc::downgrade(&writer), writer.wake.clone()));
+        writer
+    }
+
+    /// Queues `record` as the thread's newest (replacing one still waiting).
+    pub(crate) fn put(&self, thread_id: &str, record: ThreadRecord) {
+        let version = {
+            let mut next = lock(&self.next_version);
+            *next += 1;
+            *next
+        };
+        lock(&self.waiting).insert(thread_id.to_owned(), (version, record));
+        self.wake.notify_one();
+    }
+
+    /// The thread's newest record: one still waiting, else the file's.
+    pub(crate) async fn get(&self, thread_id: &str) -> Option<ThreadRecord> {
+        if let Some((_, record)) = lock(&self.waiting).get(thread_id) {
+            return Some(record.clone());
+        }
+        let store = self.store.clone();
+        let id = thread_id.to_owned();
+        match tokio::task::spawn_blocking(move || store.get(&id)).await {
+            Ok(record) => record,
+            Err(e) => {
+                tracing::warn!(thread_id, error = %e, "reading the thread record failed; starting the thread over");
+                None
+            }
+        }
+    }
+
+    /// Writes every waiting record now.
+    pub(crate) async fn flush(&self) {
+        let _writing = self.writing.lock().await;
+        let batch: Vec<(String, u64, ThreadRecord)> = lock(&self.waiting)
+            .iter()
+            .map(|(id, (version, record))| (id.clone(), *version, record.clone()))
+            .collect();
+        if batch.is_empty() {
+            return;
+        }
+        let store = self.store.clone();
+        let written = tokio::task::spawn_blocking(move || {
+            batch
+                .into_iter()
+                .filter_map(|(id, version, record)| match store.put(&id, &record) {
+                    Ok(()) => Some((id, version)),
+                    Err(e) => {
+                        tracing::warn!(thread_id = %id, error = %e, "could not persist the thread record");
+                        None
+                    }
+                })
+                .collect::<Vec<_>>()
+        })
+        .await
+        .unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "persisting thread records failed");
+            Vec::new()
+        });
+        let mut waiting = lock(&self.waiting);
+        for (id, version) in written {
+            // A newer record that arrived during the write stays for the next round.
+            if waiting.get(&id).is_some_and(|(v, _)| *v == version) {
+                waiting.remove(&id);
+            }
+        }
+    }
+
+    /// Drops expired and excess records (blocking I/O, off the async threads).
+    pub(crate) async fn sweep(&self) {
+        let store = self.store.clone();
+        let _ = tokio::task::spawn_blocking(move || store.sweep()).await;
+    }
+}
+
+impl Drop for RecordWriter {
+    /// Writes what still waits (an agent dropped without a shutdown) and ends the task.
+    fn drop(&mut self) {
+        for (id, (_, record)) in lock(&self.waiting).drain() {
+            if let Err(e) = self.store.put(&id, &record) {
+                tracing::warn!(thread_id = %id, error = %e, "could not persist the thread record");
+            }
+        }
+        self.wake.notify_one();
+    }
+}
+
+/// Writes waiting records whenever some arrive; ends once the writer is gone.
+async fn write_behind(writer: Weak<RecordWriter>, wake: Arc<Notify>) {
+    loop {
+        wake.notified().await;
+        let Some(writer) = writer.upgrade() else {
+            return;
+        };
+        writer.flush().await;
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::StoreLimits;
+
+    fn record(conversation_id: &str) -> ThreadRecord {
+        ThreadRecord {
+            conversation_id: conversation_id.into(),
+            forwarded: vec!["m1".into()],
+            pending_frontend_tools: Vec::new(),
+            workspace: "/ws".into(),
+            updated_at: 0,
+        }
+    }
+
+    fn store(dir: &std::path::Path) -> ThreadStore {
+        ThreadStore::open(dir, StoreLimits::default()).unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_waiting_record_is_read_before_the_file_and_a_flush_writes_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let writer = RecordWriter::start(store(dir.path()));
+        writer.put("t", record("old"));
+        writer.flush().await;
+        writer.put("t", record("new"));
+        assert_eq!(writer.get("t").await.unwrap().conversation_id, "new");
+        writer.flush().await;
+        assert!(
+            lock(&writer.waiting).is_empty(),
+            "nothing waits after a flush"
+        );
+        assert_eq!(
+            store(dir.path()).get("t").unwrap().conversation_id,
+            "new",
+            "the file holds the newest record"
+        );
+    }
+
+    #[tokio::test]
+    async fn the_background_task_writes_what_was_put() {
+        let dir = tempfile::tempdir().unwrap();
+        let writer = RecordWriter::start(store(dir.path()));
+        writer.put("t", record("c"));
+        for _ in 0..200 {
+            if lock(&writer.waiting).is_empty() {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        assert!(lock(&writer.waiting).is_empty(), "written without a flush");
+        assert_eq!(store(dir.path()).get("t").unwrap().conversation_id, "c");
+    }
+
+    #[tokio::test]
+    async fn dropping_the_writer_writes_what_still_waits() {
+        let dir = tempfile::tempdir().unwrap();
+        // No background task: the record can only be written by the drop.
+        let writer = RecordWriter {
+            store: Arc::new(store(dir.path())),
+            waiting: Mutex::new(HashMap::new()),
+            next_version: Mutex::new(0),
+            wake: Arc::new(Notify::new()),
+            writing: tokio::sync::Mutex::new(()),
+        };
+        writer.put("t", record("dropped"));
+        assert!(store(dir.path()).get("t").is_none(), "not written yet");
+        drop(writer);
+        assert_eq!(
+            store(dir.path()).get("t").unwrap().conversation_id,
+            "dropped"
+        );
+    }
+}
