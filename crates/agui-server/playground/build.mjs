@@ -41,5 +41,5 @@ await esbuild.build({
 await esbuild.build({ ...common, entryPoints: { playground: "src/style.css" }, outdir });
 fs.copyFileSync(path.join(here, "src/index.html"), path.join(outdir, "index.html"));
 for (const name of fs.readdirSync(outdir).sort()) {
-  console.log(`${path.relative(process.cwd(), path.join(outdir, name))}  ${fs.statSync(path.join(outdir, name)).size} bytes`);
+  console.log(`playground build: ${name}  ${fs.statSync(path.join(outdir, name)).size} bytes`);
 }

@@ -53,7 +53,7 @@ function executeFrontendTool(call: ToolCall): string {
 // -------------------------------------------------------------------------------- set-up
 
 const agentPath = document.querySelector<HTMLMetaElement>('meta[name="agui-agent-path"]')?.content || "/";
-const agentUrl = new URL(agentPath, location.origin).href.replace(/\/$/, agentPath === "/" ? "/" : "");
+const agentUrl = new URL(agentPath, location.origin).href;
 const threads = new ThreadStore(agentPath);
 
 const els = {
@@ -327,7 +327,7 @@ function noteElement(note: RunNote): HTMLElement {
   const key = `note:${note.key}`;
   const el = element(key, () => h("div", { class: "run-note" }));
   if (changed(key, JSON.stringify(note))) {
-    el.className = `run-note${note.error ? " error" : ""}${note.outcome ? ` ${note.outcome}` : ""}`;
+    el.className = `run-note${note.error ? " error" : ""}${note.outcome ? ` outcome-${note.outcome}` : ""}`;
     const parts: (HTMLElement | string)[] = [];
     if (note.error) {
       parts.push(
@@ -335,7 +335,7 @@ function noteElement(note: RunNote): HTMLElement {
       );
     }
     if (note.outcome === "cancelled") parts.push(h("span", { class: "badge" }, "stopped"));
-    if (note.outcome === "interrupt") parts.push(h("span", { class: "badge warn" }, "waiting for you"));
+    if (note.outcome === "interrupt") parts.push(h("span", { class: "badge warn" }, "paused for your answer"));
     if (note.note) parts.push(h("span", { class: "muted" }, note.note));
     const usage = usageText(note.usage);
     if (usage) parts.push(h("span", { class: "usage", title: "Token usage of this run" }, usage));
@@ -428,6 +428,7 @@ async function startRun(params: RunAgentParameters, mode: Mode = "run"): Promise
   showNotice("");
   updateControls();
   scheduleRender();
+  let failure: unknown;
   const subscriber: AgentSubscriber = {
     onMessagesChanged: () => {
       if (c === convo) scheduleRender();
@@ -469,6 +470,12 @@ async function startRun(params: RunAgentParameters, mode: Mode = "run"): Promise
     if (mode === "connect") await c.agent.connectAgent(input, subscriber);
     else await c.agent.runAgent(input, subscriber);
   } catch (error) {
+    failure = error;
+  } finally {
+    c.running = false;
+  }
+  if (failure !== undefined) {
+    const error = failure;
     const status = httpStatus(error);
     if (status === 401) {
       retry = await askToken("The server refused the request: it needs its access token.");
@@ -479,8 +486,6 @@ async function startRun(params: RunAgentParameters, mode: Mode = "run"): Promise
     } else if (!note.error) {
       note.error = { code: status ? `HTTP ${status}` : undefined, message: describeHttpError(error) };
     }
-  } finally {
-    c.running = false;
   }
   if (c !== convo) return;
   // A connect that only replays a finished thread has nothing worth a note.
@@ -494,6 +499,8 @@ async function startRun(params: RunAgentParameters, mode: Mode = "run"): Promise
   c.answers.clear();
   renderInterrupts();
   render();
+  // How many runs this page has finished: lets a test (or a curious user) tell runs apart.
+  document.body.dataset.runs = String(Number(document.body.dataset.runs ?? 0) + 1);
   if (retry) return startRun(params, mode);
   if (pending.length) await answerFrontendTools(pending);
 }
