@@ -15,6 +15,11 @@ import { describe, test } from "node:test";
 import { useScriptedServer } from "../lib/scripted.mjs";
 import { afterRuns, lastReply, screenshot, send, useBrowser } from "../lib/browser.mjs";
 
+/** Waits for a freshly loaded page's connect to end. */
+function connected(page) {
+  return page.waitForFunction(() => Number(document.body.dataset.runs ?? 0) >= 1 && document.body.dataset.state !== "running");
+}
+
 describe("playground features waiting for server support", () => {
   const url = useScriptedServer();
   const browser = useBrowser();
@@ -27,8 +32,10 @@ describe("playground features waiting for server support", () => {
     assert.match(reply, /scripted/);
     const threadId = await page.evaluate(() => decodeURIComponent(location.hash.slice(1)));
 
-    // A reload connects to the thread: the history comes back from the server.
-    await afterRuns(page, () => page.reload());
+    // A reload connects to the thread: the history comes back from the server (the reloaded
+    // page counts its runs from zero, so wait for its first: the connect).
+    await page.reload();
+    await connected(page);
     assert.equal(await page.evaluate(() => decodeURIComponent(location.hash.slice(1))), threadId, "the same thread is open");
     assert.equal(await page.locator(".msg.user .bubble").innerText(), "pg-text: remember me");
     assert.equal(await lastReply(page), reply);
@@ -39,7 +46,7 @@ describe("playground features waiting for server support", () => {
     // A fresh tab opened on the thread list finds it too.
     const other = await browser().newPage();
     await other.goto(`${url()}/`);
-    await other.locator(".msg.user .bubble").waitFor();
+    await connected(other);
     assert.equal(await lastReply(other), reply);
     await screenshot(other, "pending-reload-history");
   });
