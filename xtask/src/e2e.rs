@@ -50,7 +50,8 @@ pub(crate) fn run_suite(
     let prepared = prepare(harness)?;
     let mut options = vec![OsString::from("--test-reporter=spec")];
     options.extend(extra);
-    run_node(&mut prepared.node_test(&options, &suite_files(&prepared.root)?))
+    let files = test_files(&prepared.root.join(SUITE_DIR))?;
+    run_node(&mut prepared.node_test(&options, &files), SUITE_DIR)
 }
 
 /// Builds the two binaries the suite starts and checks the suite's Node packages are there.
@@ -63,6 +64,12 @@ pub(crate) fn prepare(harness: &Path) -> anyhow::Result<Prepared> {
     {
         bail!("{SUITE_DIR}/node_modules is missing; run `npm ci --prefix {SUITE_DIR}`");
     }
+    build(harness)
+}
+
+/// Builds the two binaries a Node suite starts (this one, or the browser suite).
+pub(crate) fn build(harness: &Path) -> anyhow::Result<Prepared> {
+    let root = workspace_root();
     let built = build_binaries(&root)?;
     let find = |name: &str| {
         built
@@ -97,10 +104,9 @@ impl Prepared {
     }
 }
 
-/// The suite's test files (`tests/e2e/*.test.mjs`), sorted.
-pub(crate) fn suite_files(root: &Path) -> anyhow::Result<Vec<PathBuf>> {
-    let dir = root.join(SUITE_DIR);
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+/// The test files of a suite folder (`<dir>/*.test.mjs`, e.g. `tests/e2e`), sorted.
+pub(crate) fn test_files(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
         .with_context(|| format!("reading {}", dir.display()))?
         .filter_map(|entry| entry.ok().map(|e| e.path()))
         .filter(|path| {
@@ -116,14 +122,14 @@ pub(crate) fn suite_files(root: &Path) -> anyhow::Result<Vec<PathBuf>> {
     Ok(files)
 }
 
-/// Runs `node`, failing when it fails.
-pub(crate) fn run_node(node: &mut Command) -> anyhow::Result<()> {
-    eprintln!("xtask e2e: node --test {SUITE_DIR}");
+/// Runs `node` on the suite in `suite` (a folder, for messages), failing when it fails.
+pub(crate) fn run_node(node: &mut Command, suite: &str) -> anyhow::Result<()> {
+    eprintln!("xtask: node --test {suite}");
     let status = node
         .status()
-        .context("starting node (the end-to-end suite needs Node.js >= 20)")?;
+        .with_context(|| format!("starting node (the suite in {suite} needs Node.js >= 20)"))?;
     if !status.success() {
-        bail!("the end-to-end suite failed ({status})");
+        bail!("the suite in {suite} failed ({status})");
     }
     Ok(())
 }
