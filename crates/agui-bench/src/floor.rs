@@ -65,6 +65,9 @@ impl Floor {
         };
         let mut process = ProcessOptions::new(options.save_dir.clone());
         process.binary = Some(bins.harness.clone());
+        // The server runs with a cleared environment (`PATH`, `HOME`, `RUST_LOG` and the
+        // harness path, see `launch`), so its harness inherits only `PATH`: so does this one.
+        process.passthrough_env.retain(|name| name == "PATH");
         Ok(Self {
             options,
             pool_options,

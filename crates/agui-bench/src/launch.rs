@@ -122,7 +122,8 @@ pub(crate) struct Model {
 }
 
 impl Model {
-    /// Starts `gemini-script` serving `script` (a JSON file) on an ephemeral port.
+    /// Starts `gemini-script` serving `script` (a JSON file) on an ephemeral port, its log
+    /// keeping only the latest request (bounded memory; enough to compare request shapes).
     pub(crate) async fn start(binary: &Path, script: &Path, log: &Path) -> anyhow::Result<Self> {
         let log = std::fs::File::create(log)?;
         let mut child = Command::new(binary)
@@ -130,7 +131,7 @@ impl Model {
                 "--port",
                 "0",
                 "--log-limit",
-                "0",
+                "1",
                 "--stop-on-eof",
                 "--script",
             ])
@@ -174,6 +175,29 @@ impl Model {
             .await
             .ok()?;
         state["served"].as_u64()
+    }
+
+    /// The latest model request (the log keeps only that one).
+    pub(crate) async fn last_request(
+        &self,
+        client: &reqwest::Client,
+    ) -> Option<gemini_script::LoggedRequest> {
+        let fetched = async {
+            client
+                .get(format!("{}/_script/requests", self.base_url))
+                .timeout(Duration::from_secs(5))
+                .send()
+                .await?
+                .json::<Vec<gemini_script::LoggedRequest>>()
+                .await
+        };
+        match fetched.await {
+            Ok(log) => log.into_iter().last(),
+            Err(e) => {
+                eprintln!("[agui-bench] could not read the model's request log: {e:#}");
+                None
+            }
+        }
     }
 
     /// Stops the model.

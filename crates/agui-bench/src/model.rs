@@ -10,8 +10,11 @@
 //! Every entry repeats forever and looks only at the request, so any number of conversations
 //! share one model process.
 
-use gemini_script::{Call, Matcher, Reply, Script};
-use serde_json::json;
+use std::hash::{Hash as _, Hasher as _};
+
+use gemini_script::{Call, LoggedRequest, Matcher, Reply, Script};
+use serde::Serialize;
+use serde_json::{Value, json};
 
 const WORDS: [&str; 26] = [
     "alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet",
@@ -69,8 +72,87 @@ pub(crate) fn script(tokens: usize, chunks: usize, tools: &[&str]) -> Script {
     script.default_reply(text)
 }
 
+/// What the harness asked the model in one request, reduced to what its config decides: the
+/// system prompt (the workspace, the host's scratch directory and the conversation id masked),
+/// the declared tools and the generation config. Equal shapes for ours and the floor mean the
+/// same harness config.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub(crate) struct RequestShape {
+    pub(crate) bytes: usize,
+    pub(crate) contents: usize,
+    pub(crate) declared: Vec<String>,
+    pub(crate) system_prompt_chars: usize,
+    pub(crate) system_prompt_digest: String,
+    pub(crate) tools_digest: String,
+    pub(crate) generation_config_digest: String,
+}
+
+fn digest(text: &str) -> String {
+    // SipHash with fixed keys: stable for a build, enough to tell two prompts apart.
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    text.hash(&mut h);
+    format!("{:016x}", h.finish())
+}
+
+impl RequestShape {
+    /// The shape of a logged model request of a host whose directories are under `root`.
+    pub(crate) fn of(request: &LoggedRequest, root: &std::path::Path) -> Self {
+        let body = &request.body;
+        let mut prompt = request.system_instruction();
+        if let Some(ws) = gemini_script::inspect::workspace(body).filter(|w| !w.is_empty()) {
+            prompt = prompt.replace(&ws, "<workspace>");
+        }
+        let root = root.display().to_string();
+        if !root.is_empty() {
+            prompt = prompt.replace(&root, "<root>");
+        }
+        // Each conversation has its own id.
+        let prompt: String = prompt
+            .split_inclusive('\n')
+            .map(|line| match line.strip_prefix("Conversation ID: ") {
+                Some(rest) => format!("Conversation ID: <id>{}", &rest[rest.trim_end().len()..]),
+                None => line.to_owned(),
+            })
+            .collect();
+        let field = |name: &str| body.get(name).unwrap_or(&Value::Null).to_string();
+        Self {
+            bytes: body.to_string().len(),
+            contents: gemini_script::inspect::contents(body).len(),
+            declared: request.declared_functions(),
+            system_prompt_chars: prompt.chars().count(),
+            system_prompt_digest: digest(&prompt),
+            tools_digest: digest(&field("tools")),
+            generation_config_digest: digest(&field("generationConfig")),
+        }
+    }
+
+    /// What differs from `other` ("same" when nothing).
+    pub(crate) fn compare(&self, other: &Self) -> String {
+        let mut diffs = Vec::new();
+        if self.system_prompt_digest != other.system_prompt_digest {
+            diffs.push("system prompt");
+        }
+        if self.tools_digest != other.tools_digest || self.declared != other.declared {
+            diffs.push("tools");
+        }
+        if self.generation_config_digest != other.generation_config_digest {
+            diffs.push("generation config");
+        }
+        if self.contents != other.contents {
+            diffs.push("history length");
+        }
+        if diffs.is_empty() {
+            "same".into()
+        } else {
+            format!("differs: {}", diffs.join(", "))
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    use std::path::Path;
+
     use super::*;
 
     #[test]
@@ -87,6 +169,30 @@ mod tests {
         // Uneven splits put the extra words first.
         assert_eq!(split_text("a b c", 2), ["a b ", "c"]);
         assert_eq!(split_text("a", 5), ["a"]);
+    }
+
+    #[test]
+    fn request_shapes_mask_the_workspace() {
+        let request = |ws: &str, tool: &str| {
+            let body = json!({
+                "systemInstruction": {"parts": [{"text": format!("Active Workspaces:\n- {ws}\nData: {ws}/../app\nConversation ID: {ws}\nBe brief.")}]},
+                "contents": [{"role": "user", "parts": [{"text": "hi"}]}],
+                "tools": [{"functionDeclarations": [{"name": tool}]}],
+                "generationConfig": {"temperature": 1},
+            });
+            serde_json::from_value::<LoggedRequest>(json!({
+                "seq": 1, "method": "POST", "path": "/", "model": null, "rpc": null,
+                "headers": {}, "body": body, "answered_by": {"kind": "default"}, "status": 200,
+            }))
+            .unwrap()
+        };
+        let a = RequestShape::of(&request("/w/a1", "list_dir"), Path::new("/w"));
+        let b = RequestShape::of(&request("/w/floor/b2", "list_dir"), Path::new("/w/floor"));
+        assert_eq!(a.declared, ["list_dir"]);
+        assert_eq!(a.contents, 1);
+        assert_eq!(a.compare(&b), "same");
+        let c = RequestShape::of(&request("/w/a1", "view_file"), Path::new("/w"));
+        assert_eq!(a.compare(&c), "differs: tools");
     }
 
     #[test]

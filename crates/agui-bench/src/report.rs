@@ -300,6 +300,40 @@ pub(crate) fn w1(w: &W1) -> Vec<Table> {
         "–".into(),
     );
     tables.push(t);
+    let (rs, frs) = (
+        w.ours.request_shape.as_ref(),
+        floor.and_then(|f| f.request_shape.as_ref()),
+    );
+    let mut t = Table::versus(
+        "W1 the model request of a fresh thread's first turn (what the harness config makes)",
+    );
+    t.pair(
+        "request bytes",
+        rs.map(|r| r.bytes as f64),
+        frs.map(|r| r.bytes as f64),
+        0,
+    );
+    t.pair(
+        "system prompt chars (workspace masked)",
+        rs.map(|r| r.system_prompt_chars as f64),
+        frs.map(|r| r.system_prompt_chars as f64),
+        0,
+    );
+    t.apart(
+        "declared functions",
+        rs.map_or_else(|| "–".into(), |r| r.declared.len().to_string()),
+        frs.map_or_else(|| "–".into(), |r| r.declared.len().to_string()),
+    );
+    t.apart(
+        "system prompt, tools, generation config vs the floor",
+        rs.zip(frs)
+            .map_or_else(|| "–".into(), |(a, b)| a.compare(b)),
+        String::new(),
+    );
+    if let Some(r) = rs {
+        t.notes.push(format!("declared: {}", r.declared.join(", ")));
+    }
+    tables.push(t);
     let mut t = Table::versus("W1 cold start (warm-up runs right after start; ms)");
     for (i, end) in w.ours.warmup_end_ms.iter().enumerate() {
         let f = floor.and_then(|f| f.warmup_end_ms.get(i).copied().flatten());

@@ -10,6 +10,7 @@ use super::{Cost, Ctx, FloorSeries, Series, Window, progress};
 use crate::agui::Thread;
 use crate::floor::{self, Floor, FloorTurn};
 use crate::launch::ServerSettings;
+use crate::model::RequestShape;
 use crate::stats::{Summary, ms};
 
 /// W1's parameters.
@@ -47,6 +48,8 @@ pub(crate) struct Side<S> {
     pub(crate) fresh: Measured<S>,
     pub(crate) one_thread: Measured<S>,
     pub(crate) history: History,
+    /// The model request of the first fresh run: what the harness config made of it.
+    pub(crate) request_shape: Option<RequestShape>,
 }
 
 /// W1's figures.
@@ -95,10 +98,18 @@ async fn ours(ctx: &Ctx, p: Params) -> anyhow::Result<Side<Series>> {
     }
     let window = Window::open(ctx, server.pid).await;
     let mut fresh = Vec::new();
+    let mut request_shape = None;
     for i in 0..p.runs {
         let mut thread = Thread::new("w1fresh");
         let body = thread.next_turn(&format!("Hello, tell me something ({i})."), &[]);
         fresh.push(ctx.run(&url, &body).await);
+        if i == 0 {
+            request_shape = ctx
+                .model
+                .last_request(&ctx.client)
+                .await
+                .map(|r| RequestShape::of(&r, &ctx.scratch.join("w1")));
+        }
     }
     let after_fresh = window.mark(ctx).await;
     let mut thread = Thread::new("w1one");
@@ -144,6 +155,7 @@ async fn ours(ctx: &Ctx, p: Params) -> anyhow::Result<Side<Series>> {
             cost: one_cost,
         },
         history,
+        request_shape,
     })
 }
 
@@ -174,6 +186,7 @@ async fn floor(ctx: &Ctx, p: Params) -> anyhow::Result<Side<FloorSeries>> {
     }
     let window = Window::open(ctx, std::process::id()).await;
     let mut fresh = Vec::new();
+    let mut request_shape = None;
     for i in 0..p.runs {
         // A fresh thread's first run includes opening its conversation.
         let t0 = Instant::now();
@@ -182,6 +195,13 @@ async fn floor(ctx: &Ctx, p: Params) -> anyhow::Result<Side<FloorSeries>> {
                 let text = format!("Hello, tell me something ({i}).");
                 fresh.push(floor::turn(&mut c, &text, t0, None, ctx.timeout).await);
                 conversations.push(c);
+                if i == 0 {
+                    request_shape = ctx
+                        .model
+                        .last_request(&ctx.client)
+                        .await
+                        .map(|r| RequestShape::of(&r, &ctx.scratch.join("w1-floor")));
+                }
             }
             Err(e) => fresh.push(FloorTurn {
                 error: Some(format!("open: {e:#}")),
@@ -232,6 +252,7 @@ async fn floor(ctx: &Ctx, p: Params) -> anyhow::Result<Side<FloorSeries>> {
             cost_second_half: window.between(&middle, &end, p.runs - p.runs / 2),
             last_request_bytes: None,
         },
+        request_shape,
     };
     let _ = window.close(ctx, 0).await;
     for c in conversations {
