@@ -70,17 +70,10 @@ pub(crate) fn prepare(harness: &Path) -> anyhow::Result<Prepared> {
 /// Builds the two binaries a Node suite starts (this one, or the browser suite).
 pub(crate) fn build(harness: &Path) -> anyhow::Result<Prepared> {
     let root = workspace_root();
-    let built = build_binaries(&root)?;
-    let find = |name: &str| {
-        built
-            .iter()
-            .find(|(target, _)| target == name)
-            .map(|(_, path)| path.clone())
-            .with_context(|| format!("cargo build did not report the `{name}` binary"))
-    };
+    let (agui_bin, gemini_script_bin) = build_binaries(&root, false)?;
     Ok(Prepared {
-        agui_bin: find("agui-antigravity")?,
-        gemini_script_bin: find("gemini-script")?,
+        agui_bin,
+        gemini_script_bin,
         harness: harness.to_owned(),
         root,
     })
@@ -134,9 +127,10 @@ pub(crate) fn run_node(node: &mut Command, suite: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// `cargo build` of the server and scripted-model binaries; returns (target name, executable)
-/// as cargo reports them, so a custom target directory is found too.
-fn build_binaries(root: &Path) -> anyhow::Result<Vec<(String, PathBuf)>> {
+/// `cargo build` (`--release` when asked) of the server and scripted-model binaries; returns
+/// their executables (`agui-antigravity`, `gemini-script`) as cargo reports them, so a custom
+/// target directory is found too.
+pub(crate) fn build_binaries(root: &Path, release: bool) -> anyhow::Result<(PathBuf, PathBuf)> {
     let mut child = cargo()
         .current_dir(root)
         .args([
@@ -151,6 +145,7 @@ fn build_binaries(root: &Path) -> anyhow::Result<Vec<(String, PathBuf)>> {
             "gemini-script",
             "--message-format=json-render-diagnostics",
         ])
+        .args(release.then_some("--release"))
         .stdout(Stdio::piped())
         .spawn()
         .context("starting cargo build")?;
@@ -173,7 +168,14 @@ fn build_binaries(root: &Path) -> anyhow::Result<Vec<(String, PathBuf)>> {
     }
     let status = child.wait().context("waiting for cargo build")?;
     if !status.success() {
-        bail!("building the end-to-end binaries failed ({status})");
+        bail!("building the server and scripted-model binaries failed ({status})");
     }
-    Ok(built)
+    let find = |name: &str| {
+        built
+            .iter()
+            .find(|(target, _)| target == name)
+            .map(|(_, path): &(String, PathBuf)| path.clone())
+            .with_context(|| format!("cargo build did not report the `{name}` binary"))
+    };
+    Ok((find("agui-antigravity")?, find("gemini-script")?))
 }

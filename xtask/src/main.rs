@@ -36,7 +36,8 @@ enum Task {
     Record(record::Args),
     /// Run the whole test suite, installing the harness and the Node test packages first.
     Test(test::Args),
-    /// Run a benchmark and print its figures (`translate`).
+    /// Run the benchmark of record (no name: W1-W4 against the release server next to the raw
+    /// harness floor, tables and JSON) or a named benchmark (`translate`).
     Bench(bench::Args),
     /// Check the crate layering and dependency invariants of ARCHITECTURE.md.
     CheckArchitecture(check_architecture::Args),
