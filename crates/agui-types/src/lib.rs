@@ -49,6 +49,7 @@ mod event_list;
 mod events;
 mod input;
 mod json;
+mod message_log;
 mod verify;
 
 pub mod encoding;
@@ -68,6 +69,7 @@ pub use input::{
     ResumeStatus, Role, RunAgentInput, TextPart, Tool, ToolCall, ToolCallType, ToolMessage,
     UserMessage,
 };
+pub use message_log::MessageLog;
 pub use verify::{Rule, StreamVerifier, Violation};
 
 /// The protocol version this crate implements, as declared in `protocolVersion`.
