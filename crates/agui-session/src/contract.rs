@@ -99,6 +99,19 @@ impl Contract {
         workspace: &Path,
         conversation_id: &str,
     ) -> Result<HarnessConfig, SessionError> {
+        Ok(self
+            .conversation_config(options, server, workspace, conversation_id)
+            .build()?)
+    }
+
+    /// The builder of [`harness_config`](Self::harness_config).
+    pub(crate) fn conversation_config(
+        &self,
+        options: &AgentOptions,
+        server: &ToolRegistry,
+        workspace: &Path,
+        conversation_id: &str,
+    ) -> ConversationConfig {
         let mut config = ConversationConfig::new(&options.model, options.endpoint.clone());
         // Extra settings go first, so the agent's own settings win where both set something.
         if let Some(extra) = &options.harness_settings {
@@ -170,7 +183,7 @@ impl Contract {
                 parameters: Value::Null,
             });
         }
-        Ok(config.build()?)
+        config
     }
 }
 
@@ -185,6 +198,28 @@ fn has_policy(config: &ConversationConfig, options: &AgentOptions) -> bool {
             .hook(LifecycleHook::PreTool)
             .build()
             .map_or(true, |built| built.policy_config.is_some())
+}
+
+/// The harness config (harness-client's builder) an agent configured with `options` and
+/// `server_tools` opens a thread's conversation with, for a run whose `RunAgentInput.tools` are
+/// `client_tools`: exactly what a session sends (tools, policy, behaviour, hooks, model
+/// endpoint, continuation mode); `build()` it to open a conversation.
+///
+/// For programs that drive the harness directly with a server's settings, such as the
+/// benchmark's raw floor (`crates/agui-bench`); a session never needs it.
+pub fn conversation_config(
+    options: &AgentOptions,
+    server_tools: &ToolRegistry,
+    client_tools: &[Tool],
+    workspace: &Path,
+    conversation_id: &str,
+) -> ConversationConfig {
+    Contract::new(client_tools, options, server_tools).conversation_config(
+        options,
+        server_tools,
+        workspace,
+        conversation_id,
+    )
 }
 
 fn declarable(name: &str, options: &AgentOptions, server: &ToolRegistry) -> Result<(), String> {
@@ -303,6 +338,21 @@ mod tests {
         assert!(
             config.policy_config.is_some(),
             "without approval, everything is allowed explicitly"
+        );
+    }
+
+    #[test]
+    fn the_public_entry_point_builds_what_a_session_sends() {
+        let tools = [tool("pick", "Pick", Some(json!({"type": "object"})))];
+        let (ws, id) = (Path::new("/tmp/w/abc"), "c0ffee");
+        let registry = ToolRegistry::new();
+        assert_eq!(
+            conversation_config(&options(), &registry, &tools, ws, id)
+                .build()
+                .unwrap(),
+            Contract::new(&tools, &options(), &registry)
+                .harness_config(&options(), &registry, ws, id)
+                .unwrap()
         );
     }
 

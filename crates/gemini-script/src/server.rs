@@ -129,6 +129,17 @@ impl Handle {
         self.shared.engine().requests().len()
     }
 
+    /// Model requests answered so far, whether or not the log keeps them.
+    pub fn served(&self) -> u64 {
+        self.shared.engine().served()
+    }
+
+    /// Keeps at most `limit` requests in the log (the newest; `Some(0)` keeps none, so a
+    /// long-running server does not grow); `None`, the default, keeps every request.
+    pub fn set_log_limit(&self, limit: Option<usize>) {
+        self.shared.engine().set_log_limit(limit);
+    }
+
     /// Forgets the logged requests.
     pub fn clear_requests(&self) {
         self.shared.engine().clear_requests();
@@ -263,19 +274,21 @@ async fn model_endpoint(
         (Some(m.to_owned()), Some(r.to_owned()))
     });
     tracing::debug!(seq, ?model, ?rpc, ?answered_by, status, "model request");
-    engine.record(LoggedRequest {
-        seq,
-        method: method.to_string(),
-        path: uri
-            .path_and_query()
-            .map_or_else(|| uri.path().to_owned(), |p| p.as_str().to_owned()),
-        model,
-        rpc: rpc.clone(),
-        headers: header_map(&headers),
-        body: parsed.unwrap_or_else(|| Value::String(raw.into_owned())),
-        answered_by,
-        status,
-    });
+    if engine.keeps_log() {
+        engine.record(LoggedRequest {
+            seq,
+            method: method.to_string(),
+            path: uri
+                .path_and_query()
+                .map_or_else(|| uri.path().to_owned(), |p| p.as_str().to_owned()),
+            model,
+            rpc: rpc.clone(),
+            headers: header_map(&headers),
+            body: parsed.unwrap_or_else(|| Value::String(raw.into_owned())),
+            answered_by,
+            status,
+        });
+    }
     drop(engine);
     match (plan, rpc.as_deref()) {
         (
