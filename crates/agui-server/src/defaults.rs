@@ -127,7 +127,7 @@ fn on_off(on: bool) -> String {
 /// `64 MiB` for whole mebibytes, else the number of bytes.
 fn bytes(n: usize) -> String {
     const MIB: usize = 1 << 20;
-    if n % MIB == 0 {
+    if n.is_multiple_of(MIB) {
         format!("{} MiB", n / MIB)
     } else {
         n.to_string()
