@@ -8,6 +8,7 @@ use std::{
     time::Duration,
 };
 
+use axum::serve::ListenerExt as _;
 use axum::{
     Router,
     body::{Body, Bytes},
@@ -75,6 +76,14 @@ impl ScriptedModel {
         });
         let app = router(shared.clone());
         let mut stop = stop_rx;
+        // Like the real endpoint, every SSE event leaves at once: with Nagle's algorithm the
+        // end of a stream waits for the client's delayed ACK (~40 ms), and the harness waits
+        // for the end of the stream before it runs the reply's calls.
+        let listener = listener.tap_io(|tcp| {
+            if let Err(e) = tcp.set_nodelay(true) {
+                tracing::warn!(error = %e, "could not set TCP_NODELAY");
+            }
+        });
         let task = tokio::spawn(async move {
             let serve = axum::serve(listener, app)
                 .with_graceful_shutdown(async move { stopped(&mut stop).await });
