@@ -268,25 +268,28 @@ pub fn options(
     if let Some(choices) = &settings.builtin_tools {
         options.builtin_tools = builtin_tools(choices);
     }
-    options.behavior = settings.behavior.unwrap_or(options.behavior);
-    options.tool_approval = settings.tool_approval.unwrap_or(options.tool_approval);
+    // Keys that map onto one option each (`ask_question` onto `ask_question_interrupts`).
+    macro_rules! set {
+        ($($option:ident = $key:ident),* $(,)?) => {
+            $( if let Some(value) = settings.$key { options.$option = value; } )*
+        };
+    }
+    set!(
+        behavior = behavior,
+        tool_approval = tool_approval,
+        frontend_tools = frontend_tools,
+        ask_question_interrupts = ask_question,
+        interrupt_reasons = interrupt_reasons,
+        deduplicate_tool_calls = deduplicate_tool_calls,
+        app_context_tool = app_context_tool,
+        app_state_tool = app_state_tool,
+        emit_builtin_tool_calls = emit_builtin_tool_calls,
+        max_sessions = max_sessions,
+        max_attachment_bytes = max_attachment_bytes,
+    );
     if let Some(tools) = &settings.auto_approve_tools {
         options.auto_approve_tools = tools.iter().cloned().collect();
     }
-    options.frontend_tools = settings.frontend_tools.unwrap_or(options.frontend_tools);
-    options.ask_question_interrupts = settings
-        .ask_question
-        .unwrap_or(options.ask_question_interrupts);
-    options.interrupt_reasons = settings
-        .interrupt_reasons
-        .unwrap_or(options.interrupt_reasons);
-    options.deduplicate_tool_calls = settings
-        .deduplicate_tool_calls
-        .unwrap_or(options.deduplicate_tool_calls);
-    options.app_context_tool = settings
-        .app_context_tool
-        .unwrap_or(options.app_context_tool);
-    options.app_state_tool = settings.app_state_tool.unwrap_or(options.app_state_tool);
     let mode = settings
         .structured_output
         .unwrap_or(agui_session::defaults::STRUCTURED_OUTPUT);
@@ -294,9 +297,6 @@ pub fn options(
         .response_schema
         .clone()
         .map(|schema| (schema, mode));
-    options.emit_builtin_tool_calls = settings
-        .emit_builtin_tool_calls
-        .unwrap_or(options.emit_builtin_tool_calls);
     options.max_tool_calls_per_turn = settings.max_tool_calls_per_turn;
     if let Some(secs) = settings.session_timeout_secs {
         options.session_timeout = Duration::from_secs(secs);
@@ -308,9 +308,6 @@ pub fn options(
     if let Some(secs) = settings.hibernate_after_secs {
         options.hibernate_after = Duration::from_secs(secs);
     }
-    if let Some(max) = settings.max_sessions {
-        options.max_sessions = max;
-    }
     options.concurrent_runs = match settings.busy_thread_wait_secs {
         Some(0) => ConcurrentRuns::Refuse,
         Some(secs) => ConcurrentRuns::Wait(Duration::from_secs(secs)),
@@ -318,9 +315,6 @@ pub fn options(
     };
     if let Some(retries) = settings.api_retries {
         options.api_retry = Some((retries, agui_session::defaults::API_RETRY_FIRST_SLEEP_MS));
-    }
-    if let Some(bytes) = settings.max_attachment_bytes {
-        options.max_attachment_bytes = bytes;
     }
     options.validate().map_err(|e| bad(e.to_string()))?;
     Ok(options)
