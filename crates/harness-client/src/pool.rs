@@ -439,7 +439,7 @@ impl Drop for Lease {
             .get_mut(&self.key)
             .into_iter()
             .flat_map(|p| p.slots.iter_mut())
-            .find(|s| Arc::ptr_eq(&s.process.inner, &self.process.inner))
+            .find(|s| s.process.same_as(&self.process))
         {
             slot.leases = slot.leases.saturating_sub(1);
             if slot.leases == 0 {
