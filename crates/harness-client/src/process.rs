@@ -15,6 +15,7 @@ use tokio::sync::{broadcast, watch};
 use tokio::task::JoinHandle;
 use tracing::Instrument as _;
 
+use crate::blocking::off_runtime;
 use crate::discovery::find_binary;
 use crate::error::{HarnessError, Result};
 
@@ -147,8 +148,16 @@ struct ProcessInner {
 
 impl HarnessProcess {
     /// Starts a harness and completes the stdio handshake.
+    ///
+    /// Discovery (when [`ProcessOptions::binary`] is `None`) may run `python3`; it runs on the
+    /// runtime's blocking pool, so the calling runtime keeps serving its other tasks.
     pub async fn spawn(options: &ProcessOptions) -> Result<Self> {
-        let binary = find_binary(options.binary.as_deref())?;
+        let explicit = options.binary.clone();
+        let binary = off_runtime(move || find_binary(explicit.as_deref()))
+            .await
+            .ok_or_else(|| HarnessError::BootFailed {
+                reason: "the runtime shut down while looking for the harness binary".into(),
+            })??;
         let home = options.home();
         for dir in [&options.storage_dir, &home] {
             tokio::fs::create_dir_all(dir)
@@ -341,8 +350,12 @@ impl HarnessProcess {
         let inner = &self.inner;
         inner.closing.send_replace(true);
         // The harness runs commands in sessions of their own; find them while they are still
-        // its children (once it exits they are reparented and untraceable).
-        let commands = descendants(inner.pid);
+        // its children (once it exits they are reparented and untraceable). Reading `/proc`
+        // is a file per process: off the runtime.
+        let pid = inner.pid;
+        let commands = off_runtime(move || descendants(pid))
+            .await
+            .unwrap_or_default();
         let mut live = inner.live.subscribe();
         let _ = tokio::time::timeout(Duration::from_secs(2), live.wait_for(|n| *n == 0)).await;
         drop(inner.stdin.lock().expect("stdin lock").take());
@@ -415,6 +428,28 @@ impl Drop for ProcessInner {
         // Last handle gone: make sure nothing of this harness outlives it. Once it has exited
         // and been reaped its pid may belong to an unrelated process, whose children must not
         // be taken for the harness's commands (those were reparented anyway).
+        let reap = Reap {
+            pid: self.pid,
+            exit: self.exit.clone(),
+        };
+        // Dropping `reap` does the work; on the blocking pool when there is one, since it walks
+        // `/proc`. A pool that refuses the job (its runtime is shutting down) drops it unrun,
+        // which still does the work, wherever that happens.
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => drop(runtime.spawn_blocking(move || drop(reap))),
+            Err(_) => drop(reap),
+        }
+    }
+}
+
+/// Kills a harness whose last handle is gone, and every command it started, when dropped.
+struct Reap {
+    pid: u32,
+    exit: watch::Receiver<Option<ExitInfo>>,
+}
+
+impl Drop for Reap {
+    fn drop(&mut self) {
         let commands = if self.exit.borrow().is_none() {
             descendants(self.pid)
         } else {
