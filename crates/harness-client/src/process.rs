@@ -425,9 +425,7 @@ impl Drop for LiveGuard {
 
 impl Drop for ProcessInner {
     fn drop(&mut self) {
-        // Last handle gone: make sure nothing of this harness outlives it. Once it has exited
-        // and been reaped its pid may belong to an unrelated process, whose children must not
-        // be taken for the harness's commands (those were reparented anyway).
+        // Last handle gone: make sure nothing of this harness outlives it.
         let reap = Reap {
             pid: self.pid,
             exit: self.exit.clone(),
@@ -450,6 +448,9 @@ struct Reap {
 
 impl Drop for Reap {
     fn drop(&mut self) {
+        // Once the harness has exited and been reaped its pid may belong to an unrelated
+        // process, whose children must not be taken for the harness's commands (those were
+        // reparented anyway).
         let commands = if self.exit.borrow().is_none() {
             descendants(self.pid)
         } else {
