@@ -50,6 +50,7 @@ mod events;
 mod input;
 mod json;
 mod message_log;
+mod open_blocks;
 mod verify;
 
 pub mod encoding;
@@ -70,6 +71,7 @@ pub use input::{
     UserMessage,
 };
 pub use message_log::MessageLog;
+pub use open_blocks::OpenBlocks;
 pub use verify::{Rule, StreamVerifier, Violation};
 
 /// The protocol version this crate implements, as declared in `protocolVersion`.
