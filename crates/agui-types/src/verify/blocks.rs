@@ -2,8 +2,47 @@
 //! subagents. The functions take ids rather than events so that the chunk expansion can
 //! feed its synthesized starts and ends through the same checks.
 
+use std::collections::BTreeSet;
+
 use super::{Check, Owner, Rule, StreamVerifier, owned, owner_check, owner_name};
 use crate::events::{EncryptedValueSubtype, ReasoningEncryptedValue, SubagentStarted};
+
+/// A kind of block, as a continuation names it.
+struct Block {
+    /// What the block is, in messages.
+    what: &'static str,
+    /// What its owner record is of (spans share the reasoning messages' record).
+    owned_as: &'static str,
+    /// The order rule a continuation of a block that is not open breaks.
+    order: &'static str,
+}
+
+impl Block {
+    /// A continuation of block `id` (its end when `closing`): the block must be among `open`,
+    /// and `tag` must match its `owner`; the end removes it from `open`.
+    fn continued(
+        &self,
+        open: &mut BTreeSet<String>,
+        owner: Option<&Owner>,
+        id: &str,
+        tag: Option<&str>,
+        closing: bool,
+    ) -> Check {
+        let Block {
+            what,
+            owned_as,
+            order,
+        } = self;
+        if !open.contains(id) {
+            return Err((Rule::NotOpen, format!("no open {what} '{id}' ({order})")));
+        }
+        owner_check(tag, owner, owned_as, id)?;
+        if closing {
+            open.remove(id);
+        }
+        Ok(())
+    }
+}
 
 impl StreamVerifier {
     pub(super) fn text_start(&mut self, id: &str, tag: Option<&str>) -> Check {
@@ -27,19 +66,13 @@ impl StreamVerifier {
     }
 
     pub(super) fn text_continue(&mut self, id: &str, tag: Option<&str>, closing: bool) -> Check {
-        if !self.run.text.contains(id) {
-            return Err((
-                Rule::NotOpen,
-                format!(
-                    "no open text message '{id}' (TEXT_MESSAGE_START must come first, and nothing may follow TEXT_MESSAGE_END)"
-                ),
-            ));
-        }
-        owner_check(tag, self.run.owners.message.get(id), "text message", id)?;
-        if closing {
-            self.run.text.remove(id);
-        }
-        Ok(())
+        let block = Block {
+            what: "text message",
+            owned_as: "text message",
+            order: "TEXT_MESSAGE_START must come first, and nothing may follow TEXT_MESSAGE_END",
+        };
+        let owner = self.run.owners.message.get(id);
+        block.continued(&mut self.run.text, owner, id, tag, closing)
     }
 
     pub(super) fn tool_start(
@@ -97,19 +130,13 @@ impl StreamVerifier {
     }
 
     pub(super) fn tool_continue(&mut self, id: &str, tag: Option<&str>, closing: bool) -> Check {
-        if !self.run.tools.contains(id) {
-            return Err((
-                Rule::NotOpen,
-                format!(
-                    "no open tool call '{id}' (TOOL_CALL_START must come first, and nothing may follow TOOL_CALL_END)"
-                ),
-            ));
-        }
-        owner_check(tag, self.run.owners.tool_call.get(id), "tool call", id)?;
-        if closing {
-            self.run.tools.remove(id);
-        }
-        Ok(())
+        let block = Block {
+            what: "tool call",
+            owned_as: "tool call",
+            order: "TOOL_CALL_START must come first, and nothing may follow TOOL_CALL_END",
+        };
+        let owner = self.run.owners.tool_call.get(id);
+        block.continued(&mut self.run.tools, owner, id, tag, closing)
     }
 
     /// `REASONING_START` (`span`) or `REASONING_MESSAGE_START`.
@@ -148,35 +175,23 @@ impl StreamVerifier {
         tag: Option<&str>,
         closing: bool,
     ) -> Check {
-        let (open, what, opener) = if span {
-            (&self.run.spans, "reasoning span", "REASONING_START")
+        let (open, block) = if span {
+            let block = Block {
+                what: "reasoning span",
+                owned_as: "reasoning message",
+                order: "REASONING_START must come first",
+            };
+            (&mut self.run.spans, block)
         } else {
-            (
-                &self.run.reasoning,
-                "reasoning message",
-                "REASONING_MESSAGE_START",
-            )
+            let block = Block {
+                what: "reasoning message",
+                owned_as: "reasoning message",
+                order: "REASONING_MESSAGE_START must come first",
+            };
+            (&mut self.run.reasoning, block)
         };
-        if !open.contains(id) {
-            return Err((
-                Rule::NotOpen,
-                format!("no open {what} '{id}' ({opener} must come first)"),
-            ));
-        }
-        owner_check(
-            tag,
-            self.run.owners.reasoning.get(id),
-            "reasoning message",
-            id,
-        )?;
-        if closing {
-            if span {
-                self.run.spans.remove(id);
-            } else {
-                self.run.reasoning.remove(id);
-            }
-        }
-        Ok(())
+        let owner = self.run.owners.reasoning.get(id);
+        block.continued(open, owner, id, tag, closing)
     }
 
     pub(super) fn encrypted_value(&mut self, event: &ReasoningEncryptedValue) -> Check {
