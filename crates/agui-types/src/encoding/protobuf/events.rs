@@ -120,15 +120,20 @@ plain!(TextMessageChunk => TextMessageChunkEvent { message_id, delta, name, suba
     convert { role: text_role_to_pb, text_role });
 plain!(StateSnapshot => StateSnapshotEvent { subagent_run_id }
     convert { snapshot: value_to_pb, value_from_pb });
-plain!(StateDelta => StateDeltaEvent { subagent_run_id } convert { delta: patch_to_pb, patch_from_pb });
+plain!(StateDelta => StateDeltaEvent { subagent_run_id }
+    convert { delta: patch_to_pb, patch_from_pb });
 plain!(MessagesSnapshot => MessagesSnapshotEvent {}
     convert { messages: messages_to_pb, messages_from_pb });
-plain!(ActivitySnapshot => ActivitySnapshotEvent { message_id, activity_type, replace, subagent_run_id }
+plain!(ActivitySnapshot => ActivitySnapshotEvent {
+    message_id, activity_type, replace, subagent_run_id
+}
     convert { content: struct_to_pb, struct_from_pb });
 plain!(ActivityDelta => ActivityDeltaEvent { message_id, activity_type, subagent_run_id }
     convert { patch: patch_to_pb, patch_from_pb });
-plain!(Raw => RawEvent { source, subagent_run_id } convert { event: value_to_pb, value_from_pb });
-plain!(Custom => CustomEvent { name, subagent_run_id } convert { value: value_to_pb, value_from_pb });
+plain!(Raw => RawEvent { source, subagent_run_id }
+    convert { event: value_to_pb, value_from_pb });
+plain!(Custom => CustomEvent { name, subagent_run_id }
+    convert { value: value_to_pb, value_from_pb });
 plain!(RunStarted => RunStartedEvent { thread_id, run_id, parent_run_id, protocol_version }
     convert { input: run_input_to_pb, run_input_from_pb });
 plain!(RunError => RunErrorEvent { code, message } convert { usage: usage_to_pb, usage_from_pb });
