@@ -1,10 +1,19 @@
-//! `cargo xtask bench <name>`: benchmarks that report figures (never asserted in tests).
+//! `cargo xtask bench [name]`: benchmarks that report figures (never asserted in tests).
+//!
+//! With no name, the benchmark of record (`crates/agui-bench`): the release server over HTTP
+//! next to the raw harness floor, workloads W1–W4, tables on stdout and a JSON report under
+//! `<target dir>/bench/`. xtask only builds the binaries and runs it (`cargo run --release -p
+//! agui-bench`), so it stays free of generated code.
+
+use std::path::PathBuf;
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::bail;
 
-use crate::util::{cargo, run_checked, workspace_root};
+use crate::e2e::build_binaries;
+use crate::util::{cargo, install_harness, run_checked, workspace_root};
 
-/// The benchmarks, as (name, package, bench target, what it reports).
+/// The named benchmarks, as (name, package, bench target, what it reports).
 const BENCHES: &[(&str, &str, &str, &str)] = &[(
     "translate",
     "agui-translate",
@@ -15,29 +24,79 @@ const BENCHES: &[(&str, &str, &str, &str)] = &[(
 /// Arguments of `bench`.
 #[derive(clap::Args)]
 pub(crate) struct Args {
-    /// Which benchmark (`translate`).
-    name: String,
-    /// Extra arguments for the benchmark binary (e.g. a round count).
+    /// A named benchmark (`translate`); none runs the whole suite (`agui-bench`), to which
+    /// every argument is passed (`--quick`, `--workloads W1,W4`, `--out FILE`, …; see
+    /// `cargo run -p agui-bench -- --help`).
+    #[arg(allow_hyphen_values = true)]
+    name: Option<String>,
+    /// Extra arguments for the benchmark binary.
     #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
     extra: Vec<String>,
 }
 
 pub(crate) fn run(args: Args) -> anyhow::Result<()> {
-    let Some((_, package, target, what)) = BENCHES.iter().find(|(name, ..)| *name == args.name)
-    else {
+    let mut extra = args.extra;
+    let name = match args.name {
+        Some(name) if name.starts_with('-') => {
+            extra.insert(0, name);
+            None
+        }
+        other => other,
+    };
+    let Some(name) = name else {
+        return suite(extra);
+    };
+    let Some((_, package, target, what)) = BENCHES.iter().find(|(n, ..)| *n == name) else {
         let known: Vec<&str> = BENCHES.iter().map(|(n, ..)| *n).collect();
         bail!(
-            "unknown benchmark `{}`; known: {}",
-            args.name,
+            "unknown benchmark `{name}`; known: {} (or no name for the whole suite)",
             known.join(", ")
         );
     };
-    eprintln!("xtask bench {}: {what}", args.name);
+    eprintln!("xtask bench {name}: {what}");
     run_checked(
         cargo()
             .current_dir(workspace_root())
             .args(["bench", "-p", package, "--bench", target, "--"])
-            .args(&args.extra),
+            .args(&extra),
         "cargo bench",
     )
+}
+
+/// The target directory cargo uses (`CARGO_TARGET_DIR`, else `<workspace>/target`).
+fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace_root().join("target"))
+}
+
+/// Builds the release server and scripted model, installs the harness, runs `agui-bench`.
+fn suite(extra: Vec<String>) -> anyhow::Result<()> {
+    let root = workspace_root();
+    let harness = install_harness()?;
+    eprintln!("xtask bench: building the release server and scripted model");
+    let (server, model) = build_binaries(&root, true)?;
+    let mut command = cargo();
+    command
+        .current_dir(&root)
+        .args(["run", "--release", "-p", "agui-bench", "--"])
+        .arg("--server-bin")
+        .arg(&server)
+        .arg("--model-bin")
+        .arg(&model)
+        .arg("--harness")
+        .arg(&harness);
+    if !extra
+        .iter()
+        .any(|a| a == "--out" || a.starts_with("--out="))
+    {
+        let stamp = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        command
+            .arg("--out")
+            .arg(target_dir().join(format!("bench/agui-bench-{stamp}.json")));
+    }
+    command.args(&extra);
+    run_checked(&mut command, "agui-bench")
 }

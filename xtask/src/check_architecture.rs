@@ -40,7 +40,9 @@ const ALLOWED_WORKSPACE_DEPS: &[(&str, &[&str])] = &[
             "gemini-script",
         ],
     ),
+    // Tools: above every layer.
     ("xtask", &["*"]),
+    ("agui-bench", &["*"]),
 ];
 
 /// External crates a workspace crate must not pull in, even transitively, with the reason.

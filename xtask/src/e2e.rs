@@ -50,7 +50,8 @@ pub(crate) fn run_suite(
     let prepared = prepare(harness)?;
     let mut options = vec![OsString::from("--test-reporter=spec")];
     options.extend(extra);
-    run_node(&mut prepared.node_test(&options, &suite_files(&prepared.root)?))
+    let files = test_files(&prepared.root.join(SUITE_DIR))?;
+    run_node(&mut prepared.node_test(&options, &files), SUITE_DIR)
 }
 
 /// Builds the two binaries the suite starts and checks the suite's Node packages are there.
@@ -63,17 +64,16 @@ pub(crate) fn prepare(harness: &Path) -> anyhow::Result<Prepared> {
     {
         bail!("{SUITE_DIR}/node_modules is missing; run `npm ci --prefix {SUITE_DIR}`");
     }
-    let built = build_binaries(&root)?;
-    let find = |name: &str| {
-        built
-            .iter()
-            .find(|(target, _)| target == name)
-            .map(|(_, path)| path.clone())
-            .with_context(|| format!("cargo build did not report the `{name}` binary"))
-    };
+    build(harness)
+}
+
+/// Builds the two binaries a Node suite starts (this one, or the browser suite).
+pub(crate) fn build(harness: &Path) -> anyhow::Result<Prepared> {
+    let root = workspace_root();
+    let (agui_bin, gemini_script_bin) = build_binaries(&root, false)?;
     Ok(Prepared {
-        agui_bin: find("agui-antigravity")?,
-        gemini_script_bin: find("gemini-script")?,
+        agui_bin,
+        gemini_script_bin,
         harness: harness.to_owned(),
         root,
     })
@@ -97,10 +97,9 @@ impl Prepared {
     }
 }
 
-/// The suite's test files (`tests/e2e/*.test.mjs`), sorted.
-pub(crate) fn suite_files(root: &Path) -> anyhow::Result<Vec<PathBuf>> {
-    let dir = root.join(SUITE_DIR);
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+/// The test files of a suite folder (`<dir>/*.test.mjs`, e.g. `tests/e2e`), sorted.
+pub(crate) fn test_files(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
         .with_context(|| format!("reading {}", dir.display()))?
         .filter_map(|entry| entry.ok().map(|e| e.path()))
         .filter(|path| {
@@ -116,21 +115,22 @@ pub(crate) fn suite_files(root: &Path) -> anyhow::Result<Vec<PathBuf>> {
     Ok(files)
 }
 
-/// Runs `node`, failing when it fails.
-pub(crate) fn run_node(node: &mut Command) -> anyhow::Result<()> {
-    eprintln!("xtask e2e: node --test {SUITE_DIR}");
+/// Runs `node` on the suite in `suite` (a folder, for messages), failing when it fails.
+pub(crate) fn run_node(node: &mut Command, suite: &str) -> anyhow::Result<()> {
+    eprintln!("xtask: node --test {suite}");
     let status = node
         .status()
-        .context("starting node (the end-to-end suite needs Node.js >= 20)")?;
+        .with_context(|| format!("starting node (the suite in {suite} needs Node.js >= 20)"))?;
     if !status.success() {
-        bail!("the end-to-end suite failed ({status})");
+        bail!("the suite in {suite} failed ({status})");
     }
     Ok(())
 }
 
-/// `cargo build` of the server and scripted-model binaries; returns (target name, executable)
-/// as cargo reports them, so a custom target directory is found too.
-fn build_binaries(root: &Path) -> anyhow::Result<Vec<(String, PathBuf)>> {
+/// `cargo build` (`--release` when asked) of the server and scripted-model binaries; returns
+/// their executables (`agui-antigravity`, `gemini-script`) as cargo reports them, so a custom
+/// target directory is found too.
+pub(crate) fn build_binaries(root: &Path, release: bool) -> anyhow::Result<(PathBuf, PathBuf)> {
     let mut child = cargo()
         .current_dir(root)
         .args([
@@ -145,6 +145,7 @@ fn build_binaries(root: &Path) -> anyhow::Result<Vec<(String, PathBuf)>> {
             "gemini-script",
             "--message-format=json-render-diagnostics",
         ])
+        .args(release.then_some("--release"))
         .stdout(Stdio::piped())
         .spawn()
         .context("starting cargo build")?;
@@ -167,7 +168,14 @@ fn build_binaries(root: &Path) -> anyhow::Result<Vec<(String, PathBuf)>> {
     }
     let status = child.wait().context("waiting for cargo build")?;
     if !status.success() {
-        bail!("building the end-to-end binaries failed ({status})");
+        bail!("building the server and scripted-model binaries failed ({status})");
     }
-    Ok(built)
+    let find = |name: &str| {
+        built
+            .iter()
+            .find(|(target, _)| target == name)
+            .map(|(_, path): &(String, PathBuf)| path.clone())
+            .with_context(|| format!("cargo build did not report the `{name}` binary"))
+    };
+    Ok((find("agui-antigravity")?, find("gemini-script")?))
 }

@@ -53,7 +53,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<()> {
     let root = workspace_root();
     install_node_package(&root.join(SUITE_DIR))?;
     let prepared = e2e::prepare(&harness)?;
-    let mut files = e2e::suite_files(&root)?;
+    let mut files = e2e::test_files(&root.join(SUITE_DIR))?;
     files.push(root.join(SUITE_DIR).join("gates/parking.gate.mjs"));
 
     let rows_dir = tempfile::tempdir().context("creating a temporary directory")?;
@@ -68,7 +68,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<()> {
     let mut node = prepared.node_test(&options, &files);
     node.env("PARK_SECONDS", park_seconds.to_string())
         .env("E2E_MODEL", mode);
-    let suite = e2e::run_node(&mut node);
+    let suite = e2e::run_node(&mut node, SUITE_DIR);
 
     let rows = read_rows(&rows_file)?;
     print_table(&rows);

@@ -1,6 +1,8 @@
-//! `cargo xtask`: project automation (fetching the harness, protobuf import and codegen).
+//! `cargo xtask`: project automation (fetching the harness, protobuf import and codegen, the
+//! playground build, the test suites).
 
 mod bench;
+mod browser;
 mod check_architecture;
 mod codegen;
 mod e2e;
@@ -8,6 +10,7 @@ mod fetch_harness;
 mod import_captures;
 mod import_protos;
 mod live_gate;
+mod playground;
 mod record;
 mod test;
 mod util;
@@ -33,7 +36,8 @@ enum Task {
     Record(record::Args),
     /// Run the whole test suite, installing the harness and the Node test packages first.
     Test(test::Args),
-    /// Run a benchmark and print its figures (`translate`).
+    /// Run the benchmark of record (no name: W1-W4 against the release server next to the raw
+    /// harness floor, tables and JSON) or a named benchmark (`translate`).
     Bench(bench::Args),
     /// Check the crate layering and dependency invariants of ARCHITECTURE.md.
     CheckArchitecture(check_architecture::Args),
@@ -44,6 +48,11 @@ enum Task {
     E2e(e2e::Args),
     /// The end-to-end suite plus the parking gate, against Gemini when `GEMINI_API_KEY` is set.
     LiveGate(live_gate::Args),
+    /// Build the playground page into the committed `crates/agui-server/playground/dist/`.
+    Playground(playground::Args),
+    /// Run the browser suite (`tests/browser`): the playground in headless Chromium against the
+    /// real binary, harness and scripted model.
+    Browser(browser::Args),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -58,5 +67,7 @@ fn main() -> anyhow::Result<()> {
         Task::Record(args) => record::run(args),
         Task::E2e(args) => e2e::run(args),
         Task::LiveGate(args) => live_gate::run(args),
+        Task::Playground(args) => playground::run(args),
+        Task::Browser(args) => browser::run(args),
     }
 }

@@ -3,14 +3,19 @@
 //! This is the README's test command and what CI runs: it installs the real harness (from the
 //! wheel, into the project cache), installs the Node packages of the project's official-client
 //! tests, then runs every Rust test of the workspace against the real harness, then the
-//! end-to-end suite (`tests/e2e`, see `e2e.rs`).
+//! end-to-end suite (`tests/e2e`, see `e2e.rs`), then the browser suite (`tests/browser`, see
+//! `browser.rs`).
 
 use std::ffi::OsString;
 
 use crate::util::{cargo, install_harness, install_node_package, run_checked, workspace_root};
 
-/// Node packages (folders under the workspace root) the tests drive the official client from.
-const NODE_PACKAGES: &[&str] = &["tests/agui-client", crate::e2e::SUITE_DIR];
+/// Node packages (folders under the workspace root) of the official-client and browser tests.
+const NODE_PACKAGES: &[&str] = &[
+    "tests/agui-client",
+    crate::e2e::SUITE_DIR,
+    crate::browser::SUITE_DIR,
+];
 
 /// Arguments of `test`.
 #[derive(clap::Args)]
@@ -41,5 +46,6 @@ pub(crate) fn run(args: Args) -> anyhow::Result<()> {
     }
     cargo.args(&args.cargo_args);
     run_checked(&mut cargo, "cargo test")?;
-    crate::e2e::run_suite(&harness, Vec::<OsString>::new())
+    crate::e2e::run_suite(&harness, Vec::<OsString>::new())?;
+    crate::browser::run_suite(&harness, false, Vec::<OsString>::new())
 }

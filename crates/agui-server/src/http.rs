@@ -1,5 +1,6 @@
 //! The HTTP surface: `POST <path>` runs, `GET <path>/capabilities`, `GET /healthz`,
-//! `GET /metrics`, with the checks a request passes before a run starts.
+//! `GET /metrics`, with the checks a request passes before a run starts; `GET <path>` from a
+//! browser is the playground (`playground.rs`).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -93,6 +94,10 @@ pub fn router(agents: &[MountedAgent], options: HttpOptions, metrics: Arc<Metric
             "/healthz",
             get(|| async { axum::Json(json!({"status": "ok"})) }),
         )
+        // The playground page asks for the token itself, so it is outside authentication.
+        .merge(crate::playground::router(
+            &agents.iter().map(|a| a.path.as_str()).collect::<Vec<_>>(),
+        ))
         .layer(DefaultBodyLimit::max(options.max_body_bytes))
         .with_state(state);
     match cors(&options.cors_origins) {

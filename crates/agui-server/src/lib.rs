@@ -31,6 +31,7 @@ pub mod demo;
 mod error;
 pub mod http;
 pub mod metrics;
+pub mod playground;
 mod stream;
 
 use std::collections::HashMap;

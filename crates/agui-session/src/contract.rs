@@ -181,6 +181,27 @@ impl Contract {
     }
 }
 
+/// The harness config an agent configured with `options` and `server_tools` opens a thread's
+/// conversation with, for a run whose `RunAgentInput.tools` are `client_tools`: exactly what a
+/// session sends (tools, policy, behaviour, hooks, model endpoint, continuation mode).
+///
+/// For programs that drive the harness directly with a server's settings, such as the
+/// benchmark's raw floor (`crates/agui-bench`); a session never needs it.
+pub fn harness_config(
+    options: &AgentOptions,
+    server_tools: &ToolRegistry,
+    client_tools: &[Tool],
+    workspace: &Path,
+    conversation_id: &str,
+) -> Result<HarnessConfig, SessionError> {
+    Contract::new(client_tools, options, server_tools).harness_config(
+        options,
+        server_tools,
+        workspace,
+        conversation_id,
+    )
+}
+
 fn declarable(name: &str, options: &AgentOptions, server: &ToolRegistry) -> Result<(), String> {
     let valid = name
         .chars()
@@ -297,6 +318,19 @@ mod tests {
         assert!(
             config.policy_config.is_some(),
             "without approval, everything is allowed explicitly"
+        );
+    }
+
+    #[test]
+    fn the_public_entry_point_builds_what_a_session_sends() {
+        let tools = [tool("pick", "Pick", Some(json!({"type": "object"})))];
+        let (ws, id) = (Path::new("/tmp/w/abc"), "c0ffee");
+        let registry = ToolRegistry::new();
+        assert_eq!(
+            harness_config(&options(), &registry, &tools, ws, id).unwrap(),
+            Contract::new(&tools, &options(), &registry)
+                .harness_config(&options(), &registry, ws, id)
+                .unwrap()
         );
     }
 

@@ -40,6 +40,7 @@ mod turn;
 pub use agent::{Agent, AgentStats, RunStream};
 pub use backend::{Backend, ConversationHandle, HarnessBackend};
 pub use callbacks::{APP_CONTEXT_TOOL, APP_STATE_TOOL};
+pub use contract::harness_config;
 pub use error::{RunErrorCode, RunFailure, SessionError};
 pub use interrupts::{InterruptAnswer, REASON_APPROVAL, REASON_QUESTION};
 pub use options::{

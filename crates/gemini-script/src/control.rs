@@ -9,7 +9,7 @@
 //! | `POST /_script/reset` | — | empties the script and the log; `{"entries": 0}` |
 //! | `GET /_script/requests` | — | the request log, a JSON list of [`LoggedRequest`](crate::LoggedRequest) |
 //! | `DELETE /_script/requests` | — | empties the log |
-//! | `GET /_script/state` | — | `{"entries": [EntryState], "default": reply or null, "requests": n}` |
+//! | `GET /_script/state` | — | `{"entries": [EntryState], "default": reply or null, "requests": n, "served": n}` (`requests`: in the log; `served`: answered in all) |
 //!
 //! A malformed script or entry gets HTTP 400 with `{"error": "<what and where>"}`.
 
@@ -101,5 +101,6 @@ async fn state(State(shared): State<Arc<Shared>>) -> Json<Value> {
         "entries": engine.state(),
         "default": default,
         "requests": engine.requests().len(),
+        "served": engine.served(),
     }))
 }

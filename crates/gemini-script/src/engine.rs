@@ -37,6 +37,8 @@ pub(crate) struct Engine {
     next_index: usize,
     default: Option<Reply>,
     log: Vec<LoggedRequest>,
+    /// Keep at most this many requests in the log (the newest); `None`: all of them.
+    log_limit: Option<usize>,
     seq: u64,
 }
 
@@ -82,8 +84,36 @@ impl Engine {
         self.seq
     }
 
+    /// Model requests answered so far (logged or not).
+    pub(crate) fn served(&self) -> u64 {
+        self.seq
+    }
+
+    /// Whether requests are logged at all (a log limit of 0 keeps none).
+    pub(crate) fn keeps_log(&self) -> bool {
+        self.log_limit != Some(0)
+    }
+
+    /// Keeps at most `limit` requests in the log from now on (the newest); `None`: all.
+    pub(crate) fn set_log_limit(&mut self, limit: Option<usize>) {
+        self.log_limit = limit;
+        self.trim_log();
+    }
+
     pub(crate) fn record(&mut self, request: LoggedRequest) {
-        self.log.push(request);
+        if self.keeps_log() {
+            self.log.push(request);
+            self.trim_log();
+        }
+    }
+
+    fn trim_log(&mut self) {
+        if let Some(limit) = self.log_limit
+            && self.log.len() > limit
+        {
+            let excess = self.log.len() - limit;
+            self.log.drain(..excess);
+        }
     }
 
     pub(crate) fn requests(&self) -> &[LoggedRequest] {

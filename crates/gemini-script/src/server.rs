@@ -8,6 +8,7 @@ use std::{
     time::Duration,
 };
 
+use axum::serve::ListenerExt as _;
 use axum::{
     Router,
     body::{Body, Bytes},
@@ -75,6 +76,14 @@ impl ScriptedModel {
         });
         let app = router(shared.clone());
         let mut stop = stop_rx;
+        // Like the real endpoint, every SSE event leaves at once: with Nagle's algorithm the
+        // end of a stream waits for the client's delayed ACK (~40 ms), and the harness waits
+        // for the end of the stream before it runs the reply's calls.
+        let listener = listener.tap_io(|tcp| {
+            if let Err(e) = tcp.set_nodelay(true) {
+                tracing::warn!(error = %e, "could not set TCP_NODELAY");
+            }
+        });
         let task = tokio::spawn(async move {
             let serve = axum::serve(listener, app)
                 .with_graceful_shutdown(async move { stopped(&mut stop).await });
@@ -127,6 +136,17 @@ impl Handle {
     /// The number of requests logged so far.
     pub fn request_count(&self) -> usize {
         self.shared.engine().requests().len()
+    }
+
+    /// Model requests answered so far, whether or not the log keeps them.
+    pub fn served(&self) -> u64 {
+        self.shared.engine().served()
+    }
+
+    /// Keeps at most `limit` requests in the log (the newest; `Some(0)` keeps none, so a
+    /// long-running server does not grow); `None`, the default, keeps every request.
+    pub fn set_log_limit(&self, limit: Option<usize>) {
+        self.shared.engine().set_log_limit(limit);
     }
 
     /// Forgets the logged requests.
@@ -263,19 +283,21 @@ async fn model_endpoint(
         (Some(m.to_owned()), Some(r.to_owned()))
     });
     tracing::debug!(seq, ?model, ?rpc, ?answered_by, status, "model request");
-    engine.record(LoggedRequest {
-        seq,
-        method: method.to_string(),
-        path: uri
-            .path_and_query()
-            .map_or_else(|| uri.path().to_owned(), |p| p.as_str().to_owned()),
-        model,
-        rpc: rpc.clone(),
-        headers: header_map(&headers),
-        body: parsed.unwrap_or_else(|| Value::String(raw.into_owned())),
-        answered_by,
-        status,
-    });
+    if engine.keeps_log() {
+        engine.record(LoggedRequest {
+            seq,
+            method: method.to_string(),
+            path: uri
+                .path_and_query()
+                .map_or_else(|| uri.path().to_owned(), |p| p.as_str().to_owned()),
+            model,
+            rpc: rpc.clone(),
+            headers: header_map(&headers),
+            body: parsed.unwrap_or_else(|| Value::String(raw.into_owned())),
+            answered_by,
+            status,
+        });
+    }
     drop(engine);
     match (plan, rpc.as_deref()) {
         (

@@ -104,7 +104,8 @@ async fn load_push_inspect_and_reset_over_http() {
                 {"index": 3, "name": null, "remaining": 1}
             ],
             "default": {"text": ["default answer"]},
-            "requests": 0
+            "requests": 0,
+            "served": 0
         })
     );
 
@@ -148,6 +149,39 @@ async fn load_push_inspect_and_reset_over_http() {
         (200, json!({"entries": 0}))
     );
     assert_eq!(model.request_count(), 0);
+    assert_eq!(model.served(), 7, "the served count survives a reset");
+}
+
+#[tokio::test]
+async fn a_log_limit_keeps_the_newest_requests_and_counts_them_all() {
+    let model = ScriptedModel::start(Script::new()).await.expect("start");
+    let client = Client {
+        http: reqwest::Client::new(),
+        base: model.base_url(),
+    };
+    for text in ["one", "two", "three"] {
+        client.ask(text).await;
+    }
+    model.set_log_limit(Some(2));
+    let texts = |log: Vec<LoggedRequest>| -> Vec<String> {
+        log.iter()
+            .filter_map(LoggedRequest::last_user_text)
+            .collect()
+    };
+    assert_eq!(texts(model.requests()), ["two", "three"]);
+    client.ask("four").await;
+    assert_eq!(texts(model.requests()), ["three", "four"]);
+    model.set_log_limit(Some(0));
+    client.ask("five").await;
+    assert_eq!(model.request_count(), 0);
+    let (_, state) = client.get("/_script/state").await;
+    assert_eq!(
+        (state["requests"].clone(), state["served"].clone()),
+        (json!(0), json!(5))
+    );
+    model.set_log_limit(None);
+    client.ask("six").await;
+    assert_eq!(texts(model.requests()), ["six"]);
 }
 
 #[tokio::test]

@@ -236,24 +236,15 @@ impl BuiltinTool {
     }
 }
 
-/// The built-in tools the Python SDK enables when none are listed.
+/// The built-in tools the Python SDK enables when none are listed: all but listing and
+/// searching the workspace and asking questions.
 pub fn default_builtin_tools() -> BTreeSet<BuiltinTool> {
     use BuiltinTool::*;
-    [
-        ViewFile,
-        CreateFile,
-        EditFile,
-        RunCommand,
-        ReadUrlContent,
-        SearchWeb,
-        GenerateImage,
-        Subagents,
-        RunWorkflow,
-        ManageTask,
-        Schedule,
-    ]
-    .into_iter()
-    .collect()
+    let left_out = [ListDirectory, FindFile, SearchDirectory, AskQuestion];
+    BuiltinTool::ALL
+        .into_iter()
+        .filter(|tool| !left_out.contains(tool))
+        .collect()
 }
 
 /// Policy rules.

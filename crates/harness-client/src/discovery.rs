@@ -1,11 +1,14 @@
-//! Finding the `localharness` binary.
+//! Finding the `localharness` binary, and sharing one lookup between the pool's opens.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use harness_install::{Cache, DEFAULT_VERSION, Installer};
 
+use crate::blocking::off_runtime;
 use crate::error::{HarnessError, Result};
 
 /// Environment variable naming the harness binary explicitly.
@@ -15,7 +18,9 @@ pub const HARNESS_PATH_ENV: &str = "ANTIGRAVITY_HARNESS_PATH";
 /// `$ANTIGRAVITY_HARNESS_PATH`, the project cache (`cargo xtask fetch-harness`), a
 /// `google-antigravity` wheel installed in a Python environment, `localharness` on `PATH`.
 ///
-/// The error lists every place tried and why it did not qualify.
+/// The error lists every place tried and why it did not qualify. Blocking (it may run
+/// `python3`): async code calls it through `tokio::task::spawn_blocking`, as
+/// [`crate::HarnessProcess::spawn`] and [`crate::HarnessPool`] do.
 pub fn find_binary(explicit: Option<&Path>) -> Result<PathBuf> {
     let mut tried = String::new();
     let mut consider = |label: &str, candidate: Option<PathBuf>| -> Option<PathBuf> {
@@ -78,6 +83,7 @@ pub fn find_binary(explicit: Option<&Path>) -> Result<PathBuf> {
 
 /// Like [`find_binary`], but installs the pinned version into the project cache (downloading
 /// the wheel with pip) when nothing is found. Used by the server so a fresh machine works.
+/// Blocking, for minutes on a slow network: async code calls it through `spawn_blocking`.
 pub fn find_or_install_binary(explicit: Option<&Path>) -> Result<PathBuf> {
     match find_binary(explicit) {
         Err(HarnessError::NotFound { .. }) if explicit.is_none() => {
@@ -87,6 +93,61 @@ pub fn find_or_install_binary(explicit: Option<&Path>) -> Result<PathBuf> {
             Ok(Installer::new(Cache::from_env()?, DEFAULT_VERSION).install()?)
         }
         other => other,
+    }
+}
+
+/// The binary for opens that name none. Looking may run `python3`, so it happens off the
+/// runtime, one lookup at a time: opens that arrive while a lookup runs take its result, a
+/// failure included; an open that arrives after a failure looks again (the binary may have been
+/// installed since).
+pub(crate) struct SharedDiscovery {
+    find: Arc<dyn Fn() -> Result<PathBuf> + Send + Sync>,
+    /// Lookups finished so far: an open that waited while one finished shares its outcome.
+    finished: AtomicU64,
+    /// The last outcome (a failure as its message, to be shared).
+    last: tokio::sync::Mutex<Option<std::result::Result<PathBuf, String>>>,
+}
+
+impl SharedDiscovery {
+    /// Looks with [`find_binary`].
+    pub(crate) fn new() -> Self {
+        Self::with(|| find_binary(None))
+    }
+
+    /// Looks with `find` (tests use a slow or failing stand-in).
+    pub(crate) fn with(find: impl Fn() -> Result<PathBuf> + Send + Sync + 'static) -> Self {
+        Self {
+            find: Arc::new(find),
+            finished: AtomicU64::new(0),
+            last: tokio::sync::Mutex::new(None),
+        }
+    }
+
+    /// The binary, looked up on first use.
+    pub(crate) async fn binary(&self) -> Result<PathBuf> {
+        let seen = self.finished.load(Ordering::Acquire);
+        let mut last = self.last.lock().await;
+        match &*last {
+            Some(Ok(path)) => return Ok(path.clone()),
+            Some(Err(reason)) if self.finished.load(Ordering::Acquire) > seen => {
+                return Err(HarnessError::BootFailed {
+                    reason: reason.clone(),
+                });
+            }
+            _ => {}
+        }
+        let find = self.find.clone();
+        let found = off_runtime(move || find())
+            .await
+            .ok_or_else(|| HarnessError::BootFailed {
+                reason: "the runtime shut down while looking for the harness binary".into(),
+            })?;
+        *last = Some(match &found {
+            Ok(path) => Ok(path.clone()),
+            Err(e) => Err(e.to_string()),
+        });
+        self.finished.fetch_add(1, Ordering::Release);
+        found
     }
 }
 
@@ -139,6 +200,27 @@ mod tests {
             "{err}"
         );
         assert!(err.contains("cargo xtask fetch-harness"), "{err}");
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn racing_lookups_share_one_failure_and_a_later_one_looks_again() {
+        let lookups = Arc::new(AtomicU64::new(0));
+        let counted = lookups.clone();
+        let discovery = SharedDiscovery::with(move || {
+            counted.fetch_add(1, Ordering::SeqCst);
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            Err(HarnessError::NotFound {
+                tried: "  - nowhere\n".into(),
+            })
+        });
+        let racing = futures_util::future::join_all((0..3).map(|_| discovery.binary())).await;
+        assert_eq!(lookups.load(Ordering::SeqCst), 1);
+        for result in racing {
+            let err = result.unwrap_err().to_string();
+            assert!(err.contains("nowhere"), "{err}");
+        }
+        assert!(discovery.binary().await.is_err());
+        assert_eq!(lookups.load(Ordering::SeqCst), 2);
     }
 
     #[test]

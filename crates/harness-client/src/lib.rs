@@ -33,6 +33,7 @@
 //! # Ok(()) }
 //! ```
 
+mod blocking;
 mod callbacks;
 mod config;
 mod conversation;

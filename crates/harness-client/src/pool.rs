@@ -15,7 +15,7 @@ use harness_proto::lh::HarnessConfig;
 
 use crate::callbacks::Callbacks;
 use crate::conversation::Conversation;
-use crate::discovery::find_binary;
+use crate::discovery::SharedDiscovery;
 use crate::error::{HarnessError, Result};
 use crate::link::ConnectOptions;
 use crate::process::{HarnessProcess, ProcessOptions};
@@ -124,7 +124,8 @@ struct PoolInner {
     state: Mutex<State>,
     /// Woken whenever a boot ends (a new process, or a failure).
     booted: tokio::sync::Notify,
-    discovered: Mutex<Option<PathBuf>>,
+    /// The binary of opens that name none.
+    discovery: SharedDiscovery,
 }
 
 /// What an open does next.
@@ -177,6 +178,10 @@ impl std::fmt::Debug for HarnessPool {
 impl HarnessPool {
     /// A new, empty pool.
     pub fn new(options: PoolOptions) -> Result<Self> {
+        Self::with_discovery(options, SharedDiscovery::new())
+    }
+
+    fn with_discovery(options: PoolOptions, discovery: SharedDiscovery) -> Result<Self> {
         if options.max_conversations_per_process == 0 {
             return Err(HarnessError::Config(
                 "max_conversations_per_process must be at least 1".into(),
@@ -186,7 +191,7 @@ impl HarnessPool {
             options,
             state: Mutex::new(State::default()),
             booted: tokio::sync::Notify::new(),
-            discovered: Mutex::new(None),
+            discovery,
         });
         tokio::spawn(reap(Arc::downgrade(&inner)));
         Ok(Self { inner })
@@ -199,14 +204,15 @@ impl HarnessPool {
 
     /// Opens a conversation on a process of the matching partition: the least-loaded live one
     /// with room, else a new one. A failed open never stops a shared process; a process that
-    /// died is skipped and replaced.
+    /// died is skipped and replaced. Discovery, when `process` names no binary, runs once per
+    /// pool and off the runtime.
     pub async fn open(
         &self,
         process: &ProcessOptions,
         config: HarnessConfig,
         callbacks: Arc<dyn Callbacks>,
     ) -> Result<Conversation> {
-        let key = self.key(process)?;
+        let key = self.key(process).await?;
         let mut options = process.clone();
         options.binary = Some(key.binary.clone());
         let mut replaced = 0;
@@ -294,16 +300,10 @@ impl HarnessPool {
         }
     }
 
-    fn key(&self, process: &ProcessOptions) -> Result<PartitionKey> {
+    async fn key(&self, process: &ProcessOptions) -> Result<PartitionKey> {
         let binary = match &process.binary {
             Some(binary) => binary.clone(),
-            None => {
-                let mut discovered = self.inner.discovered.lock().expect("discovery lock");
-                match &*discovered {
-                    Some(path) => path.clone(),
-                    None => discovered.insert(find_binary(None)?).clone(),
-                }
-            }
+            None => self.inner.discovery.binary().await?,
         };
         Ok(PartitionKey {
             binary,
@@ -439,7 +439,7 @@ impl Drop for Lease {
             .get_mut(&self.key)
             .into_iter()
             .flat_map(|p| p.slots.iter_mut())
-            .find(|s| Arc::ptr_eq(&s.process.inner, &self.process.inner))
+            .find(|s| s.process.same_as(&self.process))
         {
             slot.leases = slot.leases.saturating_sub(1);
             if slot.leases == 0 {
@@ -529,7 +529,54 @@ async fn reap(pool: Weak<PoolInner>) {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
     use super::*;
+    use crate::callbacks::DefaultCallbacks;
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_slow_discovery_runs_once_and_does_not_stall_the_runtime() {
+        let ticks = Arc::new(AtomicUsize::new(0));
+        let ticking = ticks.clone();
+        let ticker = tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+                ticking.fetch_add(1, Ordering::SeqCst);
+            }
+        });
+        // Ticks counted while the lookup ran: none if it ran on the runtime's only thread.
+        let ticks_during = Arc::new(Mutex::new(Vec::new()));
+        let (seen, recorded) = (ticks.clone(), ticks_during.clone());
+        let discovery = SharedDiscovery::with(move || {
+            let before = seen.load(Ordering::SeqCst);
+            std::thread::sleep(Duration::from_millis(300));
+            let during = seen.load(Ordering::SeqCst) - before;
+            recorded.lock().unwrap().push(during);
+            Ok(PathBuf::from("/nonexistent/localharness"))
+        });
+        let pool = HarnessPool::with_discovery(PoolOptions::default(), discovery).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let options = ProcessOptions::new(dir.path().join("save"));
+        let opens = (0..4).map(|_| {
+            pool.open(
+                &options,
+                HarnessConfig::default(),
+                Arc::new(DefaultCallbacks),
+            )
+        });
+        let results = futures_util::future::join_all(opens).await;
+        ticker.abort();
+        let during = ticks_during.lock().unwrap().clone();
+        assert_eq!(during.len(), 1, "one lookup for every racing open");
+        assert!(
+            during[0] >= 3,
+            "the runtime stalled during the lookup: {during:?}"
+        );
+        for result in results {
+            let err = result.unwrap_err().to_string();
+            assert!(err.contains("/nonexistent/localharness"), "{err}");
+        }
+    }
 
     #[test]
     fn idle_processes_are_stopped_unless_one_is_the_needed_spare() {

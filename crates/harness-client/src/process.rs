@@ -15,6 +15,7 @@ use tokio::sync::{broadcast, watch};
 use tokio::task::JoinHandle;
 use tracing::Instrument as _;
 
+use crate::blocking::off_runtime;
 use crate::discovery::find_binary;
 use crate::error::{HarnessError, Result};
 
@@ -117,7 +118,7 @@ impl std::fmt::Display for ExitInfo {
 /// dropped (SIGKILL of its whole process group) or explicitly with [`HarnessProcess::shutdown`].
 #[derive(Clone)]
 pub struct HarnessProcess {
-    pub(crate) inner: Arc<ProcessInner>,
+    inner: Arc<ProcessInner>,
 }
 
 impl std::fmt::Debug for HarnessProcess {
@@ -129,25 +130,34 @@ impl std::fmt::Debug for HarnessProcess {
     }
 }
 
-pub(crate) struct ProcessInner {
-    pub(crate) binary: PathBuf,
-    pub(crate) pid: u32,
-    pub(crate) port: u16,
-    pub(crate) api_key: String,
+struct ProcessInner {
+    binary: PathBuf,
+    pid: u32,
+    port: u16,
+    /// The key the harness requires on every WebSocket (`x-goog-api-key`).
+    api_key: String,
     stdin: Mutex<Option<ChildStdin>>,
-    pub(crate) exit: watch::Receiver<Option<ExitInfo>>,
-    pub(crate) stderr: Arc<StderrLog>,
+    exit: watch::Receiver<Option<ExitInfo>>,
+    stderr: Arc<StderrLog>,
     /// Number of open conversation sockets; shutdown waits for it to reach zero before closing
     /// stdin.
-    pub(crate) live: watch::Sender<usize>,
+    live: watch::Sender<usize>,
     /// Set when shutdown starts: conversations close their sockets.
-    pub(crate) closing: watch::Sender<bool>,
+    closing: watch::Sender<bool>,
 }
 
 impl HarnessProcess {
     /// Starts a harness and completes the stdio handshake.
+    ///
+    /// Discovery (when [`ProcessOptions::binary`] is `None`) may run `python3`; it runs on the
+    /// runtime's blocking pool, so the calling runtime keeps serving its other tasks.
     pub async fn spawn(options: &ProcessOptions) -> Result<Self> {
-        let binary = find_binary(options.binary.as_deref())?;
+        let explicit = options.binary.clone();
+        let binary = off_runtime(move || find_binary(explicit.as_deref()))
+            .await
+            .ok_or_else(|| HarnessError::BootFailed {
+                reason: "the runtime shut down while looking for the harness binary".into(),
+            })??;
         let home = options.home();
         for dir in [&options.storage_dir, &home] {
             tokio::fs::create_dir_all(dir)
@@ -216,43 +226,39 @@ impl HarnessProcess {
             stdout.read_exact(&mut frame[4..]).await?;
             harness_proto::decode_stdio_frame::<OutputConfig>(&frame).map_err(std::io::Error::other)
         };
-        let output = match tokio::time::timeout(options.boot_timeout, handshake).await {
-            Ok(Ok(output)) => output,
-            Ok(Err(e)) => {
-                let reason = format!("stdio handshake failed: {e}");
-                return Err(fail_boot(child, pid, &stderr, stderr_done, |stderr_tail| {
-                    HarnessError::Handshake {
-                        binary: binary.clone(),
-                        reason,
-                        stderr_tail,
-                    }
-                })
-                .await);
-            }
-            Err(_) => {
-                let timeout = options.boot_timeout;
-                return Err(fail_boot(child, pid, &stderr, stderr_done, |stderr_tail| {
-                    HarnessError::BootTimeout {
-                        binary: binary.clone(),
-                        timeout,
-                        stderr_tail,
-                    }
-                })
-                .await);
-            }
+        // A failed boot has a reason, or none when the harness did not answer in time.
+        let booted = match tokio::time::timeout(options.boot_timeout, handshake).await {
+            Ok(Ok(output)) => match u16::try_from(output.port()) {
+                Ok(port) if port != 0 && !output.api_key().is_empty() => Ok((port, output)),
+                _ => Err(Some(format!(
+                    "OutputConfig without a usable port and key: {output:?}"
+                ))),
+            },
+            Ok(Err(e)) => Err(Some(format!("stdio handshake failed: {e}"))),
+            Err(_) => Err(None),
         };
-        let port = u16::try_from(output.port()).unwrap_or(0);
-        if port == 0 || output.api_key().is_empty() {
-            let reason = format!("OutputConfig without a usable port and key: {output:?}");
-            return Err(fail_boot(child, pid, &stderr, stderr_done, |stderr_tail| {
-                HarnessError::Handshake {
-                    binary: binary.clone(),
-                    reason,
-                    stderr_tail,
+        let (port, output) =
+            match booted {
+                Ok(booted) => booted,
+                Err(reason) => {
+                    let timeout = options.boot_timeout;
+                    return Err(fail_boot(child, pid, &stderr, stderr_done, |stderr_tail| {
+                        match reason {
+                            Some(reason) => HarnessError::Handshake {
+                                binary,
+                                reason,
+                                stderr_tail,
+                            },
+                            None => HarnessError::BootTimeout {
+                                binary,
+                                timeout,
+                                stderr_tail,
+                            },
+                        }
+                    })
+                    .await);
                 }
-            })
-            .await);
-        }
+            };
         // The harness writes nothing more to stdout, but a full pipe would block it: drain anyway.
         tokio::spawn(async move {
             let mut sink = tokio::io::sink();
@@ -344,8 +350,12 @@ impl HarnessProcess {
         let inner = &self.inner;
         inner.closing.send_replace(true);
         // The harness runs commands in sessions of their own; find them while they are still
-        // its children (once it exits they are reparented and untraceable).
-        let commands = descendants(inner.pid);
+        // its children (once it exits they are reparented and untraceable). Reading `/proc`
+        // is a file per process: off the runtime.
+        let pid = inner.pid;
+        let commands = off_runtime(move || descendants(pid))
+            .await
+            .unwrap_or_default();
         let mut live = inner.live.subscribe();
         let _ = tokio::time::timeout(Duration::from_secs(2), live.wait_for(|n| *n == 0)).await;
         drop(inner.stdin.lock().expect("stdin lock").take());
@@ -370,13 +380,77 @@ impl HarnessProcess {
         kill_tree(inner.pid, &commands);
         info
     }
+
+    /// The key the harness requires on every WebSocket, as its stdout handshake gave it.
+    pub(crate) fn ws_key(&self) -> &str {
+        &self.inner.api_key
+    }
+
+    /// New stderr lines from now on (init failures are only explained there).
+    pub(crate) fn subscribe_stderr(&self) -> broadcast::Receiver<String> {
+        self.inner.stderr.subscribe()
+    }
+
+    /// Changes to how the process ended (`Some` once it has).
+    pub(crate) fn exit_watch(&self) -> watch::Receiver<Option<ExitInfo>> {
+        self.inner.exit.clone()
+    }
+
+    /// Turns `true` when shutdown starts: conversations close their sockets then.
+    pub(crate) fn closing_watch(&self) -> watch::Receiver<bool> {
+        self.inner.closing.subscribe()
+    }
+
+    /// Counts an open socket until the guard is dropped; shutdown waits for the count to reach
+    /// zero before closing stdin. The guard keeps the process alive while the socket is open.
+    pub(crate) fn count_live(&self) -> LiveGuard {
+        self.inner.live.send_modify(|n| *n += 1);
+        LiveGuard(self.clone())
+    }
+
+    /// Whether both handles are the same process (a pid can be reused, a handle cannot).
+    pub(crate) fn same_as(&self, other: &HarnessProcess) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+}
+
+/// An open socket counted on its process (see [`HarnessProcess::count_live`]).
+pub(crate) struct LiveGuard(HarnessProcess);
+
+impl Drop for LiveGuard {
+    fn drop(&mut self) {
+        self.0.inner.live.send_modify(|n| *n = n.saturating_sub(1));
+    }
 }
 
 impl Drop for ProcessInner {
     fn drop(&mut self) {
-        // Last handle gone: make sure nothing of this harness outlives it. Once it has exited
-        // and been reaped its pid may belong to an unrelated process, whose children must not
-        // be taken for the harness's commands (those were reparented anyway).
+        // Last handle gone: make sure nothing of this harness outlives it.
+        let reap = Reap {
+            pid: self.pid,
+            exit: self.exit.clone(),
+        };
+        // Dropping `reap` does the work; on the blocking pool when there is one, since it walks
+        // `/proc`. A pool that refuses the job (its runtime is shutting down) drops it unrun,
+        // which still does the work, wherever that happens.
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => drop(runtime.spawn_blocking(move || drop(reap))),
+            Err(_) => drop(reap),
+        }
+    }
+}
+
+/// Kills a harness whose last handle is gone, and every command it started, when dropped.
+struct Reap {
+    pid: u32,
+    exit: watch::Receiver<Option<ExitInfo>>,
+}
+
+impl Drop for Reap {
+    fn drop(&mut self) {
+        // Once the harness has exited and been reaped its pid may belong to an unrelated
+        // process, whose children must not be taken for the harness's commands (those were
+        // reparented anyway).
         let commands = if self.exit.borrow().is_none() {
             descendants(self.pid)
         } else {
@@ -402,7 +476,7 @@ fn kill_tree(pid: u32, descendants: &[(u32, u32)]) {
 
 /// `(pid, process group)` of every live descendant of `root`, from `/proc` (Linux; empty
 /// elsewhere). A command that detaches itself completely (double fork) is not found.
-pub(crate) fn descendants(root: u32) -> Vec<(u32, u32)> {
+fn descendants(root: u32) -> Vec<(u32, u32)> {
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
@@ -524,7 +598,7 @@ fn client_info() -> ClientInfo {
 
 /// The harness's stderr: every line goes to `tracing`, the last ones are kept for errors, and
 /// listeners can watch new lines (init failures are only explained there).
-pub(crate) struct StderrLog {
+struct StderrLog {
     lines: Mutex<VecDeque<String>>,
     capacity: usize,
     live: broadcast::Sender<String>,
@@ -550,7 +624,7 @@ impl StderrLog {
     }
 
     /// The kept lines, oldest first.
-    pub(crate) fn tail(&self) -> String {
+    fn tail(&self) -> String {
         let lines = self.lines.lock().expect("stderr lock");
         lines
             .iter()
@@ -560,7 +634,7 @@ impl StderrLog {
     }
 
     /// New lines from now on.
-    pub(crate) fn subscribe(&self) -> broadcast::Receiver<String> {
+    fn subscribe(&self) -> broadcast::Receiver<String> {
         self.live.subscribe()
     }
 }

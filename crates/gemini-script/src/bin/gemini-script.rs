@@ -1,20 +1,23 @@
 //! Runs the scripted model on its own, for tests in other languages and manual poking.
 //!
 //! ```sh
-//! gemini-script [--port 4011] [--script script.json | --demo] [--stop-on-eof]
+//! gemini-script [--port 4011] [--script script.json | --demo] [--stop-on-eof] [--log-limit N]
 //! ```
 //!
 //! Prints `gemini-script listening on http://127.0.0.1:<port>` once ready, then serves until
 //! SIGINT/SIGTERM arrives (or, with `--stop-on-eof`, until stdin closes: a test harness that
 //! dies then never leaves the model running). Scripts can be replaced at runtime through the
-//! control routes (`POST /_script/load`, …; see the crate README).
+//! control routes (`POST /_script/load`, …; see the crate README). `--log-limit N` keeps only the
+//! newest N requests in the log (0: none), for long runs such as benchmarks.
 
 use std::process::ExitCode;
 
 use gemini_script::{Script, ScriptedModel};
 
 fn usage() -> ExitCode {
-    eprintln!("usage: gemini-script [--port PORT] [--script FILE | --demo] [--stop-on-eof]");
+    eprintln!(
+        "usage: gemini-script [--port PORT] [--script FILE | --demo] [--stop-on-eof] [--log-limit N]"
+    );
     ExitCode::from(2)
 }
 
@@ -23,6 +26,7 @@ async fn main() -> ExitCode {
     let mut port = 0u16;
     let mut script = Script::new();
     let mut stop_on_eof = false;
+    let mut log_limit = None;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
@@ -39,6 +43,10 @@ async fn main() -> ExitCode {
                 None => return usage(),
             },
             "--demo" => script = gemini_script::demo::script(),
+            "--log-limit" => match args.next().and_then(|n| n.parse().ok()) {
+                Some(n) => log_limit = Some(n),
+                None => return usage(),
+            },
             "--stop-on-eof" => stop_on_eof = true,
             "-h" | "--help" => {
                 usage();
@@ -54,6 +62,7 @@ async fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    handle.set_log_limit(log_limit);
     println!("gemini-script listening on {}", handle.base_url());
     let stdin_closed = async move {
         if !stop_on_eof {

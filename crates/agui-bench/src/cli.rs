@@ -1,0 +1,228 @@
+//! Command-line options and the resolved plan of a run (full or `--quick`).
+
+use std::path::PathBuf;
+
+use anyhow::bail;
+use serde::Serialize;
+
+use crate::workloads::{w1, w2, w3, w4};
+
+/// `agui-bench`: the benchmark of record (`cargo xtask bench` builds the binaries and runs it).
+#[derive(Debug, clap::Parser)]
+#[command(name = "agui-bench", version, about)]
+pub(crate) struct Args {
+    /// Workloads to run, comma-separated (W1 latency, W2 concurrency, W3 idle memory, W4
+    /// frontend-tool park/resume).
+    #[arg(long, default_value = "W1,W2,W3,W4", value_delimiter = ',')]
+    pub(crate) workloads: Vec<String>,
+    /// A ~2-minute run: fewer runs, levels and iterations, shorter settles (explicit flags win).
+    #[arg(long)]
+    pub(crate) quick: bool,
+    /// Skip the raw floor (harness-client driven directly).
+    #[arg(long)]
+    pub(crate) no_floor: bool,
+    /// Repeat W1 and W2 this many times (each repeat reported apart).
+    #[arg(long, default_value_t = 1)]
+    pub(crate) repeats: usize,
+    /// The release `agui-antigravity` binary.
+    #[arg(long)]
+    pub(crate) server_bin: PathBuf,
+    /// The release `gemini-script` binary (the model, run as its own process).
+    #[arg(long)]
+    pub(crate) model_bin: PathBuf,
+    /// The `localharness` binary (default: discovery, as the server does it).
+    #[arg(long, env = "ANTIGRAVITY_HARNESS_PATH")]
+    pub(crate) harness: Option<PathBuf>,
+    /// The JSON report (default `target/bench/agui-bench-<unix time>.json`).
+    #[arg(long)]
+    pub(crate) out: Option<PathBuf>,
+    /// Scratch directory for servers, floors and the model (default: next to the report).
+    #[arg(long)]
+    pub(crate) scratch: Option<PathBuf>,
+    /// Per-run timeout, s.
+    #[arg(long, default_value_t = 120.0)]
+    pub(crate) timeout: f64,
+    /// Words in the model's text reply.
+    #[arg(long, default_value_t = 200)]
+    pub(crate) tokens: usize,
+    /// SSE events the model's text reply is split into.
+    #[arg(long, default_value_t = 20)]
+    pub(crate) chunks: usize,
+    /// W1: runs per series (default 40; quick 10).
+    #[arg(long)]
+    pub(crate) w1_runs: Option<usize>,
+    /// W1: warm-up runs, reported apart (default 2).
+    #[arg(long)]
+    pub(crate) w1_warmup: Option<usize>,
+    /// W2: concurrency levels (default 8,32,64; quick 8,32).
+    #[arg(long, value_delimiter = ',')]
+    pub(crate) w2_levels: Option<Vec<usize>>,
+    /// W2: turns per thread (default 3).
+    #[arg(long)]
+    pub(crate) w2_turns: Option<usize>,
+    /// W2: pause between levels, s (default 2).
+    #[arg(long)]
+    pub(crate) w2_pause: Option<f64>,
+    /// W3: thread counts to grow to (default 16,64,256; quick 16,64).
+    #[arg(long, value_delimiter = ',')]
+    pub(crate) w3_levels: Option<Vec<usize>>,
+    /// W3: threads opened at once (default 8).
+    #[arg(long)]
+    pub(crate) w3_open_concurrency: Option<usize>,
+    /// W3 live pass: settle after the turns, s (default 5; quick 3).
+    #[arg(long)]
+    pub(crate) w3_settle: Option<f64>,
+    /// W3: idle CPU window, s (default 5; quick 2).
+    #[arg(long)]
+    pub(crate) w3_idle_window: Option<f64>,
+    /// W3 hibernated pass: the server's `--hibernate-after-secs` (default 5; quick 3).
+    #[arg(long)]
+    pub(crate) w3_hibernate_after_secs: Option<u64>,
+    /// W3 hibernated pass: the server's `--harness-idle-grace-secs` (default 5; quick 3).
+    #[arg(long)]
+    pub(crate) w3_harness_idle_grace_secs: Option<u64>,
+    /// W3 hibernated pass: settle after the turns, s (default 2 × hibernate + 2 × grace).
+    #[arg(long)]
+    pub(crate) w3_hibernated_settle: Option<f64>,
+    /// W4: iterations (default 20; quick 5).
+    #[arg(long)]
+    pub(crate) w4_iters: Option<usize>,
+    /// W4 floor: wait before answering the tool call, ms (the resume then starts from an idle
+    /// harness, as run 2 does).
+    #[arg(long, default_value_t = 200)]
+    pub(crate) w4_floor_answer_delay_ms: u64,
+}
+
+/// Which workloads run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub(crate) enum Workload {
+    W1,
+    W2,
+    W3,
+    W4,
+}
+
+/// Everything a run does, resolved from the flags.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct Plan {
+    pub(crate) quick: bool,
+    pub(crate) workloads: Vec<Workload>,
+    pub(crate) floor: bool,
+    pub(crate) repeats: usize,
+    pub(crate) timeout_s: f64,
+    pub(crate) tokens: usize,
+    pub(crate) chunks: usize,
+    pub(crate) w1: w1::Params,
+    pub(crate) w2: w2::Params,
+    pub(crate) w3: w3::Params,
+    pub(crate) w4: w4::Params,
+}
+
+/// The quick value in quick mode, else the full one.
+fn pick<T>(quick_mode: bool, quick: T, full: T) -> T {
+    if quick_mode { quick } else { full }
+}
+
+impl Args {
+    /// The plan these flags describe.
+    pub(crate) fn plan(&self) -> anyhow::Result<Plan> {
+        let q = self.quick;
+        let mut workloads = Vec::new();
+        for name in &self.workloads {
+            let w = match name.trim().to_ascii_uppercase().as_str() {
+                "W1" => Workload::W1,
+                "W2" => Workload::W2,
+                "W3" => Workload::W3,
+                "W4" => Workload::W4,
+                "" => continue,
+                other => bail!("unknown workload `{other}` (W1, W2, W3, W4)"),
+            };
+            if !workloads.contains(&w) {
+                workloads.push(w);
+            }
+        }
+        let hibernate = self.w3_hibernate_after_secs.unwrap_or(pick(q, 3, 5));
+        let grace = self.w3_harness_idle_grace_secs.unwrap_or(pick(q, 3, 5));
+        let plan = Plan {
+            quick: q,
+            workloads,
+            floor: !self.no_floor,
+            repeats: self.repeats.max(1),
+            timeout_s: self.timeout,
+            tokens: self.tokens,
+            chunks: self.chunks,
+            w1: w1::Params {
+                runs: self.w1_runs.unwrap_or(pick(q, 10, 40)).max(1),
+                warmup: self.w1_warmup.unwrap_or(2),
+            },
+            w2: w2::Params {
+                levels: self
+                    .w2_levels
+                    .clone()
+                    .unwrap_or_else(|| pick(q, vec![8, 32], vec![8, 32, 64])),
+                turns: self.w2_turns.unwrap_or(3).max(1),
+                pause_s: self.w2_pause.unwrap_or(2.0),
+            },
+            w3: w3::Params {
+                levels: self
+                    .w3_levels
+                    .clone()
+                    .unwrap_or_else(|| pick(q, vec![16, 64], vec![16, 64, 256])),
+                open_concurrency: self.w3_open_concurrency.unwrap_or(8),
+                settle_s: self.w3_settle.unwrap_or(pick(q, 3.0, 5.0)),
+                idle_window_s: self.w3_idle_window.unwrap_or(pick(q, 2.0, 5.0)),
+                hibernate_after_secs: hibernate,
+                harness_idle_grace_secs: grace,
+                hibernated_settle_s: self
+                    .w3_hibernated_settle
+                    .unwrap_or(2.0 * hibernate as f64 + 2.0 * grace as f64),
+            },
+            w4: w4::Params {
+                iterations: self.w4_iters.unwrap_or(pick(q, 5, 20)).max(1),
+                floor_answer_delay_ms: self.w4_floor_answer_delay_ms,
+            },
+        };
+        if plan
+            .w2
+            .levels
+            .iter()
+            .chain(&plan.w3.levels)
+            .any(|n| *n == 0)
+        {
+            bail!("levels must be at least 1");
+        }
+        Ok(plan)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser as _;
+
+    use super::*;
+
+    fn plan(args: &[&str]) -> anyhow::Result<Plan> {
+        let base = ["agui-bench", "--server-bin", "s", "--model-bin", "m"];
+        Args::try_parse_from(base.iter().chain(args))?.plan()
+    }
+
+    #[test]
+    fn quick_shrinks_and_flags_win() {
+        let full = plan(&[]).unwrap();
+        assert_eq!(full.w1.runs, 40);
+        assert_eq!(full.w2.levels, [8, 32, 64]);
+        assert_eq!(full.w3.hibernated_settle_s, 20.0);
+        assert_eq!(
+            full.workloads,
+            [Workload::W1, Workload::W2, Workload::W3, Workload::W4]
+        );
+        let quick = plan(&["--quick", "--w1-runs", "7", "--workloads", "w4,W1,w4"]).unwrap();
+        assert_eq!(quick.w1.runs, 7);
+        assert_eq!(quick.w2.levels, [8, 32]);
+        assert_eq!(quick.w4.iterations, 5);
+        assert_eq!(quick.w3.hibernated_settle_s, 12.0);
+        assert_eq!(quick.workloads, [Workload::W4, Workload::W1]);
+        assert!(plan(&["--workloads", "W9"]).is_err());
+        assert!(plan(&["--w2-levels", "0"]).is_err());
+    }
+}

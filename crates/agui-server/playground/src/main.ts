@@ -1,0 +1,698 @@
+// The playground: a chat with the agent mounted at this page's path, through the official
+// AG-UI client. Everything shown comes from the client's message list and state, plus what
+// only events carry (subagents, run outcomes, usage, errors).
+import type {
+  AgentSubscriber,
+  Interrupt,
+  Message,
+  ResumeEntry,
+  RunAgentParameters,
+  SubagentStartedEvent,
+  TokenUsage,
+  Tool,
+  ToolCall,
+} from "@ag-ui/client";
+import { PlaygroundAgent, httpStatus, token } from "./agent";
+import { activityParent, activityView, argsView, callGist, resultView } from "./cards";
+import { byId, h, parseJson, pretty } from "./dom";
+import { DEFAULT_REASONS, type Reasons, interruptForm } from "./interrupts";
+import { markdown } from "./markdown";
+import { ThreadStore, newThreadId } from "./threads";
+
+// ------------------------------------------------------------------ the page's frontend tool
+
+/** The demo frontend tool: the page runs it itself (the demo model calls it on "background"). */
+const CHANGE_BACKGROUND: Tool = {
+  name: "change_background",
+  description:
+    "Change the background of the chat page. Use any CSS background: a color name, a hex color or a gradient.",
+  parameters: {
+    type: "object",
+    properties: {
+      background: { type: "string", description: "A CSS background, e.g. `teal`, `#fde68a` or a linear-gradient(…)" },
+    },
+    required: ["background"],
+  },
+};
+const FRONTEND_TOOLS: Tool[] = [CHANGE_BACKGROUND];
+
+/** Runs a frontend tool call; returns the tool message's content. */
+function executeFrontendTool(call: ToolCall): string {
+  if (call.function.name !== CHANGE_BACKGROUND.name) {
+    return `Error: this page has no tool named ${call.function.name}.`;
+  }
+  const args = (parseJson(call.function.arguments) ?? {}) as Record<string, unknown>;
+  const value = args.background ?? args.color;
+  if (typeof value !== "string" || !CSS.supports("background", value)) {
+    return `Error: ${JSON.stringify(value)} is not a CSS background.`;
+  }
+  byId("chat").style.background = value;
+  return `The page's background is now ${value}.`;
+}
+
+// -------------------------------------------------------------------------------- set-up
+
+const agentPath = document.querySelector<HTMLMetaElement>('meta[name="agui-agent-path"]')?.content || "/";
+const agentUrl = new URL(agentPath, location.origin).href;
+const threads = new ThreadStore(agentPath);
+
+const els = {
+  log: byId("log"),
+  interrupts: byId("interrupts"),
+  prompt: byId<HTMLTextAreaElement>("prompt"),
+  composer: byId<HTMLFormElement>("composer"),
+  send: byId<HTMLButtonElement>("send"),
+  stop: byId<HTMLButtonElement>("stop"),
+  status: byId("run-status"),
+  notice: byId("notice"),
+  threadList: byId("thread-list"),
+  threadTitle: byId("thread-title"),
+  stateView: byId("state-view"),
+  runInfo: byId("run-info"),
+  tokenDialog: byId<HTMLDialogElement>("token-dialog"),
+  tokenInput: byId<HTMLInputElement>("token-input"),
+  tokenReason: byId("token-reason"),
+};
+
+let reasons: Reasons = DEFAULT_REASONS;
+
+/** What only events say about a run: shown under the messages it produced. */
+interface RunNote {
+  key: string;
+  afterMessageId?: string;
+  outcome?: string;
+  usage?: TokenUsage[];
+  error?: { code?: string; message: string };
+  note?: string;
+}
+
+/** A subagent announced by SUBAGENT_STARTED, and how it ended. */
+interface Subagent {
+  name: string;
+  description?: string;
+  parentToolCallId?: string;
+  status: "running" | "finished" | "error";
+  error?: string;
+}
+
+/** Everything about the open thread. */
+class Conversation {
+  readonly agent: PlaygroundAgent;
+  running = false;
+  /** Frontend tool calls the client owes a result for (RUN_FINISHED pendingToolCallIds). */
+  pendingTools = new Set<string>();
+  answers = new Map<string, ResumeEntry>();
+  notes: RunNote[] = [];
+  subagents = new Map<string, Subagent>();
+  /** Rendered elements by key (message id, `card:<toolCallId>`, `sub:<runId>`, `note:<key>`). */
+  elements = new Map<string, HTMLElement>();
+  rendered = new Map<string, string>();
+
+  constructor(readonly threadId: string) {
+    this.agent = new PlaygroundAgent({ url: agentUrl, threadId });
+  }
+}
+
+let convo: Conversation;
+
+// ------------------------------------------------------------------------------- rendering
+
+let renderQueued = false;
+function scheduleRender(): void {
+  if (renderQueued) return;
+  renderQueued = true;
+  requestAnimationFrame(() => {
+    renderQueued = false;
+    render();
+  });
+}
+
+/** Keeps each container's children in the order they are placed during one render. */
+class Placer {
+  private last = new Map<HTMLElement, Element | null>();
+  readonly placed = new Set<HTMLElement>();
+
+  place(container: HTMLElement, el: HTMLElement): void {
+    const prev = this.last.has(container) ? this.last.get(container)! : null;
+    const wanted = prev ? prev.nextElementSibling : container.firstElementChild;
+    if (el.parentElement !== container || wanted !== el) {
+      container.insertBefore(el, wanted);
+    }
+    this.last.set(container, el);
+    this.placed.add(el);
+  }
+}
+
+function element(key: string, make: () => HTMLElement): HTMLElement {
+  let el = convo.elements.get(key);
+  if (!el) {
+    el = make();
+    convo.elements.set(key, el);
+  }
+  return el;
+}
+
+/** Re-renders `key`'s body only when `source` changed since last time. */
+function changed(key: string, source: string): boolean {
+  if (convo.rendered.get(key) === source) return false;
+  convo.rendered.set(key, source);
+  return true;
+}
+
+function messageText(message: Message): string {
+  const content = (message as { content?: unknown }).content;
+  if (typeof content === "string") return content;
+  if (Array.isArray(content)) {
+    return content.map((part) => (part && typeof part === "object" && "text" in part ? String(part.text) : "")).join("");
+  }
+  return "";
+}
+
+function render(): void {
+  const messages = convo.agent.messages;
+  const placer = new Placer();
+  const results = new Map<string, string>();
+  for (const m of messages) if (m.role === "tool") results.set(m.toolCallId, messageText(m));
+  const cards = new Map<string, HTMLElement>();
+  const notesAfter = new Map<string | undefined, RunNote[]>();
+  for (const note of convo.notes) {
+    const list = notesAfter.get(note.afterMessageId) ?? [];
+    list.push(note);
+    notesAfter.set(note.afterMessageId, list);
+  }
+  const waiting = new Set(convo.agent.pendingInterrupts.map((i) => i.toolCallId).filter(Boolean));
+
+  /** Where a message of `subagentRunId` goes: its subagent's box, under the parent call. */
+  const containerFor = (subagentRunId: string | undefined): HTMLElement => {
+    if (!subagentRunId) return els.log;
+    const info = convo.subagents.get(subagentRunId);
+    const box = element(`sub:${subagentRunId}`, () =>
+      h("div", { class: "subagent", "data-subagent-run-id": subagentRunId }, h("div", { class: "subagent-head" }), h("div", { class: "subagent-body" })),
+    );
+    const head = box.querySelector<HTMLElement>(".subagent-head")!;
+    const status = info?.status ?? "running";
+    if (changed(`sub:${subagentRunId}`, `${info?.name}|${status}|${info?.error}`)) {
+      head.replaceChildren(
+        h("span", { class: "badge" }, "subagent"),
+        ` ${info?.name ?? subagentRunId}`,
+        h("span", { class: `status ${status}` }, status),
+      );
+      if (info?.error) head.append(h("div", { class: "error small" }, info.error));
+      box.dataset.status = status;
+    }
+    const parent = (info?.parentToolCallId && cards.get(info.parentToolCallId)?.querySelector<HTMLElement>(".nested")) || els.log;
+    if (!placer.placed.has(box)) placer.place(parent, box);
+    return box.querySelector<HTMLElement>(".subagent-body")!;
+  };
+
+  const placeNotes = (afterId: string | undefined) => {
+    for (const note of notesAfter.get(afterId) ?? []) placer.place(els.log, noteElement(note));
+  };
+  placeNotes(undefined);
+
+  for (const m of messages) {
+    const sub = (m as { subagentRunId?: string }).subagentRunId;
+    switch (m.role) {
+      case "user": {
+        const el = element(m.id, () => h("div", { class: "msg user" }, h("div", { class: "bubble" })));
+        const text = messageText(m);
+        if (changed(m.id, text)) el.querySelector(".bubble")!.textContent = text;
+        placer.place(containerFor(sub), el);
+        break;
+      }
+      case "reasoning": {
+        const el = element(m.id, () =>
+          h("details", { class: "reasoning" }, h("summary", {}, "Reasoning"), h("div", { class: "md" })),
+        );
+        const text = messageText(m);
+        if (changed(m.id, text)) el.querySelector(".md")!.innerHTML = markdown(text);
+        placer.place(containerFor(sub), el);
+        break;
+      }
+      case "assistant": {
+        const el = element(m.id, () => h("div", { class: "msg assistant" }, h("div", { class: "md" }), h("div", { class: "calls" })));
+        const text = messageText(m);
+        const md = el.querySelector<HTMLElement>(".md")!;
+        if (changed(m.id, text)) {
+          md.innerHTML = markdown(text);
+          md.hidden = !text;
+        }
+        const callsBox = el.querySelector<HTMLElement>(".calls")!;
+        for (const call of m.toolCalls ?? []) {
+          const card = toolCard(call, results.get(call.id), waiting.has(call.id));
+          cards.set(call.id, card);
+          placer.place(callsBox, card);
+        }
+        placer.place(containerFor(sub), el);
+        break;
+      }
+      case "activity": {
+        const content = (m.content ?? {}) as Record<string, unknown>;
+        const el = element(m.id, () => h("div", { class: "activity-slot" }));
+        if (changed(m.id, `${m.activityType}|${JSON.stringify(content)}`)) {
+          el.replaceChildren(activityView(m.activityType, content));
+        }
+        const parent = activityParent(content, m.metadata);
+        const nested = parent ? cards.get(parent)?.querySelector<HTMLElement>(".nested") : undefined;
+        placer.place(nested ?? containerFor(sub), el);
+        break;
+      }
+      case "tool": {
+        if (!cards.has(m.toolCallId)) {
+          // A result whose call is not in the list (e.g. history without it): shown on its own.
+          const el = element(m.id, () => h("div", { class: "tool orphan" }));
+          if (changed(m.id, messageText(m))) el.replaceChildren(h("div", { class: "muted small" }, `result of ${m.toolCallId}`), resultView(messageText(m)));
+          placer.place(containerFor(sub), el);
+        }
+        break;
+      }
+      default:
+        break;
+    }
+    placeNotes(m.id);
+  }
+  // Notes placed after messages that no longer exist (a snapshot replaced them) go last.
+  const ids = new Set(messages.map((m) => m.id));
+  for (const [afterId, list] of notesAfter) {
+    if (afterId !== undefined && !ids.has(afterId)) for (const note of list) placer.place(els.log, noteElement(note));
+  }
+  for (const [key, el] of convo.elements) {
+    if (!placer.placed.has(el)) {
+      el.remove();
+      convo.elements.delete(key);
+      convo.rendered.delete(key);
+    }
+  }
+  scrollToEnd();
+}
+
+function toolCard(call: ToolCall, result: string | undefined, waitingForApproval: boolean): HTMLElement {
+  const key = `card:${call.id}`;
+  const card = element(key, () =>
+    h(
+      "div",
+      { class: "tool", "data-tool-call-id": call.id },
+      h("details", { class: "tool-box", open: true }, h("summary", {}), h("div", { class: "tool-body" })),
+      h("div", { class: "nested" }),
+    ),
+  );
+  const frontend = FRONTEND_TOOLS.some((t) => t.name === call.function.name);
+  const status =
+    result !== undefined
+      ? "done"
+      : waitingForApproval
+        ? "awaiting approval"
+        : convo.pendingTools.has(call.id)
+          ? "running in the page"
+          : convo.running
+            ? "running"
+            : "no result";
+  if (changed(key, `${call.function.name}|${call.function.arguments}|${status}|${result}`)) {
+    card.dataset.toolName = call.function.name;
+    card.dataset.status = status;
+    const args = parseJson(call.function.arguments);
+    card.querySelector("summary")!.replaceChildren(
+      h("span", { class: "tool-icon", "aria-hidden": "true" }, frontend ? "◧" : "⚙"),
+      h("span", { class: "tool-name" }, call.function.name),
+      h("code", { class: "tool-gist" }, callGist(args)),
+      h("span", { class: `status ${status.replace(/\s+/g, "-")}` }, status),
+    );
+    const body = card.querySelector<HTMLElement>(".tool-body")!;
+    body.replaceChildren(argsView(call.function.arguments), result !== undefined ? resultView(result) : h("div", { class: "muted small pending" }, "…"));
+  }
+  return card;
+}
+
+function noteElement(note: RunNote): HTMLElement {
+  const key = `note:${note.key}`;
+  const el = element(key, () => h("div", { class: "run-note" }));
+  if (changed(key, JSON.stringify(note))) {
+    el.className = `run-note${note.error ? " error" : ""}${note.outcome ? ` outcome-${note.outcome}` : ""}`;
+    const parts: (HTMLElement | string)[] = [];
+    if (note.error) {
+      parts.push(
+        h("div", { class: "run-error" }, h("strong", {}, "Run failed"), note.error.code ? h("code", { class: "error-code" }, note.error.code) : null, h("span", { class: "error-message" }, note.error.message)),
+      );
+    }
+    if (note.outcome === "cancelled") parts.push(h("span", { class: "badge" }, "stopped"));
+    if (note.outcome === "interrupt") parts.push(h("span", { class: "badge warn" }, "paused for your answer"));
+    if (note.note) parts.push(h("span", { class: "muted" }, note.note));
+    const usage = usageText(note.usage);
+    if (usage) parts.push(h("span", { class: "usage", title: "Token usage of this run" }, usage));
+    el.replaceChildren(...parts);
+  }
+  return el;
+}
+
+function usageText(usage: TokenUsage[] | undefined): string {
+  if (!usage?.length) return "";
+  const sum = (key: keyof TokenUsage) => usage.reduce((n, u) => n + (typeof u[key] === "number" ? (u[key] as number) : 0), 0);
+  const input = sum("inputTokens");
+  const output = sum("outputTokens");
+  const reasoning = sum("reasoningTokens");
+  const total = sum("totalTokens") || input + output;
+  return `${input} in · ${output} out${reasoning ? ` (${reasoning} reasoning)` : ""} · ${total} tokens`;
+}
+
+function scrollToEnd(): void {
+  const log = els.log;
+  if (log.scrollHeight - log.scrollTop - log.clientHeight < 160 || convo.running) log.scrollTop = log.scrollHeight;
+}
+
+function renderState(): void {
+  els.stateView.textContent = pretty(convo.agent.state ?? {});
+}
+
+function renderRunInfo(runId: string | undefined, note: RunNote): void {
+  const rows: [string, string][] = [
+    ["run", runId ?? "—"],
+    ["outcome", note.error ? `error ${note.error.code ?? ""}` : (note.outcome ?? "—")],
+    ["tokens", usageText(note.usage) || "—"],
+  ];
+  els.runInfo.replaceChildren(...rows.flatMap(([k, v]) => [h("dt", {}, k), h("dd", {}, v)]));
+}
+
+function renderInterrupts(): void {
+  const pending = convo.agent.pendingInterrupts.filter((i) => !convo.answers.has(i.id));
+  els.interrupts.replaceChildren(
+    ...pending.map((interrupt: Interrupt) => interruptForm(interrupt, reasons, (entry) => answerInterrupt(entry))),
+  );
+  updateControls();
+}
+
+function renderThreads(): void {
+  els.threadList.replaceChildren(
+    ...threads.list().map((t) =>
+      h(
+        "li",
+        { class: t.id === convo.threadId ? "active" : "" },
+        h("button", { type: "button", class: "thread", "data-thread-id": t.id, title: t.id, onclick: () => openThread(t.id, true) }, t.title),
+      ),
+    ),
+  );
+  els.threadTitle.textContent = threads.list().find((t) => t.id === convo.threadId)?.title ?? "New chat";
+}
+
+function updateControls(): void {
+  const interrupted = convo.agent.pendingInterrupts.some((i) => !convo.answers.has(i.id));
+  const state = convo.running ? "running" : interrupted ? "interrupted" : "idle";
+  document.body.dataset.state = state;
+  els.stop.hidden = !convo.running;
+  els.send.hidden = convo.running;
+  els.send.disabled = interrupted;
+  els.prompt.disabled = interrupted;
+  els.prompt.placeholder = interrupted
+    ? "Answer the agent's request above first (or skip it)."
+    : "Message the agent… (Enter to send, Shift+Enter for a new line)";
+  els.status.textContent = state === "running" ? "Working…" : state === "interrupted" ? "Waiting for you" : "";
+  els.status.dataset.state = state;
+}
+
+function showNotice(text: string, kind: "info" | "error" = "info"): void {
+  els.notice.hidden = !text;
+  els.notice.className = kind;
+  els.notice.textContent = text;
+}
+
+// ---------------------------------------------------------------------------------- runs
+
+type Mode = "run" | "connect";
+
+async function startRun(params: RunAgentParameters, mode: Mode = "run"): Promise<void> {
+  const c = convo;
+  const note: RunNote = { key: `${Date.now()}-${c.notes.length}` };
+  let runId: string | undefined;
+  let pending: string[] = [];
+  c.running = true;
+  c.pendingTools.clear();
+  showNotice("");
+  updateControls();
+  scheduleRender();
+  let failure: unknown;
+  const subscriber: AgentSubscriber = {
+    onMessagesChanged: () => {
+      if (c === convo) scheduleRender();
+    },
+    onStateChanged: () => {
+      if (c === convo) renderState();
+    },
+    onRunStartedEvent: ({ event }) => {
+      runId = event.runId;
+    },
+    onRunFinishedEvent: (p) => {
+      note.outcome = p.outcome;
+      note.usage = (p.event as { usage?: TokenUsage[] }).usage;
+      if (p.outcome === "success") pending = p.pendingToolCallIds ?? [];
+    },
+    onRunErrorEvent: ({ event }) => {
+      note.error = { code: event.code, message: event.message };
+      note.usage = (event as { usage?: TokenUsage[] }).usage;
+    },
+    onSubagentStartedEvent: ({ event }) => {
+      const e = event as SubagentStartedEvent;
+      c.subagents.set(e.subagentRunId, { name: e.name, description: e.description, parentToolCallId: e.parentToolCallId, status: "running" });
+    },
+    onSubagentFinishedEvent: ({ event }) => {
+      const s = c.subagents.get(event.subagentRunId);
+      if (s) s.status = "finished";
+    },
+    onSubagentErrorEvent: ({ event }) => {
+      const s = c.subagents.get(event.subagentRunId);
+      if (s) {
+        s.status = "error";
+        s.error = event.message;
+      }
+    },
+  };
+  let retry = false;
+  try {
+    const input = { tools: FRONTEND_TOOLS, context: [], ...params };
+    if (mode === "connect") await c.agent.connectAgent(input, subscriber);
+    else await c.agent.runAgent(input, subscriber);
+  } catch (error) {
+    failure = error;
+  } finally {
+    c.running = false;
+  }
+  if (failure !== undefined) {
+    const error = failure;
+    const status = httpStatus(error);
+    if (status === 401) {
+      retry = await askToken("The server refused the request: it needs its access token.");
+    } else if (mode === "connect") {
+      showNotice(connectFailure(error, status));
+    } else if ((error as Error)?.name === "AbortError" || /abort/i.test(String((error as Error)?.message))) {
+      note.note ??= "Stopped listening.";
+    } else if (!note.error) {
+      note.error = { code: status ? `HTTP ${status}` : undefined, message: describeHttpError(error) };
+    }
+  }
+  if (c !== convo) return;
+  // A connect that only replays a finished thread has nothing worth a note.
+  const worthANote = mode === "run" || note.error || note.outcome === "interrupt" || note.usage?.length;
+  if (worthANote && (note.error || note.outcome || note.note || note.usage?.length)) {
+    note.afterMessageId = c.agent.messages.at(-1)?.id;
+    c.notes.push(note);
+  }
+  renderRunInfo(runId, note);
+  renderState();
+  c.answers.clear();
+  renderInterrupts();
+  render();
+  // How many runs this page has finished: lets a test (or a curious user) tell runs apart.
+  document.body.dataset.runs = String(Number(document.body.dataset.runs ?? 0) + 1);
+  if (retry) return startRun(params, mode);
+  if (pending.length) await answerFrontendTools(pending);
+}
+
+function describeHttpError(error: unknown): string {
+  const payload = (error as { payload?: unknown })?.payload;
+  if (payload && typeof payload === "object") {
+    const p = payload as { error?: string; detail?: string };
+    if (p.error || p.detail) return [p.error, p.detail].filter(Boolean).join(": ");
+  }
+  return (error as Error)?.message ?? String(error);
+}
+
+function connectFailure(error: unknown, status: number | undefined): string {
+  const payload = (error as { payload?: unknown })?.payload;
+  if (status === 404 && payload && typeof payload === "object") {
+    return "The server does not know this thread any more; a new message starts it afresh.";
+  }
+  if (status === 404 || status === 405) {
+    return "This server cannot send a thread's history yet (no connect route); new messages still continue the conversation on the server.";
+  }
+  return `Could not load this thread's history: ${describeHttpError(error)}`;
+}
+
+/** Runs the frontend tools the last run left pending, then sends their results in a new run. */
+async function answerFrontendTools(ids: string[]): Promise<void> {
+  const calls = new Map<string, ToolCall>();
+  for (const m of convo.agent.messages) if (m.role === "assistant") for (const call of m.toolCalls ?? []) calls.set(call.id, call);
+  for (const id of ids) {
+    const call = calls.get(id);
+    convo.pendingTools.add(id);
+    const content = call ? executeFrontendTool(call) : `Error: the page does not know tool call ${id}.`;
+    convo.agent.addMessage({ id: `tool-${crypto.randomUUID()}`, role: "tool", toolCallId: id, content });
+  }
+  render();
+  await startRun({});
+}
+
+function answerInterrupt(entry: ResumeEntry): void {
+  convo.answers.set(entry.interruptId, entry);
+  const open = convo.agent.pendingInterrupts.filter((i) => !convo.answers.has(i.id));
+  if (open.length) {
+    renderInterrupts();
+    return;
+  }
+  const resume = convo.agent.pendingInterrupts.map((i) => convo.answers.get(i.id)!);
+  els.interrupts.replaceChildren();
+  void startRun({ resume });
+}
+
+async function sendMessage(text: string): Promise<void> {
+  const c = convo;
+  if (!c.agent.messages.some((m) => m.role === "user")) threads.touch(c.threadId, text.slice(0, 48));
+  else threads.touch(c.threadId);
+  renderThreads();
+  c.agent.addMessage({ id: `user-${crypto.randomUUID()}`, role: "user", content: text });
+  await startRun({});
+}
+
+async function stop(): Promise<void> {
+  els.stop.disabled = true;
+  try {
+    const status = await convo.agent.stop();
+    if (status === 401) {
+      await askToken("Stopping needs the server's access token.");
+    } else if (status === 404 || status === 405) {
+      convo.agent.abortRun();
+      showNotice("This server cannot stop a turn yet (no stop route): the page stopped listening, but the agent's turn goes on on the server.");
+    } else if (status >= 400) {
+      showNotice(`Stop was refused (HTTP ${status}).`, "error");
+    }
+  } catch (error) {
+    showNotice(`Could not reach the server to stop: ${(error as Error).message}`, "error");
+  } finally {
+    els.stop.disabled = false;
+  }
+}
+
+// ------------------------------------------------------------------------------- threads
+
+function openThread(threadId: string, reconnect: boolean): void {
+  if (convo?.running) convo.agent.abortRun();
+  convo = new Conversation(threadId);
+  els.log.replaceChildren();
+  els.interrupts.replaceChildren();
+  els.runInfo.replaceChildren();
+  byId("chat").style.background = "";
+  showNotice("");
+  history.replaceState(null, "", `#${encodeURIComponent(threadId)}`);
+  renderThreads();
+  renderState();
+  updateControls();
+  if (reconnect) void startRun({}, "connect");
+}
+
+function newThread(): void {
+  openThread(newThreadId(), false);
+}
+
+// ---------------------------------------------------------------------------------- auth
+
+let tokenPromise: Promise<boolean> | undefined;
+
+/** Asks for the access token; resolves true when one was saved (callers then retry). */
+function askToken(reason: string): Promise<boolean> {
+  tokenPromise ??= new Promise<boolean>((resolve) => {
+    els.tokenReason.textContent = reason;
+    els.tokenInput.value = "";
+    els.tokenDialog.addEventListener(
+      "close",
+      () => {
+        tokenPromise = undefined;
+        const value = els.tokenInput.value.trim();
+        if (els.tokenDialog.returnValue === "save" && value) {
+          token.set(value);
+          showNotice("");
+          resolve(true);
+        } else {
+          showNotice("The server needs an access token: use “Access token…” in the side bar to enter it.", "error");
+          resolve(false);
+        }
+      },
+      { once: true },
+    );
+    els.tokenDialog.showModal();
+    els.tokenInput.focus();
+  });
+  return tokenPromise;
+}
+
+/** Loads the agent's capabilities: its name, whether it is the demo, its interrupt reasons. */
+async function loadCapabilities(): Promise<void> {
+  const url = `${agentUrl.replace(/\/+$/, "")}/capabilities`;
+  const res = await fetch(url, { headers: token.headers() });
+  if (res.status === 401) {
+    if (await askToken("This server needs its access token (auth_token).")) await loadCapabilities();
+    return;
+  }
+  if (!res.ok) return;
+  const caps = (await res.json()) as {
+    identity?: { name?: string };
+    custom?: { demo?: boolean; model?: string; interruptReasons?: { question?: string; approval?: string } };
+  };
+  const name = caps.identity?.name ?? agentPath;
+  const model = caps.custom?.demo ? "offline demo model" : caps.custom?.model;
+  byId("agent-name").textContent = model ? `${name} · ${model}` : name;
+  const r = caps.custom?.interruptReasons;
+  if (r) {
+    reasons = {
+      question: [...new Set([...(r.question ? [r.question] : []), ...DEFAULT_REASONS.question])],
+      approval: [...new Set([...(r.approval ? [r.approval] : []), ...DEFAULT_REASONS.approval])],
+    };
+  }
+}
+
+// --------------------------------------------------------------------------------- wiring
+
+els.composer.addEventListener("submit", (event) => {
+  event.preventDefault();
+  const text = els.prompt.value.trim();
+  if (!text || convo.running || els.prompt.disabled) return;
+  els.prompt.value = "";
+  autosize();
+  void sendMessage(text);
+});
+els.prompt.addEventListener("keydown", (event) => {
+  if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+    event.preventDefault();
+    els.composer.requestSubmit();
+  }
+});
+function autosize(): void {
+  els.prompt.style.height = "auto";
+  els.prompt.style.height = `${Math.min(els.prompt.scrollHeight, 200)}px`;
+}
+els.prompt.addEventListener("input", autosize);
+els.stop.addEventListener("click", () => void stop());
+byId("new-thread").addEventListener("click", newThread);
+byId("set-token").addEventListener("click", () => {
+  void askToken("Enter the server's access token (leave empty and cancel to keep the current one).").then((saved) => {
+    if (saved) void loadCapabilities();
+  });
+});
+byId("toggle-state").addEventListener("click", () => document.body.classList.toggle("show-state"));
+
+const fromHash = decodeURIComponent(location.hash.slice(1));
+const start = fromHash || threads.last()?.id;
+if (start) {
+  threads.touch(start);
+  openThread(start, true);
+} else {
+  newThread();
+}
+void loadCapabilities();
+els.prompt.focus();
