@@ -7,15 +7,31 @@ use std::collections::BTreeSet;
 use super::{Check, Owner, Rule, StreamVerifier, owned, owner_check, owner_name};
 use crate::events::{EncryptedValueSubtype, ReasoningEncryptedValue, SubagentStarted};
 
-/// A kind of block, as a continuation names it.
-struct Block {
-    /// What the block is, in messages.
-    what: &'static str,
-    /// What its owner record is of (spans share the reasoning messages' record).
-    owned_as: &'static str,
-    /// The order rule a continuation of a block that is not open breaks.
-    order: &'static str,
-}
+/// A kind of block, as a continuation names it: what the block is (in messages), what its
+/// owner record is of (spans share the reasoning messages' record), and the order rule a
+/// continuation of a block that is not open breaks.
+struct Block(&'static str, &'static str, &'static str);
+
+const TEXT: Block = Block(
+    "text message",
+    "text message",
+    "TEXT_MESSAGE_START must come first, and nothing may follow TEXT_MESSAGE_END",
+);
+const TOOL: Block = Block(
+    "tool call",
+    "tool call",
+    "TOOL_CALL_START must come first, and nothing may follow TOOL_CALL_END",
+);
+const SPAN: Block = Block(
+    "reasoning span",
+    "reasoning message",
+    "REASONING_START must come first",
+);
+const REASONING: Block = Block(
+    "reasoning message",
+    "reasoning message",
+    "REASONING_MESSAGE_START must come first",
+);
 
 impl Block {
     /// A continuation of block `id` (its end when `closing`): the block must be among `open`,
@@ -28,11 +44,7 @@ impl Block {
         tag: Option<&str>,
         closing: bool,
     ) -> Check {
-        let Block {
-            what,
-            owned_as,
-            order,
-        } = self;
+        let Block(what, owned_as, order) = self;
         if !open.contains(id) {
             return Err((Rule::NotOpen, format!("no open {what} '{id}' ({order})")));
         }
@@ -66,13 +78,8 @@ impl StreamVerifier {
     }
 
     pub(super) fn text_continue(&mut self, id: &str, tag: Option<&str>, closing: bool) -> Check {
-        let block = Block {
-            what: "text message",
-            owned_as: "text message",
-            order: "TEXT_MESSAGE_START must come first, and nothing may follow TEXT_MESSAGE_END",
-        };
         let owner = self.run.owners.message.get(id);
-        block.continued(&mut self.run.text, owner, id, tag, closing)
+        TEXT.continued(&mut self.run.text, owner, id, tag, closing)
     }
 
     pub(super) fn tool_start(
@@ -130,13 +137,8 @@ impl StreamVerifier {
     }
 
     pub(super) fn tool_continue(&mut self, id: &str, tag: Option<&str>, closing: bool) -> Check {
-        let block = Block {
-            what: "tool call",
-            owned_as: "tool call",
-            order: "TOOL_CALL_START must come first, and nothing may follow TOOL_CALL_END",
-        };
         let owner = self.run.owners.tool_call.get(id);
-        block.continued(&mut self.run.tools, owner, id, tag, closing)
+        TOOL.continued(&mut self.run.tools, owner, id, tag, closing)
     }
 
     /// `REASONING_START` (`span`) or `REASONING_MESSAGE_START`.
@@ -176,19 +178,9 @@ impl StreamVerifier {
         closing: bool,
     ) -> Check {
         let (open, block) = if span {
-            let block = Block {
-                what: "reasoning span",
-                owned_as: "reasoning message",
-                order: "REASONING_START must come first",
-            };
-            (&mut self.run.spans, block)
+            (&mut self.run.spans, &SPAN)
         } else {
-            let block = Block {
-                what: "reasoning message",
-                owned_as: "reasoning message",
-                order: "REASONING_MESSAGE_START must come first",
-            };
-            (&mut self.run.reasoning, block)
+            (&mut self.run.reasoning, &REASONING)
         };
         let owner = self.run.owners.reasoning.get(id);
         block.continued(open, owner, id, tag, closing)
