@@ -1,5 +1,8 @@
 //! `cargo xtask check-architecture`: the dependency invariants of ARCHITECTURE.md, checked on the
-//! resolved dependency graph (`cargo metadata`), normal dependencies only.
+//! resolved dependency graph (`cargo metadata`), normal dependencies only; and the public APIs
+//! that must not name generated protocol types ([`public_api`]), checked on their source.
+
+mod public_api;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::process::Command;
@@ -100,7 +103,13 @@ pub(crate) fn run(_args: Args) -> anyhow::Result<()> {
     }
     let metadata: Value = serde_json::from_slice(&output.stdout)?;
     let graph = Graph::from_metadata(&metadata)?;
-    let problems = check(&graph);
+    let mut problems = check(&graph);
+    for (dir, forbidden) in public_api::PROTO_FREE_APIS {
+        let src = workspace_root().join(dir).join("src");
+        for problem in public_api::check_dir(&src, forbidden)? {
+            problems.push(format!("{dir}/src/{problem}"));
+        }
+    }
     if !problems.is_empty() {
         bail!(
             "architecture invariants violated:\n- {}",
@@ -108,8 +117,13 @@ pub(crate) fn run(_args: Args) -> anyhow::Result<()> {
         );
     }
     println!(
-        "architecture invariants hold for {} workspace crates",
-        graph.members.len()
+        "architecture invariants hold for {} workspace crates; no generated protocol type in the public API of {}",
+        graph.members.len(),
+        public_api::PROTO_FREE_APIS
+            .iter()
+            .map(|(dir, _)| dir.trim_start_matches("crates/"))
+            .collect::<Vec<_>>()
+            .join(" or ")
     );
     Ok(())
 }

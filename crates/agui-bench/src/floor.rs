@@ -4,9 +4,9 @@
 //!
 //! The harness config is the one the server would send: the server's own flags (those of
 //! [`crate::launch::server_args`]) are parsed by `agui-server` into agent options, and
-//! [`agui_session::harness_config`] builds the conversation config from them (same tools,
-//! policy, behaviour, model endpoint). Prompts are converted by `agui-session` as a run
-//! converts them; the pool has the server's options (8 conversations per process, a spare
+//! [`agui_session::conversation_config`] builds the conversation config from them (same tools,
+//! policy, behaviour, model endpoint). Prompts are plain text, sent as a run sends a text
+//! message; the pool has the server's options (8 conversations per process, a spare
 //! started ahead). Per turn: time to the first model text, to the end of the turn (the root
 //! trajectory idle), and for W4 to the frontend tool call and from its answer to the end.
 
@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use agui_session::{AgentOptions, ToolRegistry};
-use agui_types::{Content, Tool, UserMessage};
+use agui_types::Tool;
 use anyhow::Context as _;
 use async_trait::async_trait;
 use harness_client::{
@@ -60,7 +60,9 @@ impl Floor {
             idle_grace: agent
                 .harness_idle_grace_secs
                 .map_or(defaults.idle_grace, Duration::from_secs),
-            prestart_spare: agent.prestart_harness.unwrap_or(true),
+            prestart_spare: agent
+                .prestart_harness
+                .unwrap_or(agui_server::defaults::PRESTART_HARNESS),
             ..defaults
         };
         let mut process = ProcessOptions::new(options.save_dir.clone());
@@ -90,13 +92,14 @@ impl Floor {
         let id = uuid::Uuid::new_v4().simple().to_string();
         let workspace = self.options.workspace_root.join(&id[..10]);
         std::fs::create_dir_all(&workspace)?;
-        let config = agui_session::harness_config(
+        let config = agui_session::conversation_config(
             &self.options,
             &ToolRegistry::new(),
             client_tools,
             &workspace,
             &id,
-        )?;
+        )
+        .build()?;
         Ok(pool.open(&self.process, config, callbacks).await?)
     }
 
@@ -151,14 +154,9 @@ impl Callbacks for ParkingCallbacks {
     }
 }
 
-/// The prompt as a run would convert the user message.
+/// The prompt as a run sends a text user message: trimmed, one sanitised text part.
 fn prompt(text: &str) -> harness_client::proto::lh::UserInput {
-    let message = UserMessage {
-        id: "u".into(),
-        content: Content::Text(text.into()),
-        ..UserMessage::default()
-    };
-    agui_session::prompt::convert_user_message(&message).into_input()
+    harness_client::input::text(text.trim())
 }
 
 /// Where a turn's frontend tool calls arrive, and how long the driver waits before answering

@@ -1,35 +1,18 @@
 //! Turning configuration into running agents: options, model endpoints, harness pools and the
 //! demo model.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::Duration;
 
-use agui_session::{
-    Agent, AgentOptions, ConcurrentRuns, HarnessBackend, InterruptReasons, StructuredOutputMode,
-    ToolRegistry,
-};
-use harness_client::{
-    BuiltinTool, HarnessPool, ModelEndpoint, PoolOptions, ProcessOptions, SystemInstructions,
-};
-use harness_proto::lh::AgentBehavior;
+use agui_session::{Agent, AgentOptions, Backend, ConcurrentRuns, ToolRegistry};
+use harness_client::{HarnessPool, ModelEndpoint, PoolOptions, ProcessOptions, SystemInstructions};
 
-use crate::config::{AgentSettings, ServerConfig, slug};
-use crate::demo;
+use crate::config::{
+    AgentSettings, ServerConfig, SystemInstructionsMode, builtin_tools, choice_name, slug,
+};
 use crate::error::ServerError;
-
-/// The built-in tools an agent gets when none are configured: files and shell, without the
-/// web, image and scheduling tools (`search_web` without Google credentials makes models loop).
-pub const DEFAULT_BUILTIN_TOOLS: &[BuiltinTool] = &[
-    BuiltinTool::ListDirectory,
-    BuiltinTool::ViewFile,
-    BuiltinTool::FindFile,
-    BuiltinTool::SearchDirectory,
-    BuiltinTool::CreateFile,
-    BuiltinTool::EditFile,
-    BuiltinTool::RunCommand,
-];
+use crate::{defaults, demo};
 
 /// An agent mounted at a path.
 #[derive(Debug, Clone)]
@@ -138,8 +121,9 @@ pub async fn build(
             settings
                 .harness_idle_grace_secs
                 .map_or(pool_defaults.idle_grace, Duration::from_secs),
-            // A spare harness makes the first run of a new thread fast; the server wants that.
-            settings.prestart_harness.unwrap_or(true),
+            settings
+                .prestart_harness
+                .unwrap_or(defaults::PRESTART_HARNESS),
         );
         let pool = match pools.get(&pool_key) {
             Some(pool) => pool.clone(),
@@ -160,12 +144,25 @@ pub async fn build(
         if demo && demo_tools {
             demo::add_demo_tools(&mut tools);
         }
-        let backend = HarnessBackend::new(pool, process);
-        let agent = Agent::new(options, Arc::new(backend), tools)?;
+        let agent = Agent::new(options, Backend::harness(pool, process), tools)?;
         tracing::info!(path = %path, agent = %agent.options().name, model = %agent.options().model, demo, "agent ready");
         agents.push(MountedAgent { path, agent, demo });
     }
     Ok(Runtime { agents, demo_model })
+}
+
+/// Checks `config` as [`build`] would, without starting anything: every agent's options and
+/// directories. The demo model's address is known only once it runs, and no check reads it.
+pub(crate) fn check(config: &ServerConfig) -> Result<(), ServerError> {
+    let mut claimed = ClaimedDirs::new();
+    let data = default_data_dir();
+    for settings in &config.agents {
+        let path = settings.path.clone().unwrap_or_else(|| "/".into());
+        let demo = config.demo || !settings.has_endpoint();
+        let options = options(settings, &path, &data, demo.then(String::new))?;
+        claim_dirs(&mut claimed, &path, &options)?;
+    }
+    Ok(())
 }
 
 /// Directories already used by an agent: `(mount path, save_dir, workspace_root)`.
@@ -239,14 +236,15 @@ pub fn options(
             base_url: settings.gemini_base_url.clone(),
             api_key: settings.api_key.clone(),
             headers,
-            thinking_level: settings.thinking_level.clone(),
+            thinking_level: settings.thinking_level.as_ref().map(choice_name),
         }
     };
     let model = settings
         .model
         .clone()
-        .unwrap_or_else(|| demo::DEMO_MODEL.to_owned());
+        .unwrap_or_else(|| defaults::MODEL.to_owned());
     let slug = slug(path);
+    // Unset keys keep the session's defaults: `AgentOptions::new` starts from them.
     let mut options = AgentOptions::new(model, endpoint, data);
     options.name = settings.name.clone().unwrap_or_else(|| slug.clone());
     options.workspace_root = settings
@@ -258,68 +256,47 @@ pub fn options(
         .clone()
         .unwrap_or_else(|| data.join("agents").join(&slug));
     options.image_model = settings.image_model.clone();
-    options.system_instructions = match (
-        &settings.system_instructions,
-        settings.system_instructions_mode.as_deref(),
-    ) {
-        (None, _) => None,
-        (Some(text), None | Some("append")) => Some(SystemInstructions::Appended(text.clone())),
-        (Some(text), Some("replace")) => Some(SystemInstructions::Custom(text.clone())),
-        (Some(_), Some(other)) => {
-            return Err(bad(format!(
-                "system_instructions_mode `{other}` is not `append` or `replace`"
-            )));
+    options.system_instructions = settings.system_instructions.clone().map(|text| {
+        match settings
+            .system_instructions_mode
+            .unwrap_or(defaults::SYSTEM_INSTRUCTIONS_MODE)
+        {
+            SystemInstructionsMode::Append => SystemInstructions::Appended(text),
+            SystemInstructionsMode::Replace => SystemInstructions::Custom(text),
         }
-    };
-    options.builtin_tools = match &settings.builtin_tools {
-        None => DEFAULT_BUILTIN_TOOLS.iter().copied().collect(),
-        Some(names) => builtin_tools(names).map_err(bad)?,
-    };
-    options.behavior = match settings.behavior.as_deref() {
-        None | Some("autonomous") => AgentBehavior::Autonomous,
-        Some("interactive") => AgentBehavior::Interactive,
-        Some("minimal") => AgentBehavior::Minimal,
-        Some(other) => {
-            return Err(bad(format!(
-                "behavior `{other}` is not autonomous, interactive or minimal"
-            )));
-        }
-    };
-    options.tool_approval = settings.tool_approval.unwrap_or(false);
-    options.auto_approve_tools = settings
-        .auto_approve_tools
-        .clone()
-        .unwrap_or_default()
-        .into_iter()
-        .collect();
-    options.frontend_tools = settings.frontend_tools.unwrap_or(true);
-    options.ask_question_interrupts = settings.ask_question.unwrap_or(true);
-    options.interrupt_reasons = match settings.interrupt_reasons.as_deref() {
-        None | Some("namespaced") => InterruptReasons::Namespaced,
-        Some("reference") => InterruptReasons::Reference,
-        Some(other) => {
-            return Err(bad(format!(
-                "interrupt_reasons `{other}` is not `namespaced` or `reference`"
-            )));
-        }
-    };
-    options.deduplicate_tool_calls = settings.deduplicate_tool_calls.unwrap_or(true);
-    options.app_context_tool = settings.app_context_tool.unwrap_or(false);
-    options.app_state_tool = settings.app_state_tool.unwrap_or(false);
-    let mode = match settings.structured_output.as_deref() {
-        None | Some("state") => StructuredOutputMode::State,
-        Some("custom") => StructuredOutputMode::Custom,
-        Some(other) => {
-            return Err(bad(format!(
-                "structured_output `{other}` is not `state` or `custom`"
-            )));
-        }
-    };
+    });
+    if let Some(choices) = &settings.builtin_tools {
+        options.builtin_tools = builtin_tools(choices);
+    }
+    // Keys that map onto one option each (`ask_question` onto `ask_question_interrupts`).
+    macro_rules! set {
+        ($($option:ident = $key:ident),* $(,)?) => {
+            $( if let Some(value) = settings.$key { options.$option = value; } )*
+        };
+    }
+    set!(
+        behavior = behavior,
+        tool_approval = tool_approval,
+        frontend_tools = frontend_tools,
+        ask_question_interrupts = ask_question,
+        interrupt_reasons = interrupt_reasons,
+        deduplicate_tool_calls = deduplicate_tool_calls,
+        app_context_tool = app_context_tool,
+        app_state_tool = app_state_tool,
+        emit_builtin_tool_calls = emit_builtin_tool_calls,
+        max_sessions = max_sessions,
+        max_attachment_bytes = max_attachment_bytes,
+    );
+    if let Some(tools) = &settings.auto_approve_tools {
+        options.auto_approve_tools = tools.iter().cloned().collect();
+    }
+    let mode = settings
+        .structured_output
+        .unwrap_or(agui_session::defaults::STRUCTURED_OUTPUT);
     options.response_schema = settings
         .response_schema
         .clone()
         .map(|schema| (schema, mode));
-    options.emit_builtin_tool_calls = settings.emit_builtin_tool_calls.unwrap_or(true);
     options.max_tool_calls_per_turn = settings.max_tool_calls_per_turn;
     if let Some(secs) = settings.session_timeout_secs {
         options.session_timeout = Duration::from_secs(secs);
@@ -331,45 +308,16 @@ pub fn options(
     if let Some(secs) = settings.hibernate_after_secs {
         options.hibernate_after = Duration::from_secs(secs);
     }
-    if let Some(max) = settings.max_sessions {
-        options.max_sessions = max;
-    }
     options.concurrent_runs = match settings.busy_thread_wait_secs {
         Some(0) => ConcurrentRuns::Refuse,
         Some(secs) => ConcurrentRuns::Wait(Duration::from_secs(secs)),
-        None => ConcurrentRuns::Wait(Duration::from_secs(30)),
+        None => options.concurrent_runs,
     };
     if let Some(retries) = settings.api_retries {
-        options.api_retry = Some((retries, agui_session::DEFAULT_API_RETRY.1));
-    }
-    if let Some(bytes) = settings.max_attachment_bytes {
-        options.max_attachment_bytes = bytes;
+        options.api_retry = Some((retries, agui_session::defaults::API_RETRY_FIRST_SLEEP_MS));
     }
     options.validate().map_err(|e| bad(e.to_string()))?;
     Ok(options)
-}
-
-/// Parses built-in tool names (model-facing or internal); `none` means none.
-pub fn builtin_tools(names: &[String]) -> Result<BTreeSet<BuiltinTool>, String> {
-    let mut tools = BTreeSet::new();
-    for name in names.iter().map(|n| n.trim()).filter(|n| !n.is_empty()) {
-        if name == "none" {
-            continue;
-        }
-        if name == "all" {
-            tools.extend(BuiltinTool::ALL);
-            continue;
-        }
-        let tool = BuiltinTool::from_name(name).ok_or_else(|| {
-            let known: Vec<&str> = BuiltinTool::ALL.iter().map(|t| t.model_name()).collect();
-            format!(
-                "unknown built-in tool `{name}` (known: {}, all, none)",
-                known.join(", ")
-            )
-        })?;
-        tools.insert(tool);
-    }
-    Ok(tools)
 }
 
 #[cfg(test)]

@@ -3,9 +3,10 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
-use clap::{Parser, Subcommand};
+use clap::{FromArgMatches as _, Parser, Subcommand};
 
 use crate::config::{AgentSettings, LogFormat};
+use crate::defaults;
 
 /// Serve Google Antigravity agents over the AG-UI protocol.
 #[derive(Debug, Parser)]
@@ -32,7 +33,7 @@ pub struct ServeArgs {
     /// A TOML configuration file.
     #[arg(long, short, env = "AGUI_CONFIG")]
     pub config: Option<PathBuf>,
-    /// Listen address [default: 127.0.0.1:8027].
+    /// Listen address.
     #[arg(long, env = "AGUI_BIND")]
     pub bind: Option<SocketAddr>,
     /// Serve the embedded scripted model (offline demo), whatever else is configured.
@@ -44,13 +45,13 @@ pub struct ServeArgs {
     /// Allowed CORS origins (comma-separated; `*` for any).
     #[arg(long, env = "AGUI_CORS_ORIGINS", value_delimiter = ',')]
     pub cors_origins: Option<Vec<String>>,
-    /// Largest request body in bytes [default: 64 MiB].
+    /// Largest request body in bytes.
     #[arg(long, env = "AGUI_MAX_BODY_BYTES")]
     pub max_body_bytes: Option<usize>,
-    /// Seconds between SSE keep-alive comments [default: 15].
+    /// Seconds between SSE keep-alive comments.
     #[arg(long, env = "AGUI_KEEP_ALIVE_SECS")]
     pub keep_alive_secs: Option<u64>,
-    /// Log format [default: text]; the level comes from `RUST_LOG` (default `info`).
+    /// Log format; the level comes from `RUST_LOG` (default `info`).
     #[arg(long, env = "AGUI_LOG_FORMAT", value_enum)]
     pub log_format: Option<LogFormat>,
     /// Agent settings (defaults for every agent).
@@ -59,7 +60,42 @@ pub struct ServeArgs {
 }
 
 impl Cli {
-    /// Parses `args`, treating a command line without a subcommand as `serve`.
+    /// The command line, with each option's help ending in its default from
+    /// [`defaults::documented`] (the options themselves have none, so that an unset flag lets
+    /// the file's value through).
+    pub fn command() -> clap::Command {
+        let table = defaults::documented();
+        let annotate = |command: clap::Command| {
+            command.mut_args(|arg| {
+                let Some((_, default)) = table
+                    .iter()
+                    .find(|(key, _)| *key == arg.get_id().as_str())
+                    .filter(|(_, default)| default != "none")
+                else {
+                    return arg;
+                };
+                let help = arg.get_help().map(ToString::to_string).unwrap_or_default();
+                let long = arg.get_long_help().map(ToString::to_string);
+                let arg = arg.help(format!("{help} [default: {default}]"));
+                match long {
+                    Some(long) => arg.long_help(format!("{long}\n\n[default: {default}]")),
+                    None => arg,
+                }
+            })
+        };
+        <Self as clap::CommandFactory>::command()
+            .mut_subcommand("serve", annotate)
+            .mut_subcommand("check-config", annotate)
+    }
+
+    /// Parses `args` (program name first) with the annotated [`command`](Self::command).
+    pub fn try_parse_args(args: Vec<String>) -> Result<Self, clap::Error> {
+        let mut matches = Self::command().try_get_matches_from(args)?;
+        Self::from_arg_matches_mut(&mut matches)
+    }
+
+    /// Parses `args`, treating a command line without a subcommand as `serve`; prints and
+    /// exits on `--help`, `--version` and errors.
     pub fn parse_args(args: Vec<String>) -> Self {
         let mut args = args;
         let first = args.get(1).map(String::as_str);
@@ -71,6 +107,6 @@ impl Cli {
         if needs_serve {
             args.insert(1.min(args.len()), "serve".into());
         }
-        <Self as Parser>::parse_from(args)
+        Self::try_parse_args(args).unwrap_or_else(|e| e.exit())
     }
 }

@@ -6,143 +6,172 @@
 //! A `save_dir` or `workspace_root` that `[[agents]]` entries inherit gets one subfolder per
 //! agent (named after its path), so agents never share conversations.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use agui_session::{Behavior, InterruptReasons, StructuredOutputMode};
+use harness_client::BuiltinTool;
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::defaults;
 use crate::error::ServerError;
 
-/// Settings of one agent; every key is optional so layers can be merged.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize, clap::Args)]
-#[serde(deny_unknown_fields)]
-pub struct AgentSettings {
-    /// Path the agent is mounted at (`[[agents]]` only).
-    #[arg(skip)]
-    pub path: Option<String>,
-    /// Name shown in logs and capabilities.
-    #[arg(long = "agent-name", env = "AGUI_AGENT_NAME")]
-    pub name: Option<String>,
-    /// Text model name.
-    #[arg(long, env = "AGUI_MODEL")]
-    pub model: Option<String>,
-    /// Gemini API key.
-    #[arg(long, env = "GEMINI_API_KEY", hide_env_values = true)]
-    pub api_key: Option<String>,
-    /// Gemini API base URL (a gateway or a mock); Google's by default.
-    #[arg(long, env = "AGUI_GEMINI_BASE_URL")]
-    pub gemini_base_url: Option<String>,
-    /// Extra HTTP headers on every model request (`name=value`, repeatable).
-    #[arg(long = "model-header", value_parser = parse_header, env = "AGUI_MODEL_HEADERS", value_delimiter = ',')]
-    #[serde(default, deserialize_with = "headers")]
-    pub model_headers: Option<Vec<(String, String)>>,
-    /// Gemini thinking level (`low`, `high`, …).
-    #[arg(long, env = "AGUI_THINKING_LEVEL")]
-    pub thinking_level: Option<String>,
-    /// Vertex AI project (selects Vertex with `vertex_location`).
-    #[arg(long, env = "AGUI_VERTEX_PROJECT")]
-    pub vertex_project: Option<String>,
-    /// Vertex AI location, e.g. `us-central1`.
-    #[arg(long, env = "AGUI_VERTEX_LOCATION")]
-    pub vertex_location: Option<String>,
-    /// An OpenAI-compatible server root (Ollama, LM Studio); the harness appends `/v1/chat/completions`.
-    #[arg(long, env = "AGUI_OPENAI_BASE_URL")]
-    pub openai_base_url: Option<String>,
-    /// Image model name.
-    #[arg(long, env = "AGUI_IMAGE_MODEL")]
-    pub image_model: Option<String>,
-    /// Extra system instructions.
-    #[arg(long, env = "AGUI_SYSTEM_INSTRUCTIONS")]
-    pub system_instructions: Option<String>,
-    /// `append` (to Antigravity's prompt, default) or `replace` (it).
-    #[arg(long, env = "AGUI_SYSTEM_INSTRUCTIONS_MODE")]
-    pub system_instructions_mode: Option<String>,
-    /// Built-in tools to enable (comma-separated names, e.g. `list_dir,view_file,run_command`;
-    /// `none` for none).
-    #[arg(long, env = "AGUI_BUILTIN_TOOLS", value_delimiter = ',')]
-    pub builtin_tools: Option<Vec<String>>,
-    /// `autonomous` (default) or `interactive` (the model may ask questions).
-    #[arg(long, env = "AGUI_BEHAVIOR")]
-    pub behavior: Option<String>,
-    /// Ask the user to approve every tool call.
-    #[arg(long, num_args = 0..=1, default_missing_value = "true", env = "AGUI_TOOL_APPROVAL")]
-    pub tool_approval: Option<bool>,
-    /// Tools that never need approval (comma-separated).
-    #[arg(long, env = "AGUI_AUTO_APPROVE_TOOLS", value_delimiter = ',')]
-    pub auto_approve_tools: Option<Vec<String>>,
-    /// Let the model call the client's tools (`RunAgentInput.tools`).
-    #[arg(long, num_args = 0..=1, default_missing_value = "true", env = "AGUI_FRONTEND_TOOLS")]
-    pub frontend_tools: Option<bool>,
-    /// Turn the model's `ask_question` into interrupts.
-    #[arg(long, num_args = 0..=1, default_missing_value = "true", env = "AGUI_ASK_QUESTION")]
-    pub ask_question: Option<bool>,
-    /// Interrupt `reason` names: `namespaced` (`antigravity:ask_question`, default) or
-    /// `reference` (`ask_question`, as the Python integration).
-    #[arg(long, env = "AGUI_INTERRUPT_REASONS")]
-    pub interrupt_reasons: Option<String>,
-    /// Run each frontend tool at most once per turn.
-    #[arg(long, num_args = 0..=1, default_missing_value = "true", env = "AGUI_DEDUPLICATE_TOOL_CALLS")]
-    pub deduplicate_tool_calls: Option<bool>,
-    /// Experimental: the silent `get_app_context` tool.
-    #[arg(long, num_args = 0..=1, default_missing_value = "true", env = "AGUI_APP_CONTEXT_TOOL")]
-    pub app_context_tool: Option<bool>,
-    /// Experimental: the silent `get_shared_state` tool.
-    #[arg(long, num_args = 0..=1, default_missing_value = "true", env = "AGUI_APP_STATE_TOOL")]
-    pub app_state_tool: Option<bool>,
-    /// JSON Schema (JSON text) of structured output.
-    #[arg(long, env = "AGUI_RESPONSE_SCHEMA", value_parser = parse_json)]
-    pub response_schema: Option<Value>,
-    /// How structured output is delivered: `state` (STATE_SNAPSHOT, default) or `custom`.
-    #[arg(long, env = "AGUI_STRUCTURED_OUTPUT")]
-    pub structured_output: Option<String>,
-    /// Show built-in tool calls as tool-call events.
-    #[arg(long, num_args = 0..=1, default_missing_value = "true", env = "AGUI_EMIT_BUILTIN_TOOL_CALLS")]
-    pub emit_builtin_tool_calls: Option<bool>,
-    /// Stop a turn after this many tool calls.
-    #[arg(long, env = "AGUI_MAX_TOOL_CALLS_PER_TURN")]
-    pub max_tool_calls_per_turn: Option<u32>,
-    /// Per-thread workspaces go under this directory (keep it short).
-    #[arg(long, env = "AGUI_WORKSPACE_ROOT")]
-    pub workspace_root: Option<PathBuf>,
-    /// Conversation storage (needed to resume conversations; keep it stable).
-    #[arg(long, env = "AGUI_SAVE_DIR")]
-    pub save_dir: Option<PathBuf>,
-    /// The `localharness` binary (default: discovery, installing it if missing).
-    #[arg(long, env = "ANTIGRAVITY_HARNESS_PATH")]
-    pub harness_path: Option<PathBuf>,
-    /// Conversations per harness process.
-    #[arg(long, env = "AGUI_POOL_SIZE")]
-    pub pool_size: Option<usize>,
-    /// Seconds an empty harness process is kept.
-    #[arg(long, env = "AGUI_HARNESS_IDLE_GRACE_SECS")]
-    pub harness_idle_grace_secs: Option<u64>,
-    /// Start a spare harness before the live ones are full.
-    #[arg(long, num_args = 0..=1, default_missing_value = "true", env = "AGUI_PRESTART_HARNESS")]
-    pub prestart_harness: Option<bool>,
-    /// Seconds of inactivity before a session is forgotten.
-    #[arg(long, env = "AGUI_SESSION_TIMEOUT_SECS")]
-    pub session_timeout_secs: Option<u64>,
-    /// Seconds a session parked on a user is kept.
-    #[arg(long, env = "AGUI_PARKED_TIMEOUT_SECS")]
-    pub parked_timeout_secs: Option<u64>,
-    /// Seconds of inactivity before an idle conversation is closed (resumed on the next run).
-    #[arg(long, env = "AGUI_HIBERNATE_AFTER_SECS")]
-    pub hibernate_after_secs: Option<u64>,
-    /// Live conversations at most.
-    #[arg(long, env = "AGUI_MAX_SESSIONS")]
-    pub max_sessions: Option<usize>,
-    /// Seconds a second run on a busy thread waits (0: refuse at once).
-    #[arg(long, env = "AGUI_BUSY_THREAD_WAIT_SECS")]
-    pub busy_thread_wait_secs: Option<u64>,
-    /// Model API retries on 429/503.
-    #[arg(long, env = "AGUI_API_RETRIES")]
-    pub api_retries: Option<u32>,
-    /// Largest inline attachment forwarded to the model, in bytes.
-    #[arg(long, env = "AGUI_MAX_ATTACHMENT_BYTES")]
-    pub max_attachment_bytes: Option<usize>,
+/// Declares [`AgentSettings`] and its overlay from one field list, so a new key cannot be
+/// forgotten by the merge. Every field is an `Option`: unset keys let lower layers show through.
+macro_rules! agent_settings {
+    (
+        $(#[$meta:meta])*
+        pub struct AgentSettings {
+            $( $(#[$field_meta:meta])* pub $field:ident: Option<$ty:ty>, )*
+        }
+    ) => {
+        $(#[$meta])*
+        pub struct AgentSettings {
+            $( $(#[$field_meta])* pub $field: Option<$ty>, )*
+        }
+
+        impl AgentSettings {
+            /// These settings with every key `top` sets taking precedence.
+            pub fn overlaid(mut self, top: &AgentSettings) -> Self {
+                $( if top.$field.is_some() { self.$field = top.$field.clone(); } )*
+                self
+            }
+        }
+    };
+}
+
+agent_settings! {
+    /// Settings of one agent; every key is optional so layers can be merged. Defaults are in
+    /// [`crate::defaults`].
+    #[derive(Debug, Clone, Default, PartialEq, Deserialize, clap::Args)]
+    #[serde(deny_unknown_fields)]
+    pub struct AgentSettings {
+        /// Path the agent is mounted at (`[[agents]]` only).
+        #[arg(skip)]
+        pub path: Option<String>,
+        /// Name shown in logs and capabilities.
+        #[arg(long = "agent-name", env = "AGUI_AGENT_NAME")]
+        pub name: Option<String>,
+        /// Text model name.
+        #[arg(long, env = "AGUI_MODEL")]
+        pub model: Option<String>,
+        /// Gemini API key.
+        #[arg(long, env = "GEMINI_API_KEY", hide_env_values = true)]
+        pub api_key: Option<String>,
+        /// Gemini API base URL (a gateway or a mock).
+        #[arg(long, env = "AGUI_GEMINI_BASE_URL")]
+        pub gemini_base_url: Option<String>,
+        /// Extra HTTP headers on every model request (`name=value`, repeatable).
+        #[arg(long = "model-header", value_parser = parse_header, env = "AGUI_MODEL_HEADERS", value_delimiter = ',')]
+        #[serde(default, deserialize_with = "headers")]
+        pub model_headers: Option<Vec<(String, String)>>,
+        /// Gemini thinking level.
+        #[arg(long, env = "AGUI_THINKING_LEVEL")]
+        pub thinking_level: Option<ThinkingLevel>,
+        /// Vertex AI project (selects Vertex with `vertex_location`).
+        #[arg(long, env = "AGUI_VERTEX_PROJECT")]
+        pub vertex_project: Option<String>,
+        /// Vertex AI location, e.g. `us-central1`.
+        #[arg(long, env = "AGUI_VERTEX_LOCATION")]
+        pub vertex_location: Option<String>,
+        /// An OpenAI-compatible server root (Ollama, LM Studio); the harness appends `/v1/chat/completions`.
+        #[arg(long, env = "AGUI_OPENAI_BASE_URL")]
+        pub openai_base_url: Option<String>,
+        /// Image model name.
+        #[arg(long, env = "AGUI_IMAGE_MODEL")]
+        pub image_model: Option<String>,
+        /// Extra system instructions.
+        #[arg(long, env = "AGUI_SYSTEM_INSTRUCTIONS")]
+        pub system_instructions: Option<String>,
+        /// Whether the extra instructions are appended to Antigravity's prompt or replace it.
+        #[arg(long, env = "AGUI_SYSTEM_INSTRUCTIONS_MODE")]
+        pub system_instructions_mode: Option<SystemInstructionsMode>,
+        /// Built-in tools to enable (comma-separated; `all`, or `none` for none).
+        #[arg(long, env = "AGUI_BUILTIN_TOOLS", value_delimiter = ',', value_parser = BuiltinToolParser)]
+        pub builtin_tools: Option<Vec<BuiltinToolChoice>>,
+        /// Whether the model works alone or may ask the user questions.
+        #[arg(long, env = "AGUI_BEHAVIOR")]
+        pub behavior: Option<Behavior>,
+        /// Ask the user to approve every tool call.
+        #[arg(long, num_args = 0..=1, default_missing_value = "true", env = "AGUI_TOOL_APPROVAL")]
+        pub tool_approval: Option<bool>,
+        /// Tools that never need approval (comma-separated).
+        #[arg(long, env = "AGUI_AUTO_APPROVE_TOOLS", value_delimiter = ',')]
+        pub auto_approve_tools: Option<Vec<String>>,
+        /// Let the model call the client's tools (`RunAgentInput.tools`).
+        #[arg(long, num_args = 0..=1, default_missing_value = "true", env = "AGUI_FRONTEND_TOOLS")]
+        pub frontend_tools: Option<bool>,
+        /// Turn the model's `ask_question` into interrupts.
+        #[arg(long, num_args = 0..=1, default_missing_value = "true", env = "AGUI_ASK_QUESTION")]
+        pub ask_question: Option<bool>,
+        /// Interrupt `reason` names: `namespaced` (`antigravity:ask_question`) or `reference`
+        /// (`ask_question`, as the Python integration).
+        #[arg(long, env = "AGUI_INTERRUPT_REASONS")]
+        pub interrupt_reasons: Option<InterruptReasons>,
+        /// Run each frontend tool at most once per turn.
+        #[arg(long, num_args = 0..=1, default_missing_value = "true", env = "AGUI_DEDUPLICATE_TOOL_CALLS")]
+        pub deduplicate_tool_calls: Option<bool>,
+        /// Experimental: the silent `get_app_context` tool.
+        #[arg(long, num_args = 0..=1, default_missing_value = "true", env = "AGUI_APP_CONTEXT_TOOL")]
+        pub app_context_tool: Option<bool>,
+        /// Experimental: the silent `get_shared_state` tool.
+        #[arg(long, num_args = 0..=1, default_missing_value = "true", env = "AGUI_APP_STATE_TOOL")]
+        pub app_state_tool: Option<bool>,
+        /// JSON Schema (JSON text) of structured output.
+        #[arg(long, env = "AGUI_RESPONSE_SCHEMA", value_parser = parse_json)]
+        pub response_schema: Option<Value>,
+        /// How structured output is delivered: as a `STATE_SNAPSHOT` or a `CUSTOM` event.
+        #[arg(long, env = "AGUI_STRUCTURED_OUTPUT")]
+        pub structured_output: Option<StructuredOutputMode>,
+        /// Show built-in tool calls as tool-call events.
+        #[arg(long, num_args = 0..=1, default_missing_value = "true", env = "AGUI_EMIT_BUILTIN_TOOL_CALLS")]
+        pub emit_builtin_tool_calls: Option<bool>,
+        /// Stop a turn after this many tool calls.
+        #[arg(long, env = "AGUI_MAX_TOOL_CALLS_PER_TURN")]
+        pub max_tool_calls_per_turn: Option<u32>,
+        /// Per-thread workspaces go under this directory (keep it short).
+        #[arg(long, env = "AGUI_WORKSPACE_ROOT")]
+        pub workspace_root: Option<PathBuf>,
+        /// Conversation storage (needed to resume conversations; keep it stable).
+        #[arg(long, env = "AGUI_SAVE_DIR")]
+        pub save_dir: Option<PathBuf>,
+        /// The `localharness` binary (installed if missing).
+        #[arg(long, env = "ANTIGRAVITY_HARNESS_PATH")]
+        pub harness_path: Option<PathBuf>,
+        /// Conversations per harness process.
+        #[arg(long, env = "AGUI_POOL_SIZE")]
+        pub pool_size: Option<usize>,
+        /// Seconds an empty harness process is kept.
+        #[arg(long, env = "AGUI_HARNESS_IDLE_GRACE_SECS")]
+        pub harness_idle_grace_secs: Option<u64>,
+        /// Start a spare harness before the live ones are full.
+        #[arg(long, num_args = 0..=1, default_missing_value = "true", env = "AGUI_PRESTART_HARNESS")]
+        pub prestart_harness: Option<bool>,
+        /// Seconds of inactivity before a session is forgotten.
+        #[arg(long, env = "AGUI_SESSION_TIMEOUT_SECS")]
+        pub session_timeout_secs: Option<u64>,
+        /// Seconds a session parked on a user is kept.
+        #[arg(long, env = "AGUI_PARKED_TIMEOUT_SECS")]
+        pub parked_timeout_secs: Option<u64>,
+        /// Seconds of inactivity before an idle conversation is closed (resumed on the next run).
+        #[arg(long, env = "AGUI_HIBERNATE_AFTER_SECS")]
+        pub hibernate_after_secs: Option<u64>,
+        /// Live conversations at most.
+        #[arg(long, env = "AGUI_MAX_SESSIONS")]
+        pub max_sessions: Option<usize>,
+        /// Seconds a second run on a busy thread waits (0: refuse at once).
+        #[arg(long, env = "AGUI_BUSY_THREAD_WAIT_SECS")]
+        pub busy_thread_wait_secs: Option<u64>,
+        /// Model API retries on 429/503.
+        #[arg(long, env = "AGUI_API_RETRIES")]
+        pub api_retries: Option<u32>,
+        /// Largest inline attachment forwarded to the model, in bytes.
+        #[arg(long, env = "AGUI_MAX_ATTACHMENT_BYTES")]
+        pub max_attachment_bytes: Option<usize>,
+    }
 }
 
 fn parse_header(text: &str) -> Result<(String, String), String> {
@@ -166,62 +195,7 @@ fn headers<'de, D: serde::Deserializer<'de>>(
     Ok(map.map(|m| m.into_iter().collect()))
 }
 
-macro_rules! overlay {
-    ($base:ident, $top:ident, $($field:ident),* $(,)?) => {
-        $( if $top.$field.is_some() { $base.$field = $top.$field.clone(); } )*
-    };
-}
-
 impl AgentSettings {
-    /// These settings with every key `top` sets taking precedence.
-    pub fn overlaid(mut self, top: &AgentSettings) -> Self {
-        overlay!(
-            self,
-            top,
-            path,
-            name,
-            model,
-            api_key,
-            gemini_base_url,
-            model_headers,
-            thinking_level,
-            vertex_project,
-            vertex_location,
-            openai_base_url,
-            image_model,
-            system_instructions,
-            system_instructions_mode,
-            builtin_tools,
-            behavior,
-            tool_approval,
-            auto_approve_tools,
-            frontend_tools,
-            ask_question,
-            interrupt_reasons,
-            deduplicate_tool_calls,
-            app_context_tool,
-            app_state_tool,
-            response_schema,
-            structured_output,
-            emit_builtin_tool_calls,
-            max_tool_calls_per_turn,
-            workspace_root,
-            save_dir,
-            harness_path,
-            pool_size,
-            harness_idle_grace_secs,
-            prestart_harness,
-            session_timeout_secs,
-            parked_timeout_secs,
-            hibernate_after_secs,
-            max_sessions,
-            busy_thread_wait_secs,
-            api_retries,
-            max_attachment_bytes,
-        );
-        self
-    }
-
     /// Whether these settings name a real model endpoint (otherwise the demo model serves).
     pub fn has_endpoint(&self) -> bool {
         self.api_key.as_deref().is_some_and(|k| !k.is_empty())
@@ -232,14 +206,180 @@ impl AgentSettings {
 }
 
 /// Log output format.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "lowercase")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
 pub enum LogFormat {
     /// Human-readable lines.
-    #[default]
     Text,
     /// One JSON object per line.
     Json,
+}
+
+/// What `system_instructions` does to Antigravity's own system prompt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum SystemInstructionsMode {
+    /// Added after it (keeps its tool and workspace guidance).
+    Append,
+    /// Used instead of it.
+    Replace,
+}
+
+/// Gemini's thinking levels (how much the model reasons before answering).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum ThinkingLevel {
+    /// As little as the model allows.
+    Minimal,
+    /// Little.
+    Low,
+    /// Some.
+    Medium,
+    /// Much.
+    High,
+}
+
+/// One entry of `builtin_tools`: a harness tool by its model-facing name (its internal name is
+/// accepted too), `all` or `none`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BuiltinToolChoice {
+    /// Every built-in tool.
+    All,
+    /// No tool (a list of only `none` disables them all).
+    Nothing,
+    /// This tool.
+    Tool(BuiltinTool),
+}
+
+const TOOL_CHOICES: usize = BuiltinTool::ALL.len() + 2;
+
+/// Every [`BuiltinToolChoice`], for clap's list of possible values.
+static BUILTIN_TOOL_CHOICES: [BuiltinToolChoice; TOOL_CHOICES] = {
+    let mut choices = [BuiltinToolChoice::All; TOOL_CHOICES];
+    choices[1] = BuiltinToolChoice::Nothing;
+    let mut i = 0;
+    while i < BuiltinTool::ALL.len() {
+        choices[i + 2] = BuiltinToolChoice::Tool(BuiltinTool::ALL[i]);
+        i += 1;
+    }
+    choices
+};
+
+impl clap::ValueEnum for BuiltinToolChoice {
+    fn value_variants<'a>() -> &'a [Self] {
+        &BUILTIN_TOOL_CHOICES
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        use clap::builder::PossibleValue;
+        Some(match self {
+            Self::All => PossibleValue::new("all"),
+            Self::Nothing => PossibleValue::new("none"),
+            Self::Tool(tool) => {
+                let value = PossibleValue::new(tool.model_name());
+                let value = if tool.name() == tool.model_name() {
+                    value
+                } else {
+                    value.alias(tool.name())
+                };
+                // The harness's deprecated name of the subagent tool.
+                if *tool == BuiltinTool::Subagents {
+                    value.alias("start_subagent")
+                } else {
+                    value
+                }
+            }
+        })
+    }
+}
+
+impl BuiltinToolChoice {
+    /// Parses a name; blanks around it are ignored, and a blank entry (`a,,b`, a trailing
+    /// comma) names nothing.
+    fn parse(name: &str) -> Option<Self> {
+        match name.trim() {
+            "" => Some(Self::Nothing),
+            name => <Self as clap::ValueEnum>::from_str(name, false).ok(),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for BuiltinToolChoice {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(d)?;
+        Self::parse(&name).ok_or_else(|| {
+            serde::de::Error::custom(format!(
+                "unknown variant `{name}`, expected one of {}",
+                choice_names::<Self>()
+            ))
+        })
+    }
+}
+
+/// Clap's parser of [`BuiltinToolChoice`]: [`BuiltinToolChoice::parse`], with clap's error and
+/// list of possible values.
+#[derive(Clone, Copy)]
+struct BuiltinToolParser;
+
+impl clap::builder::TypedValueParser for BuiltinToolParser {
+    type Value = BuiltinToolChoice;
+
+    fn parse_ref(
+        &self,
+        command: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<Self::Value, clap::Error> {
+        match value.to_str().and_then(BuiltinToolChoice::parse) {
+            Some(choice) => Ok(choice),
+            // Clap's own enum parser words the error (value, key, possible values).
+            None => clap::builder::EnumValueParser::<BuiltinToolChoice>::new()
+                .parse_ref(command, arg, value),
+        }
+    }
+
+    fn possible_values(
+        &self,
+    ) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        Some(Box::new(
+            BUILTIN_TOOL_CHOICES
+                .iter()
+                .filter_map(clap::ValueEnum::to_possible_value),
+        ))
+    }
+}
+
+/// The configuration spelling of `value`.
+pub(crate) fn choice_name<T: clap::ValueEnum>(value: &T) -> String {
+    value
+        .to_possible_value()
+        .map(|v| v.get_name().to_owned())
+        .unwrap_or_default()
+}
+
+/// The names of every value of `T`, backquoted and comma-separated, for error messages.
+pub(crate) fn choice_names<T: clap::ValueEnum>() -> String {
+    T::value_variants()
+        .iter()
+        .filter_map(|v| v.to_possible_value())
+        .map(|v| format!("`{}`", v.get_name()))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The set of tools `choices` names: `all` adds every tool, `none` none.
+pub fn builtin_tools(choices: &[BuiltinToolChoice]) -> BTreeSet<BuiltinTool> {
+    let mut tools = BTreeSet::new();
+    for choice in choices {
+        match choice {
+            BuiltinToolChoice::All => tools.extend(BuiltinTool::ALL),
+            BuiltinToolChoice::Nothing => {}
+            BuiltinToolChoice::Tool(tool) => {
+                tools.insert(*tool);
+            }
+        }
+    }
+    tools
 }
 
 /// The server-wide keys of the file.
@@ -298,13 +438,10 @@ pub struct ServerConfig {
     pub agents: Vec<AgentSettings>,
 }
 
-/// Default listen address.
-pub const DEFAULT_BIND: &str = "127.0.0.1:8027";
-/// Default request body limit: large enough for inline attachments.
-pub const DEFAULT_MAX_BODY_BYTES: usize = 64 << 20;
-
 impl ServerConfig {
-    /// Merges the layers; `cli` holds flag and environment values.
+    /// Merges the layers; `cli` holds flag and environment values. The result is checked the
+    /// way serving it would check it (every agent's options are built, directories claimed),
+    /// so `check-config` refuses exactly what `serve` would.
     pub fn merge(file: FileConfig, cli: &crate::cli::ServeArgs) -> Result<Self, ServerError> {
         let defaults = file.agent.clone().overlaid(&cli.agent);
         let entries = if file.agents.is_empty() {
@@ -341,9 +478,9 @@ impl ServerConfig {
         }
         let bind = match cli.bind.or(file.bind) {
             Some(bind) => bind,
-            None => DEFAULT_BIND.parse().expect("the default address parses"),
+            None => defaults::BIND.parse().expect("the default address parses"),
         };
-        Ok(Self {
+        let config = Self {
             bind,
             auth_token: cli
                 .auth_token
@@ -358,17 +495,22 @@ impl ServerConfig {
             max_body_bytes: cli
                 .max_body_bytes
                 .or(file.max_body_bytes)
-                .unwrap_or(DEFAULT_MAX_BODY_BYTES),
+                .unwrap_or(defaults::MAX_BODY_BYTES),
             keep_alive: Duration::from_secs(
                 cli.keep_alive_secs
                     .or(file.keep_alive_secs)
-                    .unwrap_or(15)
+                    .unwrap_or(defaults::KEEP_ALIVE_SECS)
                     .max(1),
             ),
-            demo: cli.demo || file.demo.unwrap_or(false),
-            log_format: cli.log_format.or(file.log_format).unwrap_or_default(),
+            demo: cli.demo || file.demo.unwrap_or(defaults::DEMO),
+            log_format: cli
+                .log_format
+                .or(file.log_format)
+                .unwrap_or(defaults::LOG_FORMAT),
             agents,
-        })
+        };
+        crate::build::check(&config)?;
+        Ok(config)
     }
 }
 

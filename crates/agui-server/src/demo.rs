@@ -5,9 +5,6 @@ use serde_json::{Value, json};
 
 use crate::error::ServerError;
 
-/// The model name the demo agent uses.
-pub const DEMO_MODEL: &str = "gemini-3-flash-preview";
-
 /// Starts the scripted demo model ([`gemini_script::demo::script`]) on an ephemeral loopback
 /// port.
 pub async fn start_model() -> Result<gemini_script::Handle, ServerError> {

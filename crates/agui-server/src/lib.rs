@@ -27,6 +27,7 @@ pub mod build;
 mod capabilities;
 pub mod cli;
 pub mod config;
+pub mod defaults;
 pub mod demo;
 mod error;
 pub mod http;
@@ -41,12 +42,14 @@ use std::time::Duration;
 
 use agui_session::ToolRegistry;
 use axum::serve::ListenerExt as _;
-use clap::Parser as _;
 use tokio::sync::watch;
 
 pub use build::{MountedAgent, Runtime};
 pub use capabilities::derive as capabilities;
-pub use config::{AgentSettings, FileConfig, LogFormat, ServerConfig};
+pub use config::{
+    AgentSettings, BuiltinToolChoice, FileConfig, LogFormat, ServerConfig, SystemInstructionsMode,
+    ThinkingLevel,
+};
 pub use error::ServerError;
 
 impl ServerConfig {
@@ -83,7 +86,7 @@ impl cli::ServeArgs {
         if args.get(1).map(String::as_str) != Some("serve") {
             args.insert(1.min(args.len()), "serve".into());
         }
-        let cli = match cli::Cli::try_parse_from(args) {
+        let cli = match cli::Cli::try_parse_args(args) {
             Ok(cli) => cli,
             // `--help` and `--version` behave as in any command-line program: print and exit.
             Err(e)

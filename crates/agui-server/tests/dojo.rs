@@ -446,7 +446,10 @@ fn the_dojo_mounts_one_agent_per_feature_with_its_own_settings() {
             Some("gemini-test"),
             "the [agent] table applies"
         );
-        assert_eq!(agent.builtin_tools, Some(vec!["none".to_string()]));
+        assert_eq!(
+            agent.builtin_tools,
+            Some(vec![agui_server::BuiltinToolChoice::Nothing])
+        );
         assert_eq!(agent.ask_question, Some(false));
     }
     let interrupt = &agents[4];

@@ -13,7 +13,7 @@ use agui_types::{Event, RunAgentInput};
 use tokio::sync::mpsc;
 use tracing::Instrument as _;
 
-use crate::backend::Backend;
+use crate::backend::{Backend, ConversationSource};
 use crate::error::{RunErrorCode, RunFailure, SessionError};
 use crate::options::AgentOptions;
 use crate::session::{Session, SessionState};
@@ -40,7 +40,7 @@ impl std::fmt::Debug for Agent {
 
 pub(crate) struct AgentInner {
     pub(crate) options: AgentOptions,
-    pub(crate) backend: Arc<dyn Backend>,
+    pub(crate) backend: Arc<dyn ConversationSource>,
     pub(crate) tools: ToolRegistry,
     pub(crate) records: Arc<RecordWriter>,
     pub(crate) sessions: Mutex<HashMap<String, Arc<Session>>>,
@@ -69,7 +69,7 @@ impl Agent {
     /// server tools. Must be called inside a tokio runtime (it starts the session sweeper).
     pub fn new(
         options: AgentOptions,
-        backend: Arc<dyn Backend>,
+        backend: Backend,
         tools: ToolRegistry,
     ) -> Result<Self, SessionError> {
         options.validate()?;
@@ -88,7 +88,7 @@ impl Agent {
         )?;
         let inner = Arc::new(AgentInner {
             options,
-            backend,
+            backend: backend.0,
             tools,
             records: RecordWriter::start(store),
             sessions: Mutex::new(HashMap::new()),

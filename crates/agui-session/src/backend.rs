@@ -1,5 +1,6 @@
 //! Where conversations come from: the real harness (through the process pool) or, in tests, a
-//! scripted fake ([`crate::testing`]).
+//! scripted fake (`testing::FakeHarness`). The traits speak the harness's protocol types, so
+//! they stay inside the crate; embedders pick a source through the opaque [`Backend`].
 
 use std::sync::Arc;
 
@@ -10,9 +11,29 @@ use harness_client::{
 };
 use harness_proto::lh::{HarnessConfig, UserInput};
 
+/// Where an agent's conversations come from: harness processes shared through a pool
+/// ([`Backend::harness`]) or, with the `testing` feature, `testing::FakeHarness`.
+#[derive(Clone)]
+pub struct Backend(pub(crate) Arc<dyn ConversationSource>);
+
+impl Backend {
+    /// Conversations on `localharness` processes started with `process`, shared through `pool`.
+    pub fn harness(pool: HarnessPool, process: ProcessOptions) -> Self {
+        Self(Arc::new(HarnessBackend { pool, process }))
+    }
+}
+
+impl std::fmt::Debug for Backend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Backend")
+            .field("processes", &self.0.processes())
+            .finish_non_exhaustive()
+    }
+}
+
 /// Opens conversations.
 #[async_trait]
-pub trait Backend: Send + Sync + 'static {
+pub(crate) trait ConversationSource: Send + Sync + 'static {
     /// Opens (or resumes, per `config`'s continuation mode) a conversation whose callbacks are
     /// answered by `callbacks`.
     async fn open(
@@ -32,7 +53,7 @@ pub trait Backend: Send + Sync + 'static {
 
 /// One open conversation (see [`harness_client::Conversation`] for the semantics).
 #[async_trait]
-pub trait ConversationHandle: Send + Sync + 'static {
+pub(crate) trait ConversationHandle: Send + Sync + 'static {
     /// The conversation id.
     fn id(&self) -> &str;
     /// What the harness said at init (history when resuming).
@@ -53,27 +74,14 @@ pub trait ConversationHandle: Send + Sync + 'static {
     async fn close(self: Box<Self>);
 }
 
-/// The real backend: conversations on pooled `localharness` processes.
-#[derive(Debug, Clone)]
-pub struct HarnessBackend {
+/// The real source: conversations on pooled `localharness` processes.
+struct HarnessBackend {
     pool: HarnessPool,
     process: ProcessOptions,
 }
 
-impl HarnessBackend {
-    /// Conversations of processes started with `process`, shared through `pool`.
-    pub fn new(pool: HarnessPool, process: ProcessOptions) -> Self {
-        Self { pool, process }
-    }
-
-    /// The pool.
-    pub fn pool(&self) -> &HarnessPool {
-        &self.pool
-    }
-}
-
 #[async_trait]
-impl Backend for HarnessBackend {
+impl ConversationSource for HarnessBackend {
     async fn open(
         &self,
         config: HarnessConfig,

@@ -99,15 +99,30 @@ impl Contract {
         workspace: &Path,
         conversation_id: &str,
     ) -> Result<HarnessConfig, SessionError> {
-        let mut config = ConversationConfig::new(&options.model, options.endpoint.clone())
+        Ok(self
+            .conversation_config(options, server, workspace, conversation_id)
+            .build()?)
+    }
+
+    /// The builder of [`harness_config`](Self::harness_config).
+    pub(crate) fn conversation_config(
+        &self,
+        options: &AgentOptions,
+        server: &ToolRegistry,
+        workspace: &Path,
+        conversation_id: &str,
+    ) -> ConversationConfig {
+        let mut config = ConversationConfig::new(&options.model, options.endpoint.clone());
+        // Extra settings go first, so the agent's own settings win where both set something.
+        if let Some(extra) = &options.harness_settings {
+            config = extra.apply(config);
+        }
+        config = config
             .builtin_tools(options.builtin_tools.iter().copied())
             .workspace(workspace)
             .app_data_dir(options.save_dir.join("app"))
-            .behavior(options.behavior)
+            .behavior(options.behavior.to_harness())
             .conversation_id(conversation_id, SessionContinuationMode::CreateOrResume);
-        if let Some(base) = &options.harness_base {
-            config = config.base(base.clone());
-        }
         if let Some(model) = &options.image_model {
             config = config.image_model(model);
         }
@@ -123,21 +138,12 @@ impl Contract {
         if options.tool_approval || options.max_tool_calls_per_turn.is_some() {
             config = config.hook(LifecycleHook::PreTool);
         }
-        config = match (&options.policy, options.tool_approval) {
-            (Some(policy), _) => config.policy(policy.clone()),
-            // Approval asks the user about every call, which is the check the harness requires.
-            (None, true) => config,
-            // A policy in the extra harness settings stands; allow-all only fills the gap.
-            (None, false)
-                if options
-                    .harness_base
-                    .as_ref()
-                    .is_some_and(|b| b.policy_config.is_some()) =>
-            {
-                config
-            }
-            (None, false) => config.policy(policy::allow_all()),
-        };
+        // Approval asks the user about every call, which is the check the harness requires;
+        // otherwise every tool is allowed, unless the extra settings bring a policy (their own
+        // or their base config's): allow-all only fills the gap.
+        if !options.tool_approval && !has_policy(&config, options) {
+            config = config.policy(policy::allow_all());
+        }
         for tool in server.iter() {
             config = config.tool(CustomTool {
                 name: tool.name().to_owned(),
@@ -177,24 +183,38 @@ impl Contract {
                 parameters: Value::Null,
             });
         }
-        Ok(config.build()?)
+        config
     }
 }
 
-/// The harness config an agent configured with `options` and `server_tools` opens a thread's
-/// conversation with, for a run whose `RunAgentInput.tools` are `client_tools`: exactly what a
-/// session sends (tools, policy, behaviour, hooks, model endpoint, continuation mode).
+/// Whether `config` has a policy from the extra harness settings. The builder does not say, so
+/// a trial build is read, with a pre-tool hook so that write tools without a policy do not fail
+/// it. A trial that fails anyway counts as a policy: the real build then reports the error
+/// rather than an allow-all policy hiding a broken one.
+fn has_policy(config: &ConversationConfig, options: &AgentOptions) -> bool {
+    options.harness_settings.is_some()
+        && config
+            .clone()
+            .hook(LifecycleHook::PreTool)
+            .build()
+            .map_or(true, |built| built.policy_config.is_some())
+}
+
+/// The harness config (harness-client's builder) an agent configured with `options` and
+/// `server_tools` opens a thread's conversation with, for a run whose `RunAgentInput.tools` are
+/// `client_tools`: exactly what a session sends (tools, policy, behaviour, hooks, model
+/// endpoint, continuation mode); `build()` it to open a conversation.
 ///
 /// For programs that drive the harness directly with a server's settings, such as the
 /// benchmark's raw floor (`crates/agui-bench`); a session never needs it.
-pub fn harness_config(
+pub fn conversation_config(
     options: &AgentOptions,
     server_tools: &ToolRegistry,
     client_tools: &[Tool],
     workspace: &Path,
     conversation_id: &str,
-) -> Result<HarnessConfig, SessionError> {
-    Contract::new(client_tools, options, server_tools).harness_config(
+) -> ConversationConfig {
+    Contract::new(client_tools, options, server_tools).conversation_config(
         options,
         server_tools,
         workspace,
@@ -327,7 +347,9 @@ mod tests {
         let (ws, id) = (Path::new("/tmp/w/abc"), "c0ffee");
         let registry = ToolRegistry::new();
         assert_eq!(
-            harness_config(&options(), &registry, &tools, ws, id).unwrap(),
+            conversation_config(&options(), &registry, &tools, ws, id)
+                .build()
+                .unwrap(),
             Contract::new(&tools, &options(), &registry)
                 .harness_config(&options(), &registry, ws, id)
                 .unwrap()
@@ -340,10 +362,12 @@ mod tests {
         let mut own = policy::allow_all();
         own.rules[0].name = Some("mine".into());
         let mut with_base = options();
-        with_base.harness_base = Some(HarnessConfig {
+        let base = HarnessConfig {
             policy_config: Some(own.clone()),
             ..Default::default()
-        });
+        };
+        with_base.harness_settings =
+            Some(crate::HarnessSettings::new(move |c| c.base(base.clone())));
         let config = |o: &AgentOptions| {
             Contract::new(&[], o, &ToolRegistry::new())
                 .harness_config(o, &ToolRegistry::new(), Path::new("/tmp/w"), "c")

@@ -14,7 +14,7 @@ pub const REASON_QUESTION: &str = "antigravity:ask_question";
 pub const REASON_APPROVAL: &str = "antigravity:tool_approval";
 
 /// What the model (or a tool) is told when the user sent a new message instead of answering.
-pub const ABANDONED_TEXT: &str = "The user sent a new message instead of answering this request, so it was not \
+pub(crate) const ABANDONED_TEXT: &str = "The user sent a new message instead of answering this request, so it was not \
      completed. Do not report it as declined.";
 
 /// How an interrupt was answered.

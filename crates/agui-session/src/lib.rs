@@ -16,35 +16,44 @@
 //! Sessions survive what they can: a parked session stays live (hot resume); an idle one is
 //! hibernated (its conversation closed) and resumed transparently; a swept or restarted
 //! thread continues its conversation from the save directory with its forwarded message ids
-//! (persisted in [`store`]), so nothing is forgotten and nothing is sent twice; a model error
+//! (persisted there too), so nothing is forgotten and nothing is sent twice; a model error
 //! that closes the socket is re-attached; a dead harness is replaced on the next run.
+//!
+//! The public API speaks this crate's own types and harness-client's, never the generated
+//! protocol types of `harness-proto`, so regenerating those breaks nothing above this crate
+//! (`cargo xtask check-architecture` checks it).
+//!
+//! Features: `testing` adds `testing::FakeHarness`, a scripted backend for fast tests;
+//! `clap` derives `clap::ValueEnum` for the option enums, for command lines.
 
 mod activity;
 mod agent;
 mod answers;
-pub mod backend;
+mod backend;
 mod bridge;
 mod callbacks;
 mod contract;
+pub mod defaults;
 mod error;
-pub mod interrupts;
+mod interrupts;
 mod options;
-pub mod prompt;
+mod prompt;
 mod run;
 mod session;
-pub mod store;
+mod store;
+#[cfg(any(test, feature = "testing"))]
 pub mod testing;
 mod tools;
 mod turn;
 
 pub use agent::{Agent, AgentStats, RunStream};
-pub use backend::{Backend, ConversationHandle, HarnessBackend};
+pub use backend::Backend;
 pub use callbacks::{APP_CONTEXT_TOOL, APP_STATE_TOOL};
-pub use contract::harness_config;
+pub use contract::conversation_config;
 pub use error::{RunErrorCode, RunFailure, SessionError};
 pub use interrupts::{InterruptAnswer, REASON_APPROVAL, REASON_QUESTION};
 pub use options::{
-    AgentOptions, ConcurrentRuns, DEFAULT_API_RETRY, InterruptReasons, StructuredOutputMode,
+    AgentOptions, Behavior, ConcurrentRuns, HarnessSettings, InterruptReasons, StructuredOutputMode,
 };
 pub use tools::{FnTool, InterruptRequest, ServerTool, ToolContext, ToolError, ToolRegistry};
 

@@ -1,35 +1,37 @@
-//! Everything an agent can be configured with.
+//! Everything an agent can be configured with. Defaults come from [`crate::defaults`].
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
-use harness_client::{BuiltinTool, ModelEndpoint, SystemInstructions};
-use harness_proto::lh::{AgentBehavior, HarnessConfig, PolicyConfig};
+use harness_client::{BuiltinTool, ConversationConfig, ModelEndpoint, SystemInstructions};
+use harness_proto::lh::AgentBehavior;
+use serde::Deserialize;
 use serde_json::Value;
 
+use crate::defaults;
 use crate::error::SessionError;
 
 /// How structured output (the `finish` tool's JSON, when a response schema is set) reaches the
 /// client.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+#[serde(rename_all = "snake_case")]
 pub enum StructuredOutputMode {
     /// As a `STATE_SNAPSHOT`.
-    #[default]
     State,
     /// As a `CUSTOM` event named `antigravity.structured_output`.
     Custom,
 }
 
-/// Default model API retries: 6 after the first attempt, 1 s doubling (about a minute in all).
-pub const DEFAULT_API_RETRY: (u32, u32) = (6, 1000);
-
 /// The `reason` of the interrupts the agent itself raises.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+#[serde(rename_all = "snake_case")]
 pub enum InterruptReasons {
     /// `antigravity:ask_question` and `antigravity:tool_approval`: custom reasons namespaced
     /// `framework:name`, as the AG-UI interrupts guide asks.
-    #[default]
     Namespaced,
     /// `ask_question` and `tool_approval`, as the Python reference integration sends them (for
     /// frontends written against it).
@@ -51,6 +53,58 @@ impl InterruptReasons {
             Self::Namespaced => crate::REASON_APPROVAL,
             Self::Reference => "tool_approval",
         }
+    }
+}
+
+/// How the agent works with the user: the harness's agent behaviour.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+#[serde(rename_all = "snake_case")]
+pub enum Behavior {
+    /// Works on its own; the model is told the user will not answer questions.
+    Autonomous,
+    /// May stop to ask the user (`ask_question`).
+    Interactive,
+    /// The harness's minimal behaviour (`AGENT_BEHAVIOR_MINIMAL`).
+    Minimal,
+}
+
+impl Behavior {
+    /// The harness's name for it; kept out of the public API so regenerated protocol types
+    /// break nothing above this crate.
+    pub(crate) fn to_harness(self) -> AgentBehavior {
+        match self {
+            Self::Autonomous => AgentBehavior::Autonomous,
+            Self::Interactive => AgentBehavior::Interactive,
+            Self::Minimal => AgentBehavior::Minimal,
+        }
+    }
+}
+
+/// Extra harness settings the agent's options do not cover (MCP servers, subagents, skills,
+/// budgets through [`ConversationConfig::base`], or a policy), applied with harness-client's
+/// builder before the agent's own settings, which therefore win where both set something.
+/// A policy set here (or in its base config) replaces the allow-all policy an agent without
+/// `tool_approval` otherwise gets.
+#[derive(Clone)]
+pub struct HarnessSettings(Arc<dyn Fn(ConversationConfig) -> ConversationConfig + Send + Sync>);
+
+impl HarnessSettings {
+    /// Settings applied by `configure` to every conversation's builder.
+    pub fn new(
+        configure: impl Fn(ConversationConfig) -> ConversationConfig + Send + Sync + 'static,
+    ) -> Self {
+        Self(Arc::new(configure))
+    }
+
+    pub(crate) fn apply(&self, config: ConversationConfig) -> ConversationConfig {
+        (self.0)(config)
+    }
+}
+
+impl std::fmt::Debug for HarnessSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("HarnessSettings(..)")
     }
 }
 
@@ -79,10 +133,8 @@ pub struct AgentOptions {
     pub system_instructions: Option<SystemInstructions>,
     /// Built-in harness tools the agent may use.
     pub builtin_tools: BTreeSet<BuiltinTool>,
-    /// Policy rules; `None` allows every tool (unless `tool_approval` asks the user).
-    pub policy: Option<PolicyConfig>,
-    /// Autonomous (default) or interactive (lets the model ask questions).
-    pub behavior: AgentBehavior,
+    /// Autonomous, interactive (lets the model ask questions) or minimal.
+    pub behavior: Behavior,
     /// Ask the user before every tool call the agent makes (interrupt `tool_approval`).
     pub tool_approval: bool,
     /// Tool names that never need approval.
@@ -116,8 +168,9 @@ pub struct AgentOptions {
     /// schedule, which has no practical limit (still retrying after minutes, the run showing
     /// only keep-alives), hence a bounded default.
     pub api_retry: Option<(u32, u32)>,
-    /// Extra harness settings (MCP servers, subagents, skills, budgets…) applied under ours.
-    pub harness_base: Option<HarnessConfig>,
+    /// Extra harness settings (MCP servers, subagents, skills, budgets, a policy…) applied
+    /// under the agent's own.
+    pub harness_settings: Option<HarnessSettings>,
     /// Idle time after which a session is forgotten (its record stays in the thread store).
     pub session_timeout: Duration,
     /// Idle time after which a session parked on a human is given up.
@@ -138,7 +191,8 @@ pub struct AgentOptions {
 }
 
 impl AgentOptions {
-    /// Defaults for `model` at `endpoint`, with workspaces and storage under `data_dir`.
+    /// Defaults ([`crate::defaults`]) for `model` at `endpoint`, with workspaces and storage
+    /// under `data_dir`.
     pub fn new(
         model: impl Into<String>,
         endpoint: ModelEndpoint,
@@ -152,32 +206,31 @@ impl AgentOptions {
             endpoint,
             image_model: None,
             system_instructions: None,
-            builtin_tools: harness_client::default_builtin_tools(),
-            policy: None,
-            behavior: AgentBehavior::Autonomous,
-            tool_approval: false,
+            builtin_tools: defaults::BUILTIN_TOOLS.iter().copied().collect(),
+            behavior: defaults::BEHAVIOR,
+            tool_approval: defaults::TOOL_APPROVAL,
             auto_approve_tools: BTreeSet::new(),
-            frontend_tools: true,
-            ask_question_interrupts: true,
-            interrupt_reasons: InterruptReasons::Namespaced,
-            deduplicate_tool_calls: true,
-            app_context_tool: false,
-            app_state_tool: false,
+            frontend_tools: defaults::FRONTEND_TOOLS,
+            ask_question_interrupts: defaults::ASK_QUESTION_INTERRUPTS,
+            interrupt_reasons: defaults::INTERRUPT_REASONS,
+            deduplicate_tool_calls: defaults::DEDUPLICATE_TOOL_CALLS,
+            app_context_tool: defaults::APP_CONTEXT_TOOL,
+            app_state_tool: defaults::APP_STATE_TOOL,
             response_schema: None,
-            emit_builtin_tool_calls: true,
+            emit_builtin_tool_calls: defaults::EMIT_BUILTIN_TOOL_CALLS,
             max_tool_calls_per_turn: None,
             workspace_root: data_dir.join("w"),
             save_dir: data_dir.join("save"),
-            api_retry: Some(DEFAULT_API_RETRY),
-            harness_base: None,
-            session_timeout: Duration::from_secs(30 * 60),
-            parked_timeout: Duration::from_secs(2 * 60 * 60),
-            hibernate_after: Duration::from_secs(60),
-            max_sessions: 100,
-            concurrent_runs: ConcurrentRuns::Wait(Duration::from_secs(30)),
+            api_retry: Some((defaults::API_RETRIES, defaults::API_RETRY_FIRST_SLEEP_MS)),
+            harness_settings: None,
+            session_timeout: defaults::SESSION_TIMEOUT,
+            parked_timeout: defaults::PARKED_TIMEOUT,
+            hibernate_after: defaults::HIBERNATE_AFTER,
+            max_sessions: defaults::MAX_SESSIONS,
+            concurrent_runs: ConcurrentRuns::Wait(defaults::BUSY_THREAD_WAIT),
             max_remembered_threads: remembered.max_threads,
             remember_threads_for: remembered.ttl,
-            max_attachment_bytes: crate::prompt::DEFAULT_MAX_ATTACHMENT_BYTES,
+            max_attachment_bytes: defaults::MAX_ATTACHMENT_BYTES,
         }
     }
 
@@ -198,7 +251,7 @@ impl AgentOptions {
         }
         if self.ask_question_interrupts
             && self.builtin_tools.contains(&BuiltinTool::AskQuestion)
-            && self.behavior == AgentBehavior::Autonomous
+            && self.behavior == Behavior::Autonomous
         {
             tracing::warn!(agent = %self.name, "ask_question is enabled but the agent is autonomous; the model is told the user will not answer questions");
         }

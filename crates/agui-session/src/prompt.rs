@@ -28,14 +28,11 @@ use serde_json::Value;
 #[cfg(test)]
 mod tests;
 
-/// Default cap on one inline attachment's decoded size (20 MiB, Gemini's inline request limit).
-pub const DEFAULT_MAX_ATTACHMENT_BYTES: usize = 20 * 1024 * 1024;
-
 /// Media types forwarded inline: what the Antigravity SDK 0.1.22 accepts, plus
 /// common aliases of the same formats. Compared lowercase and without parameters; the part's
 /// kind (`image`, `document`, …) is not checked against it, only the type itself. GIF is
 /// deliberately absent: the SDK rejects it.
-pub const SUPPORTED_MIME_TYPES: &[&str] = &[
+pub(crate) const SUPPORTED_MIME_TYPES: &[&str] = &[
     // Images.
     "image/bmp",
     "image/jpeg",
@@ -89,54 +86,56 @@ pub const SUPPORTED_MIME_TYPES: &[&str] = &[
 
 /// Limits applied while converting a prompt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PromptLimits {
+pub(crate) struct PromptLimits {
     /// Largest decoded size of one inline attachment; larger ones become a note.
-    pub max_attachment_bytes: usize,
+    pub(crate) max_attachment_bytes: usize,
 }
 
 impl Default for PromptLimits {
     fn default() -> Self {
         Self {
-            max_attachment_bytes: DEFAULT_MAX_ATTACHMENT_BYTES,
+            max_attachment_bytes: crate::defaults::MAX_ATTACHMENT_BYTES,
         }
     }
 }
 
 /// The user message a run forwards to the harness.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Prompt {
+pub(crate) struct Prompt {
     /// Id of the user message; record it as forwarded only after the send succeeded.
-    pub message_id: String,
+    pub(crate) message_id: String,
     /// What to send (never empty).
-    pub input: UserInput,
+    pub(crate) input: UserInput,
     /// Warnings to log, one per attachment that was not forwarded.
-    pub notes: Vec<String>,
+    pub(crate) notes: Vec<String>,
 }
 
 /// A user message converted to harness parts.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Converted {
+pub(crate) struct Converted {
     /// Text and media parts in message order; adjacent text (and notes) is one part.
-    pub parts: Vec<user_input::Part>,
+    pub(crate) parts: Vec<user_input::Part>,
     /// Warnings to log, one per attachment that was not forwarded.
-    pub notes: Vec<String>,
+    pub(crate) notes: Vec<String>,
 }
 
 impl Converted {
     /// True when there is nothing to send (a blank message): not a prompt.
-    pub fn is_empty(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_empty(&self) -> bool {
         self.parts.is_empty()
     }
 
     /// The harness input.
-    pub fn into_input(self) -> UserInput {
+    #[cfg(test)]
+    pub(crate) fn into_input(self) -> UserInput {
         UserInput { parts: self.parts }
     }
 }
 
 /// A frontend tool's answer as the model should see it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ToolResultText {
+pub(crate) enum ToolResultText {
     /// A normal result.
     Ok(String),
     /// The client reported a failure (`ToolMessage.error`); send it as an error response.
@@ -146,7 +145,8 @@ pub enum ToolResultText {
 /// The newest user message not yet forwarded, converted with the default [`PromptLimits`].
 ///
 /// See [`newest_unforwarded_with`].
-pub fn newest_unforwarded(
+#[cfg(test)]
+pub(crate) fn newest_unforwarded(
     messages: &[Message],
     is_forwarded: impl Fn(&str) -> bool,
 ) -> Option<Prompt> {
@@ -160,7 +160,7 @@ pub fn newest_unforwarded(
 /// the search (`None`: nothing new), and the first unforwarded one with something to send is
 /// the prompt. Blank messages are skipped so an empty bubble neither becomes a turn nor hides
 /// the message before it; older unforwarded messages behind the prompt are never sent.
-pub fn newest_unforwarded_with(
+pub(crate) fn newest_unforwarded_with(
     messages: &[Message],
     is_forwarded: impl Fn(&str) -> bool,
     limits: &PromptLimits,
@@ -185,7 +185,8 @@ pub fn newest_unforwarded_with(
 }
 
 /// Converts a user message with the default [`PromptLimits`]; see [`convert_user_message_with`].
-pub fn convert_user_message(message: &UserMessage) -> Converted {
+#[cfg(test)]
+pub(crate) fn convert_user_message(message: &UserMessage) -> Converted {
     convert_user_message_with(message, &PromptLimits::default())
 }
 
@@ -197,7 +198,7 @@ pub fn convert_user_message(message: &UserMessage) -> Converted {
 /// [`SUPPORTED_MIME_TYPES`] and they fit the size limit. Any other attachment becomes a
 /// one-line note in the text at its position, and a warning in [`Converted::notes`], so the
 /// model knows something was attached and the message still counts as a prompt.
-pub fn convert_user_message_with(message: &UserMessage, limits: &PromptLimits) -> Converted {
+pub(crate) fn convert_user_message_with(message: &UserMessage, limits: &PromptLimits) -> Converted {
     let mut builder = Builder::default();
     match &message.content {
         Content::Text(text) => builder.text(text),
@@ -223,7 +224,7 @@ pub fn convert_user_message_with(message: &UserMessage, limits: &PromptLimits) -
 /// text parts joined with `"\n"`. A non-blank `error` makes it an error result carrying the
 /// error, followed by the content when there is any, so a client-side failure never reads as
 /// success.
-pub fn tool_result_text(message: &ToolMessage) -> ToolResultText {
+pub(crate) fn tool_result_text(message: &ToolMessage) -> ToolResultText {
     let text = match &message.content {
         Content::Text(text) => text.clone(),
         Content::Parts(parts) => parts

@@ -37,7 +37,7 @@ mod writer;
 pub(crate) use writer::RecordWriter;
 
 /// The version of the file format written by this build.
-pub const FORMAT_VERSION: u32 = 1;
+pub(crate) const FORMAT_VERSION: u32 = 1;
 
 /// Files larger than this are not records (ours are a few KiB at most).
 const MAX_FILE_BYTES: u64 = 4 * 1024 * 1024;
@@ -48,11 +48,11 @@ const CORRUPT_SUFFIX: &str = ".corrupt";
 
 /// Bounds of a [`ThreadStore`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct StoreLimits {
+pub(crate) struct StoreLimits {
     /// Most threads remembered (at least 1); beyond it the least recently updated go first.
-    pub max_threads: usize,
+    pub(crate) max_threads: usize,
     /// A record not updated for longer than this is dropped (at open, on sweep, on read).
-    pub ttl: Duration,
+    pub(crate) ttl: Duration,
 }
 
 impl Default for StoreLimits {
@@ -75,19 +75,19 @@ impl Default for StoreLimits {
 /// last [`ForwardedIds::KEPT`] ids listed.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(from = "Vec<String>", into = "Vec<String>")]
-pub struct ForwardedIds(VecDeque<String>);
+pub(crate) struct ForwardedIds(VecDeque<String>);
 
 impl ForwardedIds {
     /// How many ids are kept at most.
-    pub const KEPT: usize = 512;
+    pub(crate) const KEPT: usize = 512;
 
     /// Whether `message_id` was forwarded.
-    pub fn contains(&self, message_id: &str) -> bool {
+    pub(crate) fn contains(&self, message_id: &str) -> bool {
         self.0.iter().any(|id| id == message_id)
     }
 
     /// Records `message_id` as forwarded, as the most recent id.
-    pub fn record(&mut self, message_id: impl Into<String>) {
+    pub(crate) fn record(&mut self, message_id: impl Into<String>) {
         let message_id = message_id.into();
         self.0.retain(|id| *id != message_id);
         self.0.push_back(message_id);
@@ -97,18 +97,15 @@ impl ForwardedIds {
     }
 
     /// The ids, oldest first.
-    pub fn iter(&self) -> impl Iterator<Item = &str> {
+    #[cfg(test)]
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &str> {
         self.0.iter().map(String::as_str)
     }
 
     /// How many ids are kept.
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
         self.0.len()
-    }
-
-    /// Whether no id is kept.
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
     }
 }
 
@@ -138,11 +135,11 @@ impl From<ForwardedIds> for Vec<String> {
 /// A frontend tool call the thread was parked on when it was saved.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct PendingTool {
+pub(crate) struct PendingTool {
     /// The call id the client's `ToolMessage` will answer.
-    pub tool_call_id: String,
+    pub(crate) tool_call_id: String,
     /// The tool's name.
-    pub name: String,
+    pub(crate) name: String,
 }
 
 /// What is remembered of one thread.
@@ -151,21 +148,21 @@ pub struct PendingTool {
 /// can read each other's records.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct ThreadRecord {
+pub(crate) struct ThreadRecord {
     /// The harness conversation to resume.
-    pub conversation_id: String,
+    pub(crate) conversation_id: String,
     /// Ids of the user messages already sent to the harness.
     #[serde(default)]
-    pub forwarded: ForwardedIds,
+    pub(crate) forwarded: ForwardedIds,
     /// Frontend tool calls awaiting a `ToolMessage`.
     #[serde(default)]
-    pub pending_frontend_tools: Vec<PendingTool>,
+    pub(crate) pending_frontend_tools: Vec<PendingTool>,
     /// The thread's workspace directory.
     #[serde(default)]
-    pub workspace: PathBuf,
+    pub(crate) workspace: PathBuf,
     /// When the record was last written (Unix seconds); set by [`ThreadStore::put`].
     #[serde(default)]
-    pub updated_at: u64,
+    pub(crate) updated_at: u64,
 }
 
 /// The file as written: the format version and thread id around the record.
@@ -178,7 +175,7 @@ struct RecordFile {
 }
 
 /// A durable, bounded map from thread id to [`ThreadRecord`].
-pub struct ThreadStore {
+pub(crate) struct ThreadStore {
     dir: PathBuf,
     limits: StoreLimits,
     clock: Box<dyn Fn() -> u64 + Send + Sync>,
@@ -201,12 +198,12 @@ impl ThreadStore {
     /// Loads the index of every record; drops expired records, evicts the oldest beyond
     /// `max_threads`, moves unreadable files aside and removes temp files left by a crash.
     /// Fails only when the directory itself cannot be created or listed.
-    pub fn open(dir: &Path, limits: StoreLimits) -> Result<Self, SessionError> {
+    pub(crate) fn open(dir: &Path, limits: StoreLimits) -> Result<Self, SessionError> {
         Self::open_with_clock(dir, limits, unix_now)
     }
 
     /// [`ThreadStore::open`] with a clock returning Unix seconds (for tests and simulations).
-    pub fn open_with_clock(
+    pub(crate) fn open_with_clock(
         dir: &Path,
         limits: StoreLimits,
         clock: impl Fn() -> u64 + Send + Sync + 'static,
@@ -277,13 +274,14 @@ impl ThreadStore {
     }
 
     /// The directory holding the records.
-    pub fn dir(&self) -> &Path {
+    #[cfg(test)]
+    pub(crate) fn dir(&self) -> &Path {
         &self.dir
     }
 
     /// The record of a thread, if one is remembered and not expired. A record that turns out
     /// unreadable is moved aside (logged) and reads as absent.
-    pub fn get(&self, thread_id: &str) -> Option<ThreadRecord> {
+    pub(crate) fn get(&self, thread_id: &str) -> Option<ThreadRecord> {
         let now = self.now();
         let mut index = self.lock();
         let updated_at = index.updated_at(thread_id)?;
@@ -317,7 +315,7 @@ impl ThreadStore {
     ///
     /// `updated_at` is set to now. When this makes more than `max_threads` records, the least
     /// recently updated ones are dropped.
-    pub fn put(&self, thread_id: &str, record: &ThreadRecord) -> Result<(), SessionError> {
+    pub(crate) fn put(&self, thread_id: &str, record: &ThreadRecord) -> Result<(), SessionError> {
         let now = self.now();
         let mut record = record.clone();
         record.updated_at = now;
@@ -341,7 +339,8 @@ impl ThreadStore {
     }
 
     /// Forgets a thread. Returns whether it was remembered.
-    pub fn remove(&self, thread_id: &str) -> Result<bool, SessionError> {
+    #[cfg(test)]
+    pub(crate) fn remove(&self, thread_id: &str) -> Result<bool, SessionError> {
         let mut index = self.lock();
         let known = index.remove(thread_id);
         let path = self.path_of(thread_id);
@@ -353,17 +352,18 @@ impl ThreadStore {
     }
 
     /// The number of threads remembered.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.lock().by_thread.len()
     }
 
     /// True when no thread is remembered.
-    pub fn is_empty(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
     /// Drops the records older than the TTL; returns how many were dropped.
-    pub fn sweep(&self) -> usize {
+    pub(crate) fn sweep(&self) -> usize {
         let now = self.now();
         let mut index = self.lock();
         let mut dropped = 0;

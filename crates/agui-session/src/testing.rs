@@ -13,15 +13,14 @@ use std::time::Duration;
 use async_trait::async_trait;
 use harness_client::{
     CallContext, Callbacks, CloseReason, ConversationEvent, HarnessError, HookRequest,
-    HookResponse, InitInfo, QuestionAnswer, QuestionRequest, ToolCallRequest, ToolOutcome,
-    TrajectoryState, TrajectoryStatus, TurnEnd, Usage,
+    HookResponse, InitInfo, QuestionAnswer, QuestionRequest, Step, StepKey, StepSource, StepStatus,
+    StepTarget, ToolCallRequest, ToolOutcome, TrajectoryState, TrajectoryStatus, TurnEnd, Usage,
 };
 use harness_proto::lh::{HarnessConfig, UsageMetadata, UserInput, user_input};
-use harness_proto::step::{Step, StepKey, StepSource, StepStatus, StepTarget};
 use serde_json::{Map, Value};
 use tokio::sync::{Notify, mpsc};
 
-use crate::backend::{Backend, ConversationHandle};
+use crate::backend::{Backend, ConversationHandle, ConversationSource};
 
 /// The fake harness: a [`Backend`] plus the test's view of every conversation it opened.
 #[derive(Clone, Default)]
@@ -49,8 +48,8 @@ impl FakeHarness {
     }
 
     /// The backend to give an agent.
-    pub fn backend(&self) -> Arc<dyn Backend> {
-        Arc::new(self.clone())
+    pub fn backend(&self) -> Backend {
+        Backend(Arc::new(self.clone()))
     }
 
     /// How many conversations were opened so far.
@@ -78,7 +77,7 @@ impl FakeHarness {
 }
 
 #[async_trait]
-impl Backend for FakeHarness {
+impl ConversationSource for FakeHarness {
     async fn open(
         &self,
         config: HarnessConfig,
@@ -148,9 +147,13 @@ impl FakeConversation {
         &self.id
     }
 
-    /// The config the session opened it with.
-    pub fn config(&self) -> &HarnessConfig {
-        &self.config
+    /// The names of the host tools the session declared when it opened the conversation.
+    pub fn declared_tools(&self) -> Vec<String> {
+        self.config
+            .tools
+            .iter()
+            .map(|t| t.name().to_owned())
+            .collect()
     }
 
     /// The next user input the session sent (waits for it).

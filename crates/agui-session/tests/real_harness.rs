@@ -2,14 +2,12 @@
 
 mod support;
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use agui_session::{Agent, AgentOptions, FnTool, HarnessBackend, ToolRegistry};
+use agui_session::{Agent, AgentOptions, Backend, Behavior, FnTool, ToolRegistry};
 use agui_types::{Event, RunOutcome};
 use gemini_script::{Handle, Matcher, Reply, Script, ScriptedModel};
 use harness_client::{BuiltinTool, HarnessPool, ModelEndpoint, PoolOptions, ProcessOptions};
-use harness_proto::lh::AgentBehavior;
 use serde_json::{Value, json};
 use support::{finish, input_of, last, text, types, user};
 
@@ -32,8 +30,8 @@ fn options(dir: &std::path::Path, model: &Handle) -> AgentOptions {
 
 fn agent(options: AgentOptions, tools: ToolRegistry) -> Agent {
     let pool = HarnessPool::new(PoolOptions::default()).unwrap();
-    let backend = HarnessBackend::new(pool, ProcessOptions::new(options.save_dir.clone()));
-    Agent::new(options, Arc::new(backend), tools).unwrap()
+    let backend = Backend::harness(pool, ProcessOptions::new(options.save_dir.clone()));
+    Agent::new(options, backend, tools).unwrap()
 }
 
 impl Live {
@@ -236,7 +234,7 @@ async fn ask_question_interrupts_and_resume_answers() {
         script,
         |o| {
             o.builtin_tools.insert(BuiltinTool::AskQuestion);
-            o.behavior = AgentBehavior::Interactive;
+            o.behavior = Behavior::Interactive;
         },
         ToolRegistry::new(),
     )

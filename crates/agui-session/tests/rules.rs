@@ -64,7 +64,7 @@ async fn a_frontend_tool_parks_and_a_tool_message_resolves_it_once() {
     let run = fx.start(json!({"messages": [user("m1", "pick one")], "tools": tools}));
     let c = fx.harness.conversation(0).await;
     c.next_input().await;
-    let declared: Vec<&str> = c.config().tools.iter().map(|t| t.name()).collect();
+    let declared = c.declared_tools();
     assert_eq!(declared, ["pick_colour"]);
     let call = c.call_tool("h-1", "pick_colour", json!({"hint": "warm"}));
     let events = finish(run).await;
@@ -355,7 +355,7 @@ async fn a_changed_tool_contract_rebuilds_the_conversation_with_the_same_id() {
         first.id(),
         "cold resume keeps the conversation"
     );
-    assert_eq!(second.config().tools[0].name(), "b");
+    assert_eq!(second.declared_tools()[0], "b");
     assert_eq!(second.next_input().await, "two");
     second.idle(None);
     finish(run).await;
@@ -637,7 +637,7 @@ async fn silent_tools_read_context_and_state_without_events() {
     );
     let c = fx.harness.conversation(0).await;
     c.next_input().await;
-    let declared: Vec<&str> = c.config().tools.iter().map(|t| t.name()).collect();
+    let declared = c.declared_tools();
     assert_eq!(declared, ["get_app_context", "get_shared_state"]);
     let context = c
         .call_tool("h-1", "get_app_context", json!({}))

@@ -29,7 +29,9 @@ use std::process::ExitCode;
 
 use agui_server::cli::{Cli, Command, ServeArgs};
 use agui_server::config::normalise_path;
-use agui_server::{AgentSettings, FileConfig, Server, ServerConfig, ServerError};
+use agui_server::{
+    AgentSettings, BuiltinToolChoice, FileConfig, Server, ServerConfig, ServerError,
+};
 use agui_session::{
     FnTool, InterruptAnswer, InterruptRequest, ToolContext, ToolError, ToolRegistry,
 };
@@ -136,7 +138,7 @@ fn dojo_defaults(settings: &mut AgentSettings, entry: &AgentSettings, feature: &
     // The dojo pages need no file or shell access, and answer no `ask_question` interrupts.
     settings
         .builtin_tools
-        .get_or_insert_with(|| vec!["none".into()]);
+        .get_or_insert_with(|| vec![BuiltinToolChoice::Nothing]);
     settings.ask_question.get_or_insert(false);
 }
 

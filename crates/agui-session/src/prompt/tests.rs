@@ -693,8 +693,11 @@ fn sizes_read_well() {
         (1023, "1023 bytes"),
         (1024, "1 KiB"),
         (1536, "1.5 KiB"),
-        (DEFAULT_MAX_ATTACHMENT_BYTES, "20 MiB"),
-        (DEFAULT_MAX_ATTACHMENT_BYTES + 300 * 1024, "20.2 MiB"),
+        (crate::defaults::MAX_ATTACHMENT_BYTES, "20 MiB"),
+        (
+            crate::defaults::MAX_ATTACHMENT_BYTES + 300 * 1024,
+            "20.2 MiB",
+        ),
     ];
     for (bytes, expected) in cases {
         assert_eq!(human_size(bytes), expected, "{bytes}");

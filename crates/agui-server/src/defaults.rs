@@ -1,0 +1,135 @@
+//! The default of every configuration key, in one table. The server's own defaults are the
+//! constants here; an agent's come from [`agui_session::defaults`] and the pool's from
+//! [`PoolOptions::default`]. [`documented`] shows them all as the README's configuration table
+//! does: `--help` prints it and a test compares it with the README, so neither can drift.
+
+use agui_session::defaults as session;
+use harness_client::PoolOptions;
+
+use crate::config::{LogFormat, SystemInstructionsMode, choice_name};
+
+/// Listen address.
+pub const BIND: &str = "127.0.0.1:8027";
+/// Request body limit: large enough for inline attachments.
+pub const MAX_BODY_BYTES: usize = 64 << 20;
+/// Seconds between SSE keep-alive comments: well under the idle timeouts of common proxies.
+pub const KEEP_ALIVE_SECS: u64 = 15;
+/// Log format.
+pub const LOG_FORMAT: LogFormat = LogFormat::Text;
+/// Serve the scripted demo model even where a model endpoint is configured.
+pub const DEMO: bool = false;
+/// Text model (also the name the demo model answers to).
+pub const MODEL: &str = "gemini-3-flash-preview";
+/// What `system_instructions` does to Antigravity's prompt.
+pub const SYSTEM_INSTRUCTIONS_MODE: SystemInstructionsMode = SystemInstructionsMode::Append;
+/// Start a spare harness before the live ones are full: the first run of a new thread is then
+/// fast, which a server wants (a library user of the pool may not).
+pub const PRESTART_HARNESS: bool = true;
+
+/// Every key's default as the README's configuration table writes it, in the table's order:
+/// `(key, default)`. Keys with no default value say what happens instead (`none`, `discovered`,
+/// …).
+pub fn documented() -> Vec<(&'static str, String)> {
+    let pool = PoolOptions::default();
+    let text = |s: &str| s.to_owned();
+    vec![
+        ("bind", text(BIND)),
+        ("demo", on_off(DEMO)),
+        ("auth_token", text("none")),
+        ("cors_origins", text("none")),
+        ("max_body_bytes", bytes(MAX_BODY_BYTES)),
+        ("path", text("/")),
+        ("name", text("from the path")),
+        ("keep_alive_secs", KEEP_ALIVE_SECS.to_string()),
+        ("log_format", choice_name(&LOG_FORMAT)),
+        ("model", text(MODEL)),
+        ("api_key", text("none")),
+        ("gemini_base_url", text("Google's")),
+        ("model_headers", text("none")),
+        ("thinking_level", text("model default")),
+        ("vertex_project", text("none")),
+        ("vertex_location", text("none")),
+        ("openai_base_url", text("none")),
+        ("image_model", text("harness default")),
+        ("system_instructions", text("none")),
+        (
+            "system_instructions_mode",
+            choice_name(&SYSTEM_INSTRUCTIONS_MODE),
+        ),
+        (
+            "builtin_tools",
+            session::BUILTIN_TOOLS
+                .iter()
+                .map(|t| t.model_name())
+                .collect::<Vec<_>>()
+                .join(","),
+        ),
+        ("behavior", choice_name(&session::BEHAVIOR)),
+        ("tool_approval", on_off(session::TOOL_APPROVAL)),
+        ("auto_approve_tools", text("none")),
+        ("frontend_tools", on_off(session::FRONTEND_TOOLS)),
+        ("ask_question", on_off(session::ASK_QUESTION_INTERRUPTS)),
+        (
+            "interrupt_reasons",
+            choice_name(&session::INTERRUPT_REASONS),
+        ),
+        (
+            "deduplicate_tool_calls",
+            on_off(session::DEDUPLICATE_TOOL_CALLS),
+        ),
+        ("app_context_tool", on_off(session::APP_CONTEXT_TOOL)),
+        ("app_state_tool", on_off(session::APP_STATE_TOOL)),
+        ("response_schema", text("none")),
+        (
+            "structured_output",
+            choice_name(&session::STRUCTURED_OUTPUT),
+        ),
+        (
+            "emit_builtin_tool_calls",
+            on_off(session::EMIT_BUILTIN_TOOL_CALLS),
+        ),
+        ("max_tool_calls_per_turn", text("none")),
+        ("workspace_root", text("<data>/w/<agent>")),
+        ("save_dir", text("<data>/agents/<agent>")),
+        ("harness_path", text("discovered")),
+        ("pool_size", pool.max_conversations_per_process.to_string()),
+        (
+            "harness_idle_grace_secs",
+            pool.idle_grace.as_secs().to_string(),
+        ),
+        ("prestart_harness", on_off(PRESTART_HARNESS)),
+        (
+            "session_timeout_secs",
+            session::SESSION_TIMEOUT.as_secs().to_string(),
+        ),
+        (
+            "parked_timeout_secs",
+            session::PARKED_TIMEOUT.as_secs().to_string(),
+        ),
+        (
+            "hibernate_after_secs",
+            session::HIBERNATE_AFTER.as_secs().to_string(),
+        ),
+        ("max_sessions", session::MAX_SESSIONS.to_string()),
+        (
+            "busy_thread_wait_secs",
+            session::BUSY_THREAD_WAIT.as_secs().to_string(),
+        ),
+        ("api_retries", session::API_RETRIES.to_string()),
+        ("max_attachment_bytes", bytes(session::MAX_ATTACHMENT_BYTES)),
+    ]
+}
+
+fn on_off(on: bool) -> String {
+    if on { "on" } else { "off" }.to_owned()
+}
+
+/// `64 MiB` for whole mebibytes, else the number of bytes.
+fn bytes(n: usize) -> String {
+    const MIB: usize = 1 << 20;
+    if n.is_multiple_of(MIB) {
+        format!("{} MiB", n / MIB)
+    } else {
+        n.to_string()
+    }
+}

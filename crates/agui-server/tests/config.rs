@@ -1,0 +1,459 @@
+//! The README's configuration table against the code, through the binary's `check-config` (the
+//! same parsing and checks as `serve`): every documented key is accepted where the README says
+//! (TOML, flag, environment variable) and changes the configuration; every enum-like key refuses
+//! bad values with an error naming the key, the value and the valid values; the documented
+//! defaults are the code's; and every key the code reads is documented.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::process::{Command, Output};
+
+use agui_server::cli::Cli;
+use agui_server::{AgentSettings, FileConfig};
+
+/// One key of the README's table.
+#[derive(Debug, Clone)]
+struct Key {
+    key: String,
+    /// `--flag`, when the README documents one.
+    flag: Option<String>,
+    /// The environment variable, when the README documents one.
+    env: Option<String>,
+    /// The default as written (backquotes and explanations in parentheses removed).
+    default: String,
+}
+
+fn readme() -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md");
+    std::fs::read_to_string(path).expect("the README")
+}
+
+/// The rows of the README's configuration table, one entry per key.
+fn documented_keys() -> Vec<Key> {
+    let text = readme();
+    let section = text
+        .split("\n## Configuration")
+        .nth(1)
+        .expect("a Configuration section");
+    let mut keys = Vec::new();
+    for line in section.lines().skip_while(|l| !l.starts_with("| key")) {
+        if !line.starts_with('|') {
+            break;
+        }
+        let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+        if cells.len() < 5 || cells[1].starts_with("key") || cells[1].starts_with("---") {
+            continue;
+        }
+        let names = quoted(cells[1]);
+        let flags = flags(cells[2], &names);
+        let defaults = split_top(&strip_parentheses(cells[3]));
+        for (i, name) in names.iter().enumerate() {
+            let default = match defaults.len() {
+                1 => defaults[0].clone(),
+                n if n == names.len() => defaults[i].clone(),
+                _ => panic!("row of {names:?}: one default or one per key"),
+            };
+            let (flag, env) = flags[i].clone();
+            keys.push(Key {
+                key: name.clone(),
+                flag,
+                env,
+                default: default.replace('`', ""),
+            });
+        }
+    }
+    assert!(keys.len() > 40, "the table was read: {keys:?}");
+    keys
+}
+
+/// The backquoted words of a cell.
+fn quoted(cell: &str) -> Vec<String> {
+    cell.split('`')
+        .skip(1)
+        .step_by(2)
+        .map(str::to_owned)
+        .collect()
+}
+
+/// `(flag, env)` per key of a flag / env cell.
+fn flags(cell: &str, names: &[String]) -> Vec<(Option<String>, Option<String>)> {
+    if cell.contains("only") {
+        return vec![(None, None); names.len()];
+    }
+    if cell.starts_with("same flag") {
+        return names
+            .iter()
+            .map(|n| (Some(format!("--{}", n.replace('_', "-"))), None))
+            .collect();
+    }
+    let parts = split_top(cell);
+    assert_eq!(parts.len(), names.len(), "one flag per key in `{cell}`");
+    parts
+        .iter()
+        .map(|part| {
+            let words = quoted(part);
+            let flag = words
+                .iter()
+                .find(|w| w.starts_with("--"))
+                .map(|w| w.split(' ').next().unwrap_or(w).to_owned());
+            let env = words
+                .iter()
+                .find(|w| w.chars().all(|c| c.is_ascii_uppercase() || c == '_'))
+                .cloned();
+            (flag, env)
+        })
+        .collect()
+}
+
+/// `text` without its parenthesised explanations.
+fn strip_parentheses(text: &str) -> String {
+    let mut out = String::new();
+    let mut depth = 0;
+    for c in text.chars() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth -= 1,
+            _ if depth == 0 => out.push(c),
+            _ => {}
+        }
+    }
+    out.trim().to_owned()
+}
+
+/// `text` split at `, ` outside backquotes.
+fn split_top(text: &str) -> Vec<String> {
+    let mut parts = vec![String::new()];
+    let mut quoted = false;
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '`' {
+            quoted = !quoted;
+        }
+        if c == ',' && !quoted && chars.peek() == Some(&' ') {
+            chars.next();
+            parts.push(String::new());
+            continue;
+        }
+        parts.last_mut().expect("a part").push(c);
+    }
+    parts.iter().map(|p| p.trim().to_owned()).collect()
+}
+
+/// A valid value of `key`: its TOML form and its flag / environment form, and a key it needs.
+fn sample(key: &str) -> (&'static str, &'static str, Option<&'static str>) {
+    match key {
+        "bind" => ("\"127.0.0.1:9999\"", "127.0.0.1:9999", None),
+        "demo" => ("true", "true", None),
+        "auth_token" => ("\"t\"", "t", None),
+        "cors_origins" => ("[\"https://a.example\"]", "https://a.example", None),
+        "max_body_bytes" => ("1024", "1024", None),
+        "path" => ("\"/p\"", "/p", None),
+        "name" => ("\"n\"", "n", None),
+        "keep_alive_secs" => ("5", "5", None),
+        "log_format" => ("\"json\"", "json", None),
+        "model" => ("\"m\"", "m", None),
+        "api_key" => ("\"k\"", "k", None),
+        "gemini_base_url" => (
+            "\"http://127.0.0.1:1\"",
+            "http://127.0.0.1:1",
+            Some("api_key"),
+        ),
+        "model_headers" => ("{ x-a = \"b\" }", "x-a=b", None),
+        "thinking_level" => ("\"low\"", "low", None),
+        "vertex_project" => ("\"p\"", "p", Some("vertex_location")),
+        "vertex_location" => ("\"us-central1\"", "us-central1", None),
+        "openai_base_url" => ("\"http://127.0.0.1:1\"", "http://127.0.0.1:1", None),
+        "image_model" => ("\"i\"", "i", None),
+        "system_instructions" => ("\"s\"", "s", None),
+        "system_instructions_mode" => ("\"replace\"", "replace", None),
+        "builtin_tools" => ("[\"list_dir\", \"view_file\"]", "list_dir,view_file", None),
+        "behavior" => ("\"interactive\"", "interactive", None),
+        "tool_approval" => ("true", "true", None),
+        "auto_approve_tools" => ("[\"view_file\"]", "view_file", None),
+        "frontend_tools" => ("false", "false", None),
+        "ask_question" => ("false", "false", None),
+        "interrupt_reasons" => ("\"reference\"", "reference", None),
+        "deduplicate_tool_calls" => ("false", "false", None),
+        "app_context_tool" => ("true", "true", None),
+        "app_state_tool" => ("true", "true", None),
+        "response_schema" => ("{ type = \"object\" }", "{\"type\":\"object\"}", None),
+        "structured_output" => ("\"custom\"", "custom", None),
+        "emit_builtin_tool_calls" => ("false", "false", None),
+        "max_tool_calls_per_turn" => ("5", "5", None),
+        "workspace_root" => ("\"/tmp/agui-w\"", "/tmp/agui-w", None),
+        "save_dir" => ("\"/tmp/agui-s\"", "/tmp/agui-s", None),
+        "harness_path" => ("\"/opt/localharness\"", "/opt/localharness", None),
+        "pool_size" => ("2", "2", None),
+        "harness_idle_grace_secs" => ("5", "5", None),
+        "prestart_harness" => ("false", "false", None),
+        "session_timeout_secs" => ("100", "100", None),
+        "parked_timeout_secs" => ("200", "200", None),
+        "hibernate_after_secs" => ("10", "10", None),
+        "max_sessions" => ("3", "3", None),
+        "busy_thread_wait_secs" => ("0", "0", None),
+        "api_retries" => ("2", "2", None),
+        "max_attachment_bytes" => ("1000", "1000", None),
+        other => panic!("no sample value for `{other}`: add one to this test"),
+    }
+}
+
+/// The server-wide keys (top of the file); the others are agent keys (`[agent]`).
+fn server_keys() -> BTreeSet<&'static str> {
+    field_names::<FileConfig>()
+        .into_iter()
+        .filter(|k| !matches!(*k, "agent" | "agents"))
+        .collect()
+}
+
+/// How a key is set in a test.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Via {
+    Toml,
+    Flag,
+    Env,
+}
+
+/// `check-config` with each `(key, value, via)` set: `value` is a TOML literal for
+/// [`Via::Toml`], else the flag's or variable's text.
+fn check_config(dir: &Path, setting: &[(&Key, &str, Via)]) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_agui-antigravity"));
+    command
+        .arg("check-config")
+        .env_clear()
+        .env("AGUI_DATA_DIR", dir)
+        .env("HOME", dir);
+    let (mut top, mut agent, mut agents) = (String::new(), String::new(), String::new());
+    for (key, value, via) in setting {
+        match via {
+            Via::Toml if key.key == "path" => {
+                agents.push_str(&format!("[[agents]]\npath = {value}\n"))
+            }
+            Via::Toml if server_keys().contains(key.key.as_str()) => {
+                top.push_str(&format!("{} = {value}\n", key.key));
+            }
+            Via::Toml => agent.push_str(&format!("{} = {value}\n", key.key)),
+            Via::Flag => {
+                let flag = key.flag.as_deref().expect("a documented flag");
+                if takes_no_value(flag) {
+                    command.arg(flag);
+                } else {
+                    command.arg(format!("{flag}={value}"));
+                }
+            }
+            Via::Env => {
+                command.env(key.env.as_deref().expect("a documented variable"), value);
+            }
+        }
+    }
+    let file = dir.join("config.toml");
+    std::fs::write(&file, format!("{top}[agent]\n{agent}{agents}")).expect("a config file");
+    command.arg("--config").arg(file);
+    command.output().expect("the binary runs")
+}
+
+/// Whether `flag` is a switch (`--demo`) rather than an option with a value.
+fn takes_no_value(flag: &str) -> bool {
+    let command = Cli::command();
+    let serve = command.find_subcommand("serve").expect("serve");
+    !serve
+        .get_arguments()
+        .find(|a| a.get_long() == Some(flag.trim_start_matches("--")))
+        .unwrap_or_else(|| panic!("{flag} exists"))
+        .get_action()
+        .takes_values()
+}
+
+#[test]
+fn every_documented_key_is_accepted_where_documented() {
+    let dir = tempfile::tempdir().unwrap();
+    let keys = documented_keys();
+    let baseline = check_config(dir.path(), &[]);
+    assert!(baseline.status.success(), "{baseline:?}");
+    let by_name = |name: &str| keys.iter().find(|k| k.key == name).expect("documented");
+    for key in &keys {
+        let (toml, cli, also) = sample(&key.key);
+        let mut vias = vec![Via::Toml];
+        if key.flag.is_some() {
+            vias.push(Via::Flag);
+        }
+        if key.env.is_some() {
+            vias.push(Via::Env);
+        }
+        for via in vias {
+            let value = if via == Via::Toml { toml } else { cli };
+            let mut setting = vec![(key, value, via)];
+            // A key that needs another gets it in TOML, or by flag.
+            if let Some(other) = also.map(by_name) {
+                let (other_toml, other_cli, _) = sample(&other.key);
+                setting.push(match via {
+                    Via::Toml => (other, other_toml, Via::Toml),
+                    _ => (other, other_cli, Via::Flag),
+                });
+            }
+            let out = check_config(dir.path(), &setting);
+            assert!(
+                out.status.success(),
+                "`{}` by {via:?} is refused: {}",
+                key.key,
+                String::from_utf8_lossy(&out.stderr)
+            );
+            assert_ne!(
+                out.stdout, baseline.stdout,
+                "`{}` by {via:?} changes nothing in the configuration",
+                key.key
+            );
+        }
+    }
+}
+
+#[test]
+fn every_bad_value_of_an_enum_like_key_is_refused_naming_key_value_and_choices() {
+    let dir = tempfile::tempdir().unwrap();
+    let keys = documented_keys();
+    let command = Cli::command();
+    let serve = command.find_subcommand("serve").expect("serve");
+    let mut checked = BTreeSet::new();
+    for arg in serve.get_arguments() {
+        let valid: Vec<String> = arg
+            .get_possible_values()
+            .iter()
+            .filter(|v| !v.is_hide_set())
+            .map(|v| v.get_name().to_owned())
+            .collect();
+        if valid.is_empty() || valid == ["true", "false"] {
+            continue;
+        }
+        let name = arg.get_id().as_str();
+        let key = keys
+            .iter()
+            .find(|k| k.key == name)
+            .unwrap_or_else(|| panic!("`{name}` is documented"));
+        checked.insert(name.to_owned());
+        let first = &valid[0];
+        let bad = [
+            "bogus".to_owned(),
+            first.to_uppercase(),
+            first[..first.len() - 1].to_owned(),
+        ];
+        for value in &bad {
+            let list = name == "builtin_tools";
+            let toml = if list {
+                format!("[\"{value}\"]")
+            } else {
+                format!("\"{value}\"")
+            };
+            let mut tries = vec![(
+                Via::Toml,
+                check_config(dir.path(), &[(key, &toml, Via::Toml)]),
+            )];
+            for (via, documented) in [(Via::Flag, &key.flag), (Via::Env, &key.env)] {
+                if documented.is_some() {
+                    tries.push((via, check_config(dir.path(), &[(key, value, via)])));
+                }
+            }
+            for (how, out) in tries {
+                let error = String::from_utf8_lossy(&out.stderr);
+                assert!(
+                    !out.status.success(),
+                    "`{name}` = `{value}` by {how:?} is accepted"
+                );
+                let words = name.split('_').collect::<Vec<_>>();
+                assert!(
+                    error.contains(name) || error.contains(&format!("--{}", words.join("-"))),
+                    "the error names the key `{name}`: {error}"
+                );
+                assert!(
+                    error.contains(value.as_str()),
+                    "the error names `{value}`: {error}"
+                );
+                for choice in &valid {
+                    assert!(
+                        error.contains(choice.as_str()),
+                        "the error lists `{choice}`: {error}"
+                    );
+                }
+            }
+        }
+    }
+    assert_eq!(
+        checked,
+        [
+            "behavior",
+            "builtin_tools",
+            "interrupt_reasons",
+            "log_format",
+            "structured_output",
+            "system_instructions_mode",
+            "thinking_level",
+        ]
+        .map(String::from)
+        .into(),
+        "the enum-like keys"
+    );
+}
+
+#[test]
+fn the_documented_defaults_are_the_code_defaults() {
+    let documented: Vec<(String, String)> = documented_keys()
+        .into_iter()
+        .map(|k| (k.key, k.default))
+        .collect();
+    let code: Vec<(String, String)> = agui_server::defaults::documented()
+        .into_iter()
+        .map(|(k, d)| (k.to_owned(), d))
+        .collect();
+    pretty_assertions::assert_eq!(documented, code);
+}
+
+#[test]
+fn every_key_the_code_reads_is_documented_and_help_shows_defaults() {
+    let documented: BTreeSet<String> = documented_keys().into_iter().map(|k| k.key).collect();
+    let code: BTreeSet<String> = server_keys()
+        .into_iter()
+        .chain(field_names::<AgentSettings>())
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(documented, code);
+    let mut command = Cli::command();
+    let help = command
+        .find_subcommand_mut("serve")
+        .expect("serve")
+        .render_help()
+        .to_string();
+    assert!(help.contains("[default: 30]"), "{help}");
+    assert!(help.contains("[default: autonomous]"), "{help}");
+}
+
+/// The field names serde reads for `T`, as its derived `Deserialize` declares them.
+fn field_names<T: serde::de::DeserializeOwned>() -> Vec<&'static str> {
+    let mut names = Vec::new();
+    let _ = T::deserialize(FieldNames(&mut names));
+    names
+}
+
+/// A deserializer that only records the field list a struct asks for.
+struct FieldNames<'a>(&'a mut Vec<&'static str>);
+
+impl<'de> serde::Deserializer<'de> for FieldNames<'_> {
+    type Error = serde::de::value::Error;
+
+    fn deserialize_any<V: serde::de::Visitor<'de>>(self, _: V) -> Result<V::Value, Self::Error> {
+        Err(serde::de::Error::custom("not a struct"))
+    }
+
+    fn deserialize_struct<V: serde::de::Visitor<'de>>(
+        self,
+        _: &'static str,
+        fields: &'static [&'static str],
+        _: V,
+    ) -> Result<V::Value, Self::Error> {
+        self.0.extend(fields);
+        Err(serde::de::Error::custom("fields recorded"))
+    }
+
+    serde::forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf
+        option unit unit_struct newtype_struct seq tuple tuple_struct map enum identifier
+        ignored_any
+    }
+}
