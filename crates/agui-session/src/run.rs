@@ -351,7 +351,7 @@ impl Run {
                     && change.status == harness_client::TrajectoryStatus::Running
                 {
                     tracing::info!("the harness started a turn of its own");
-                    self.start_turn(state);
+                    self.start_turn(state, bridge);
                 }
                 if let Some(turn) = state.turn.as_mut() {
                     let events = turn.trajectory(&change);
@@ -563,7 +563,7 @@ impl Run {
         answered: &[String],
     ) -> Result<(), RunFailure> {
         session.bridge.new_turn();
-        self.start_turn(state);
+        self.start_turn(state, &session.bridge);
         let conversation = state.conversation.as_mut().expect("ensured before sending");
         if let Err(e) = conversation.send(prompt.input).await {
             state.turn = None;
@@ -583,7 +583,7 @@ impl Run {
     }
 
     /// A fresh translation state for a turn that starts now.
-    fn start_turn(&self, state: &mut SessionState) {
+    fn start_turn(&self, state: &mut SessionState, bridge: &Bridge) {
         let names = state
             .contract
             .as_ref()
@@ -592,6 +592,7 @@ impl Run {
         state.turn = Some(Turn::new(crate::turn::translator(
             &self.agent.options,
             names,
+            bridge.tool_call_ids(),
         )));
     }
 
