@@ -1,11 +1,13 @@
 //! Where the ids of emitted messages, reasoning spans and tool calls come from.
 
-use std::collections::HashSet;
 use std::collections::hash_map::RandomState;
+use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
+
+use harness_proto::step::StepKey;
 
 /// What an id will name; deterministic sources use it to produce readable ids.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -23,16 +25,18 @@ pub enum IdKind {
 /// A source of fresh ids.
 ///
 /// Every id returned must be new for the turn: the AG-UI client rejects a message or tool call
-/// that reuses an id still open. The translator never derives ids from harness data except
-/// custom tool call ids, so an injectable source is all snapshot tests need for stable output.
+/// that reuses an id still open. Each id is asked for on behalf of the step that produces the
+/// entity, so a source may derive ids from steps ([`StepIds`]: the same steps give the same
+/// ids, whether translated live or from a resumed conversation's history) or ignore them
+/// ([`UuidIds`], [`SequentialIds`]).
 pub trait IdSource: Send {
-    /// A fresh id for an entity of `kind`.
-    fn next_id(&mut self, kind: IdKind) -> String;
+    /// A fresh id for an entity of `kind` produced by the step `step`.
+    fn next_id(&mut self, kind: IdKind, step: &StepKey) -> String;
 }
 
 impl<T: IdSource + ?Sized> IdSource for Box<T> {
-    fn next_id(&mut self, kind: IdKind) -> String {
-        (**self).next_id(kind)
+    fn next_id(&mut self, kind: IdKind, step: &StepKey) -> String {
+        (**self).next_id(kind, step)
     }
 }
 
@@ -44,7 +48,7 @@ pub struct UuidIds;
 static ID_COUNTER: AtomicU64 = AtomicU64::new(0);
 
 impl IdSource for UuidIds {
-    fn next_id(&mut self, _kind: IdKind) -> String {
+    fn next_id(&mut self, _kind: IdKind, _step: &StepKey) -> String {
         // std has no public random generator, but every `RandomState` is keyed from OS
         // randomness (drawn per thread, varied per instance). SipHash of a process-wide counter
         // under such a key gives 128 unpredictable bits, so ids collide with negligible
@@ -94,7 +98,7 @@ impl SequentialIds {
 }
 
 impl IdSource for SequentialIds {
-    fn next_id(&mut self, kind: IdKind) -> String {
+    fn next_id(&mut self, kind: IdKind, _step: &StepKey) -> String {
         let (slot, name) = match kind {
             IdKind::TextMessage => (0, "text"),
             IdKind::Reasoning => (1, "reasoning"),
@@ -103,6 +107,57 @@ impl IdSource for SequentialIds {
         };
         self.counters[slot] += 1;
         format!("{}{name}-{}", self.prefix, self.counters[slot])
+    }
+}
+
+/// Ids derived from the step that produces each entity, scoped by a conversation:
+/// `<conversation prefix>-<trajectory>-<step index>-<kind>[<n>]`, the trajectory being `r` for
+/// the root agent (whose trajectory id is the conversation id) and the first 8 characters of a
+/// subagent's; `n` counts further entities of one kind from one step (a step's text split by a
+/// run boundary). The same steps therefore get the same ids when they are translated live and
+/// when they are rebuilt from a resumed conversation's history, so a client's messages keep
+/// their ids across a reconnect.
+#[derive(Debug, Clone, Default)]
+pub struct StepIds {
+    conversation: String,
+    prefix: String,
+    issued: HashMap<(StepKey, IdKind), u32>,
+}
+
+impl StepIds {
+    /// Ids for the steps of conversation `conversation_id`.
+    pub fn new(conversation_id: impl Into<String>) -> Self {
+        let conversation: String = conversation_id.into();
+        let prefix: String = conversation.chars().take(8).collect();
+        Self {
+            conversation,
+            prefix,
+            issued: HashMap::new(),
+        }
+    }
+}
+
+impl IdSource for StepIds {
+    fn next_id(&mut self, kind: IdKind, step: &StepKey) -> String {
+        let n = self.issued.entry((step.clone(), kind)).or_insert(0);
+        let count = *n;
+        *n += 1;
+        let trajectory: String = if step.trajectory_id == self.conversation {
+            "r".to_owned()
+        } else {
+            step.trajectory_id.chars().take(8).collect()
+        };
+        let kind = match kind {
+            IdKind::TextMessage => "t",
+            IdKind::Reasoning => "r",
+            IdKind::ToolCall => "c",
+            IdKind::ToolResult => "o",
+        };
+        let mut id = format!("{}-{trajectory}-{}-{kind}", self.prefix, step.index);
+        if count > 0 {
+            let _ = write!(id, "{count}");
+        }
+        id
     }
 }
 
@@ -153,13 +208,33 @@ mod tests {
     use super::*;
 
     #[test]
+    fn step_ids_name_the_step_and_repeat_for_the_same_steps() {
+        let root = StepKey::new("0123456789abcdef0123456789abcdef", 12);
+        let sub = StepKey::new("fedcba9876543210fedcba9876543210", 3);
+        let mut live = StepIds::new("0123456789abcdef0123456789abcdef");
+        assert_eq!(live.next_id(IdKind::TextMessage, &root), "01234567-r-12-t");
+        assert_eq!(live.next_id(IdKind::TextMessage, &root), "01234567-r-12-t1");
+        assert_eq!(live.next_id(IdKind::ToolResult, &root), "01234567-r-12-o");
+        assert_eq!(
+            live.next_id(IdKind::Reasoning, &sub),
+            "01234567-fedcba98-3-r"
+        );
+        let mut rebuilt = StepIds::new("0123456789abcdef0123456789abcdef");
+        assert_eq!(
+            rebuilt.next_id(IdKind::TextMessage, &root),
+            "01234567-r-12-t"
+        );
+    }
+
+    #[test]
     fn sequential_ids_count_per_kind() {
+        let key = StepKey::default();
         let mut ids = SequentialIds::with_prefix("t2.");
-        assert_eq!(ids.next_id(IdKind::TextMessage), "t2.text-1");
-        assert_eq!(ids.next_id(IdKind::TextMessage), "t2.text-2");
-        assert_eq!(ids.next_id(IdKind::ToolCall), "t2.tool-1");
-        assert_eq!(ids.next_id(IdKind::Reasoning), "t2.reasoning-1");
-        assert_eq!(ids.next_id(IdKind::ToolResult), "t2.result-1");
+        assert_eq!(ids.next_id(IdKind::TextMessage, &key), "t2.text-1");
+        assert_eq!(ids.next_id(IdKind::TextMessage, &key), "t2.text-2");
+        assert_eq!(ids.next_id(IdKind::ToolCall, &key), "t2.tool-1");
+        assert_eq!(ids.next_id(IdKind::Reasoning, &key), "t2.reasoning-1");
+        assert_eq!(ids.next_id(IdKind::ToolResult, &key), "t2.result-1");
     }
 
     #[test]
@@ -167,7 +242,8 @@ mod tests {
         let ids = ToolCallIds::new();
         let shared = ids.clone();
         let mut fresh = SequentialIds::new();
-        let mut next = || fresh.next_id(IdKind::ToolCall);
+        let key = StepKey::default();
+        let mut next = || fresh.next_id(IdKind::ToolCall, &key);
         assert_eq!(ids.assign(Some("abc"), &mut next), "abc");
         assert_eq!(
             shared.assign(Some("abc"), &mut next),
@@ -181,9 +257,11 @@ mod tests {
 
     #[test]
     fn uuid_ids_are_fresh_version_4_uuids() {
+        let key = StepKey::default();
         let mut ids = UuidIds;
-        let all: std::collections::HashSet<String> =
-            (0..10_000).map(|_| ids.next_id(IdKind::ToolCall)).collect();
+        let all: std::collections::HashSet<String> = (0..10_000)
+            .map(|_| ids.next_id(IdKind::ToolCall, &key))
+            .collect();
         assert_eq!(all.len(), 10_000);
         for id in all.iter().take(100) {
             let groups: Vec<usize> = id.split('-').map(str::len).collect();

@@ -95,7 +95,7 @@ use agui_types::Event;
 use harness_proto::lh::TrajectoryStateUpdate;
 use harness_proto::step::{StepKey, StepSource};
 
-pub use ids::{IdKind, IdSource, SequentialIds, ToolCallIds, UuidIds};
+pub use ids::{IdKind, IdSource, SequentialIds, StepIds, ToolCallIds, UuidIds};
 pub use translator::Translator;
 
 /// Name of the `CUSTOM` event carrying structured output ([`StructuredOutput::Custom`]).

@@ -1,6 +1,7 @@
 //! The event buffer every part of the translator writes to, with the id source.
 
 use agui_types::Event;
+use harness_proto::step::StepKey;
 
 use crate::ids::{IdKind, IdSource};
 
@@ -22,8 +23,9 @@ impl Out {
         self.events.push(event);
     }
 
-    pub(crate) fn id(&mut self, kind: IdKind) -> String {
-        self.ids.next_id(kind)
+    /// A fresh id for an entity of `kind` produced by the step `step`.
+    pub(crate) fn id(&mut self, kind: IdKind, step: &StepKey) -> String {
+        self.ids.next_id(kind, step)
     }
 
     /// Hands over what was produced so far.

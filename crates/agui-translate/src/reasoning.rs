@@ -30,7 +30,7 @@ impl Reasoning {
         let id = match &self.open {
             Some((_, id)) => id.clone(),
             None => {
-                let id = out.id(IdKind::Reasoning);
+                let id = out.id(IdKind::Reasoning, key);
                 out.push(Event::reasoning_start(id.clone()));
                 out.push(Event::reasoning_message_start(id.clone()));
                 self.open = Some((key.clone(), id.clone()));

@@ -35,7 +35,7 @@ impl TextLanes {
             Some(open) if open.step == key.index => open.id.clone(),
             _ => {
                 self.close_lane(&key.trajectory_id, out);
-                let id = out.id(IdKind::TextMessage);
+                let id = out.id(IdKind::TextMessage, key);
                 out.push(Event::text_message_start(id.clone()));
                 self.open.insert(
                     key.trajectory_id.clone(),

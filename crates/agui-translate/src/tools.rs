@@ -63,7 +63,9 @@ impl ToolCalls {
         arguments: &Map<String, Value>,
         out: &mut Out,
     ) {
-        let id = self.ids.assign(harness_id, || out.id(IdKind::ToolCall));
+        let id = self
+            .ids
+            .assign(harness_id, || out.id(IdKind::ToolCall, key));
         out.push(Event::tool_call_start(id.clone(), name, parent_message_id));
         let args = serde_json::to_string(arguments).unwrap_or_else(|_| "{}".to_owned());
         out.push(Event::tool_call_args(id.clone(), args));
@@ -93,7 +95,7 @@ impl ToolCalls {
         }
         call.phase = Phase::Completed;
         let id = call.id.clone();
-        let message_id = out.id(IdKind::ToolResult);
+        let message_id = out.id(IdKind::ToolResult, key);
         out.push(Event::tool_call_result(message_id, id, content));
     }
 
