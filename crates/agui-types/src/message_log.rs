@@ -63,6 +63,48 @@ impl MessageLog {
         }
     }
 
+    /// Adds the messages of `messages` (a client's list) that the log lacks, keeping the log's
+    /// own messages and order: a producer's record of a thread merged with what its client
+    /// added. A tool result goes after the assistant message holding its call (as a client
+    /// places it); a message the client put between two known ones goes after the first of
+    /// them; what the client added after everything it knew (a new user message) goes at the
+    /// end, after anything the client missed. Activity messages are skipped: clients strip
+    /// them, and the log's own are the record.
+    pub fn merge(&mut self, messages: &[Message]) {
+        let last_known = messages.iter().rposition(|m| self.contains(m.id()));
+        let mut after: Option<usize> = None;
+        for (k, message) in messages.iter().enumerate() {
+            if matches!(message, Message::Activity(_)) {
+                continue;
+            }
+            if let Some(i) = self.position(message.id()) {
+                after = Some(i);
+                continue;
+            }
+            if let Message::Tool(tool) = message
+                && self.holds_call(&tool.tool_call_id)
+            {
+                self.insert_result(&tool.tool_call_id, message.clone());
+                after = self.position(message.id());
+                continue;
+            }
+            let at = if last_known.is_none_or(|last| k > last) {
+                self.messages.len()
+            } else {
+                after.map_or(0, |i| i + 1)
+            };
+            self.messages.insert(at, message.clone());
+            after = Some(at);
+        }
+    }
+
+    fn holds_call(&self, tool_call_id: &str) -> bool {
+        self.messages.iter().any(|m| match m {
+            Message::Assistant(a) => a.tool_calls.iter().any(|c| c.id == tool_call_id),
+            _ => false,
+        })
+    }
+
     /// A `MESSAGES_SNAPSHOT` of the whole log.
     pub fn snapshot(&self) -> Event {
         Event::MessagesSnapshot(MessagesSnapshot {
@@ -325,5 +367,40 @@ fn text_message(
                 Message::Developer(message)
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ids(log: &MessageLog) -> Vec<&str> {
+        log.messages().iter().map(Message::id).collect()
+    }
+
+    #[test]
+    fn merging_a_client_list_keeps_our_order_and_places_its_new_messages() {
+        let mut log = MessageLog::from_messages(vec![
+            Message::user("u1", "hi"),
+            Message::assistant("a1", "calling"),
+            Message::assistant("a2", "missed by the client"),
+        ]);
+        log.apply(&Event::tool_call_start("c1", "look", Some("a1".into())));
+        log.merge(&[
+            Message::user("u0", "first, unknown to us"),
+            Message::user("u1", "hi"),
+            Message::user("u1b", "between known ones"),
+            Message::assistant("a1", "calling"),
+            Message::Tool(ToolMessage {
+                id: "t1".into(),
+                tool_call_id: "c1".into(),
+                ..ToolMessage::default()
+            }),
+            Message::user("u2", "next"),
+        ]);
+        assert_eq!(ids(&log), ["u0", "u1", "u1b", "a1", "t1", "a2", "u2"]);
+        let before = log.clone();
+        log.merge(&[Message::user("u1", "hi")]);
+        assert_eq!(log, before, "merging what the log holds changes nothing");
     }
 }

@@ -1,0 +1,288 @@
+//! Where a thread's events go: to every subscribed run stream, and into the thread's message
+//! log and open-block record (what a stream joining later is restated from).
+//!
+//! A run is a subscription: it gets `RUN_STARTED`, then the thread's events from the moment it
+//! subscribed, then its own terminal event. Each subscriber has a bounded buffer; one that
+//! falls behind by more than it holds is detached (its stream ends, truncated, as when the
+//! client leaves) while the thread goes on — a later run or connect restates what it missed.
+
+use std::sync::Arc;
+
+use agui_types::{Event, MessageLog, OpenBlocks, RunOutcome, TokenUsage};
+use harness_proto::lh::UsageMetadata;
+use tokio::sync::mpsc;
+use tokio::sync::mpsc::error::TrySendError;
+
+use super::shared::Shared;
+use crate::error::RunFailure;
+
+/// One run stream.
+pub(crate) struct Subscriber {
+    /// The run id its `RUN_STARTED` and terminal event carry.
+    pub(crate) run_id: String,
+    tx: mpsc::Sender<Event>,
+    /// The conversation's cumulative usage when it subscribed (its terminal event reports
+    /// what was spent since).
+    usage_start: Option<UsageMetadata>,
+    #[cfg(debug_assertions)]
+    verifier: agui_types::StreamVerifier,
+}
+
+/// How a subscriber's run ends.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Terminal {
+    /// `RUN_FINISHED`, with this outcome (none: success).
+    Finished(Option<RunOutcome>),
+    /// `RUN_ERROR`.
+    Failed(RunFailure),
+}
+
+/// Why a subscriber was dropped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Detach {
+    /// Its client went away.
+    Left,
+    /// It fell behind by more than its buffer.
+    FellBehind,
+}
+
+/// The subscribers, the message log and the open blocks of one thread.
+pub(crate) struct Output {
+    thread_id: String,
+    subscribers: Vec<Subscriber>,
+    log: MessageLog,
+    open: OpenBlocks,
+    shared: Arc<Shared>,
+    /// Subscribers dropped since the last call to [`Output::take_detached`].
+    detached: Vec<(String, Detach)>,
+}
+
+impl Output {
+    pub(crate) fn new(thread_id: String, shared: Arc<Shared>) -> Self {
+        Self {
+            thread_id,
+            subscribers: Vec::new(),
+            log: MessageLog::new(),
+            open: OpenBlocks::new(),
+            shared,
+            detached: Vec::new(),
+        }
+    }
+
+    /// The thread's messages.
+    pub(crate) fn log(&self) -> &MessageLog {
+        &self.log
+    }
+
+    /// The thread's messages, to merge a client's or a rebuilt history into.
+    pub(crate) fn log_mut(&mut self) -> &mut MessageLog {
+        &mut self.log
+    }
+
+    /// Whether any run stream is attached.
+    pub(crate) fn has_subscribers(&self) -> bool {
+        !self.subscribers.is_empty()
+    }
+
+    /// Whether the subscriber of `run_id` is attached.
+    pub(crate) fn is_attached(&self, run_id: &str) -> bool {
+        self.subscribers.iter().any(|s| s.run_id == run_id)
+    }
+
+    /// Subscribers dropped since the last call, with why.
+    pub(crate) fn take_detached(&mut self) -> Vec<(String, Detach)> {
+        std::mem::take(&mut self.detached)
+    }
+
+    /// Starts a run stream: `RUN_STARTED` (declaring `protocol_version`), then, when `restate`,
+    /// the thread as it stands — a `MESSAGES_SNAPSHOT`, the shared state when `with_state`, and
+    /// the start events of the blocks still open — so the thread's later events are valid on
+    /// it. Returns false if the client is already gone.
+    pub(crate) fn subscribe(
+        &mut self,
+        run_id: &str,
+        tx: mpsc::Sender<Event>,
+        protocol_version: &str,
+        usage_start: Option<UsageMetadata>,
+        restate: Restate,
+    ) -> bool {
+        let mut subscriber = Subscriber {
+            run_id: run_id.to_owned(),
+            tx,
+            usage_start,
+            #[cfg(debug_assertions)]
+            verifier: agui_types::StreamVerifier::new(),
+        };
+        let mut started = agui_types::RunStarted::new(&self.thread_id, run_id);
+        started.protocol_version = Some(protocol_version.to_owned());
+        let mut first = vec![Event::RunStarted(started)];
+        if restate != Restate::Nothing {
+            first.push(self.log.snapshot());
+            if restate == Restate::WithState {
+                first.push(Event::state_snapshot(self.shared.state()));
+                self.shared.delivered();
+            }
+            first.extend(self.open.reopen());
+        }
+        for event in first {
+            if send(&mut subscriber, event).is_err() {
+                return false;
+            }
+        }
+        self.subscribers.push(subscriber);
+        true
+    }
+
+    /// Sends an event to every subscriber and records it. A subscriber whose client left or
+    /// whose buffer is full is dropped.
+    pub(crate) fn emit(&mut self, event: Event) {
+        self.log.apply(&event);
+        self.open.apply(&event);
+        if matches!(event, Event::StateSnapshot(_)) && !self.subscribers.is_empty() {
+            self.shared.delivered();
+        }
+        let mut i = 0;
+        while i < self.subscribers.len() {
+            match send(&mut self.subscribers[i], event.clone()) {
+                Ok(()) => i += 1,
+                Err(why) => {
+                    let gone = self.subscribers.remove(i);
+                    match why {
+                        Detach::Left => {
+                            tracing::info!(run_id = %gone.run_id, "the client went away; the thread goes on without it")
+                        }
+                        Detach::FellBehind => {
+                            tracing::warn!(run_id = %gone.run_id, "a client fell behind by more than its buffer; detaching it (its stream ends; the thread goes on)")
+                        }
+                    }
+                    self.detached.push((gone.run_id, why));
+                }
+            }
+        }
+    }
+
+    /// Drops subscribers whose client is gone, without sending anything.
+    pub(crate) fn prune(&mut self) {
+        let (kept, gone): (Vec<_>, Vec<_>) = std::mem::take(&mut self.subscribers)
+            .into_iter()
+            .partition(|s| !s.tx.is_closed());
+        self.subscribers = kept;
+        for subscriber in gone {
+            tracing::info!(run_id = %subscriber.run_id, "the client went away; the thread goes on without it");
+            self.detached.push((subscriber.run_id, Detach::Left));
+        }
+    }
+
+    /// Ends every subscribed run with `terminal` (usage: what the conversation spent since each
+    /// subscribed, given its cumulative usage `now`).
+    pub(crate) fn finish_all(&mut self, terminal: &Terminal, now: Option<&UsageMetadata>, model: &ModelLabel) {
+        for subscriber in std::mem::take(&mut self.subscribers) {
+            self.finish(subscriber, terminal, now, model);
+        }
+        self.open = OpenBlocks::new();
+    }
+
+    /// Ends the run of `run_id` alone with `terminal`.
+    pub(crate) fn finish_one(
+        &mut self,
+        run_id: &str,
+        terminal: &Terminal,
+        now: Option<&UsageMetadata>,
+        model: &ModelLabel,
+    ) {
+        if let Some(i) = self.subscribers.iter().position(|s| s.run_id == run_id) {
+            let subscriber = self.subscribers.remove(i);
+            self.finish(subscriber, terminal, now, model);
+        }
+    }
+
+    fn finish(
+        &self,
+        mut subscriber: Subscriber,
+        terminal: &Terminal,
+        now: Option<&UsageMetadata>,
+        model: &ModelLabel,
+    ) {
+        let usage = usage_since(subscriber.usage_start.as_ref(), now, model);
+        let event = match terminal {
+            Terminal::Finished(outcome) => {
+                let mut finished = agui_types::RunFinished::new(&self.thread_id, &subscriber.run_id);
+                finished.outcome = outcome.clone();
+                finished.usage = usage;
+                Event::RunFinished(finished)
+            }
+            Terminal::Failed(failure) => agui_types::RunError {
+                message: failure.message.clone(),
+                code: Some(failure.code.as_str().to_owned()),
+                usage,
+                ..Default::default()
+            }
+            .into(),
+        };
+        if let Event::RunError(e) = &event {
+            tracing::warn!(run_id = %subscriber.run_id, code = ?e.code, message = %e.message, "run failed");
+        } else {
+            tracing::info!(run_id = %subscriber.run_id, "run finished");
+        }
+        let _ = send(&mut subscriber, event);
+    }
+}
+
+/// What a new subscriber is told about the thread before its live events.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Restate {
+    /// Nothing: the client holds the thread as it stands.
+    Nothing,
+    /// The messages (and the blocks still open).
+    Messages,
+    /// The messages, the shared state and the open blocks (connect).
+    WithState,
+}
+
+/// The provider and model a run's usage is reported under.
+#[derive(Debug, Clone)]
+pub(crate) struct ModelLabel {
+    pub(crate) provider: Option<String>,
+    pub(crate) model: String,
+}
+
+fn send(subscriber: &mut Subscriber, event: Event) -> Result<(), Detach> {
+    #[cfg(debug_assertions)]
+    if let Err(violation) = subscriber.verifier.check(&event) {
+        tracing::error!(run_id = %subscriber.run_id, %violation, "this run emitted an event the AG-UI client would reject");
+    }
+    match subscriber.tx.try_send(event) {
+        Ok(()) => Ok(()),
+        Err(TrySendError::Closed(_)) => Err(Detach::Left),
+        Err(TrySendError::Full(_)) => Err(Detach::FellBehind),
+    }
+}
+
+/// What the conversation spent between `start` and `now` (the harness reports cumulative
+/// totals), as one usage entry; none when no usage was reported.
+fn usage_since(
+    start: Option<&UsageMetadata>,
+    now: Option<&UsageMetadata>,
+    model: &ModelLabel,
+) -> Vec<TokenUsage> {
+    let Some(now) = now else {
+        return Vec::new();
+    };
+    let before = start.cloned().unwrap_or_default();
+    let delta = |a: Option<u64>, b: Option<u64>| a.unwrap_or(0).saturating_sub(b.unwrap_or(0));
+    let output = delta(now.candidates_token_count, before.candidates_token_count);
+    let reasoning = delta(now.thoughts_token_count, before.thoughts_token_count);
+    vec![TokenUsage {
+        provider: model.provider.clone(),
+        model: Some(model.model.clone()),
+        input_tokens: Some(delta(now.prompt_token_count, before.prompt_token_count)),
+        output_tokens: Some(output + reasoning),
+        total_tokens: Some(delta(now.total_token_count, before.total_token_count)),
+        reasoning_tokens: Some(reasoning),
+        cached_input_tokens: Some(delta(
+            now.cached_content_token_count,
+            before.cached_content_token_count,
+        )),
+        ..Default::default()
+    }]
+}
