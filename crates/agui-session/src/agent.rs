@@ -1,27 +1,32 @@
 //! The public face of the crate: an [`Agent`] serves AG-UI runs for one agent configuration,
-//! keeping one session per thread.
+//! with one task per live thread (see `thread`), and connects clients to threads and stops
+//! their turns.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
 use agui_types::{Event, RunAgentInput};
-use tokio::sync::mpsc;
-use tracing::Instrument as _;
+use tokio::sync::{mpsc, oneshot};
 
-use crate::backend::{Backend, ConversationSource};
+use crate::backend::Backend;
 use crate::error::{RunErrorCode, RunFailure, SessionError};
 use crate::options::AgentOptions;
-use crate::session::{Session, SessionState};
 use crate::store::{RecordWriter, StoreLimits, ThreadStore};
+use crate::thread::conversation::LiveSlots;
+use crate::thread::{Command, LiveSlot, ThreadHandle};
 use crate::tools::ToolRegistry;
 
-/// Events buffered between a run and its client.
-const RUN_BUFFER: usize = 256;
+/// How long a run waits for an idle thread to give up its live slot before it fails with
+/// `SESSION_LIMIT`.
+const SLOT_WAIT: Duration = Duration::from_secs(2);
+
+/// How often the thread store drops expired records.
+const STORE_SWEEP: Duration = Duration::from_secs(60);
 
 /// Serves AG-UI runs for one agent configuration. Cheap to clone.
 #[derive(Clone)]
@@ -40,33 +45,39 @@ impl std::fmt::Debug for Agent {
 
 pub(crate) struct AgentInner {
     pub(crate) options: AgentOptions,
-    pub(crate) backend: Arc<dyn ConversationSource>,
+    pub(crate) backend: Backend,
     pub(crate) tools: ToolRegistry,
     pub(crate) records: Arc<RecordWriter>,
-    pub(crate) sessions: Mutex<HashMap<String, Arc<Session>>>,
-    /// Open harness conversations (hibernated sessions have none).
-    pub(crate) live: AtomicUsize,
-    pub(crate) closing: AtomicBool,
-    /// Set at shutdown: runs in flight end at once.
-    pub(crate) shutdown: tokio::sync::watch::Sender<bool>,
+    slots: Arc<LiveSlots>,
+    threads: Mutex<HashMap<String, ThreadHandle>>,
+    next_generation: AtomicU64,
+    closing: AtomicBool,
 }
 
 /// Counts, for monitoring.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct AgentStats {
-    /// Sessions in memory (live or hibernated).
+    /// Threads with a live task (open, hibernated or parked).
     pub sessions: usize,
-    /// Sessions with an open harness conversation.
+    /// Threads with an open harness conversation.
     pub live_conversations: usize,
-    /// Sessions waiting for the client (a parked tool, question or approval).
+    /// Threads waiting for the client (a parked tool, question or approval).
     pub parked: usize,
     /// Harness processes of the backend.
     pub processes: usize,
 }
 
+/// Why a connect or a stop could not be served.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ThreadError {
+    /// The agent knows no thread with this id.
+    #[error("no thread `{0}` is known to this agent")]
+    UnknownThread(String),
+}
+
 impl Agent {
     /// An agent with `options`, opening conversations through `backend`, with `tools` as its
-    /// server tools. Must be called inside a tokio runtime (it starts the session sweeper).
+    /// server tools. Must be called inside a tokio runtime (it starts the store's writer).
     pub fn new(
         options: AgentOptions,
         backend: Backend,
@@ -87,16 +98,16 @@ impl Agent {
             },
         )?;
         let inner = Arc::new(AgentInner {
+            slots: LiveSlots::new(options.max_sessions),
             options,
-            backend: backend.0,
+            backend,
             tools,
             records: RecordWriter::start(store),
-            sessions: Mutex::new(HashMap::new()),
-            live: AtomicUsize::new(0),
+            threads: Mutex::new(HashMap::new()),
+            next_generation: AtomicU64::new(0),
             closing: AtomicBool::new(false),
-            shutdown: tokio::sync::watch::channel(false).0,
         });
-        tokio::spawn(sweep(Arc::downgrade(&inner)));
+        tokio::spawn(sweep_store(Arc::downgrade(&inner)));
         Ok(Self { inner })
     }
 
@@ -110,75 +121,142 @@ impl Agent {
         &self.inner.tools
     }
 
-    /// Starts a run. The run is driven by its own task: dropping the stream (the client went
-    /// away) stops delivery, never the harness turn or a parked request.
+    /// Starts a run. The thread's task serves it: dropping the stream (the client went away)
+    /// stops delivery, never the harness turn or a parked request.
     pub fn run(&self, input: RunAgentInput) -> RunStream {
-        let (tx, rx) = mpsc::channel(RUN_BUFFER);
-        let span = tracing::info_span!("run", thread_id = %input.thread_id, run_id = %input.run_id, agent = %self.inner.options.name);
-        tokio::spawn(crate::run::execute(self.inner.clone(), input, tx).instrument(span));
+        let (tx, rx) = mpsc::channel(self.inner.options.client_buffer_events);
+        let inner = self.inner.clone();
+        tokio::spawn(async move {
+            let thread = input.thread_id.clone();
+            inner
+                .send(&thread, Command::Run { input, events: tx })
+                .await;
+        });
         RunStream { rx }
+    }
+
+    /// Connects to a thread: a stream restating it (`RUN_STARTED`, `MESSAGES_SNAPSHOT`,
+    /// `STATE_SNAPSHOT`), then its live turn to the end, or at once `RUN_FINISHED` (with the
+    /// interrupt outcome or pending tool calls when something waits for the client).
+    pub async fn connect(&self, input: RunAgentInput) -> Result<RunStream, ThreadError> {
+        if !self.inner.knows(&input.thread_id).await {
+            return Err(ThreadError::UnknownThread(input.thread_id));
+        }
+        let (tx, rx) = mpsc::channel(self.inner.options.client_buffer_events);
+        let thread = input.thread_id.clone();
+        self.inner
+            .send(&thread, Command::Connect { input, events: tx })
+            .await;
+        Ok(RunStream { rx })
+    }
+
+    /// Stops the thread's turn in flight: the runs following it end with `RUN_FINISHED`
+    /// `outcome: cancelled` once the harness has stopped. `Ok(false)` when no turn was in
+    /// flight.
+    pub async fn stop(&self, thread_id: &str) -> Result<bool, ThreadError> {
+        if !self.inner.knows(thread_id).await {
+            return Err(ThreadError::UnknownThread(thread_id.to_owned()));
+        }
+        let Some(handle) = self.inner.lock_threads().get(thread_id).cloned() else {
+            return Ok(false);
+        };
+        let (reply, stopped) = oneshot::channel();
+        if handle.commands.send(Command::Stop { reply }).await.is_err() {
+            return Ok(false);
+        }
+        Ok(stopped.await.unwrap_or(false))
+    }
+
+    /// Whether the agent knows the thread (live, or remembered in its store).
+    pub async fn knows(&self, thread_id: &str) -> bool {
+        self.inner.knows(thread_id).await
     }
 
     /// Current counts.
     pub fn stats(&self) -> AgentStats {
-        let sessions = self
-            .inner
-            .sessions
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
+        let threads = self.inner.lock_threads();
         AgentStats {
-            sessions: sessions.len(),
-            live_conversations: self.inner.live.load(Ordering::SeqCst),
-            parked: sessions.values().filter(|s| s.bridge.is_parked()).count(),
-            processes: self.inner.backend.processes(),
+            sessions: threads.len(),
+            live_conversations: self.inner.slots.live(),
+            parked: threads.values().filter(|t| t.status.is_parked()).count(),
+            processes: self.inner.backend.0.processes(),
         }
     }
 
-    /// Closes every session (parked requests fail, conversations close so the harness
-    /// checkpoints them) and stops the backend. Runs in flight end with `RUN_ERROR`.
+    /// Ends every thread (parked requests fail, runs in flight end with `RUN_ERROR`,
+    /// conversations close so the harness checkpoints them) within the shutdown deadline, and
+    /// stops the backend.
     pub async fn shutdown(&self) {
         self.inner.closing.store(true, Ordering::SeqCst);
-        self.inner.shutdown.send_replace(true);
-        let sessions: Vec<Arc<Session>> = self
-            .inner
-            .sessions
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .drain()
-            .map(|(_, s)| s)
-            .collect();
-        for session in sessions {
-            // A run in flight ends at once on the shutdown signal and releases the state.
-            let mut state = session.state.lock().await;
-            self.inner.close_session(&session, &mut state).await;
+        let threads: Vec<ThreadHandle> = self.inner.lock_threads().values().cloned().collect();
+        let mut done = Vec::new();
+        for thread in threads {
+            let (tx, rx) = oneshot::channel();
+            if thread.commands.send(Command::Shutdown { done: tx }).await.is_ok() {
+                done.push(rx);
+            }
         }
-        self.inner.backend.shutdown().await;
+        let all = futures_util::future::join_all(done);
+        if tokio::time::timeout(self.inner.options.shutdown_deadline, all)
+            .await
+            .is_err()
+        {
+            tracing::warn!("some threads did not close within the shutdown deadline");
+        }
+        self.inner.backend.0.shutdown().await;
         self.inner.records.flush().await;
     }
 }
 
 impl AgentInner {
-    /// The session of `thread_id`, created (from the thread store, if it knows the thread) when
-    /// missing. Never blocks on another thread's work.
-    pub(crate) async fn session(self: &Arc<Self>, thread_id: &str) -> Arc<Session> {
-        if let Some(session) = self
-            .sessions
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(thread_id)
+    pub(crate) fn lock_threads(&self) -> MutexGuard<'_, HashMap<String, ThreadHandle>> {
+        self.threads.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The task of `thread_id`, started when missing.
+    fn handle(self: &Arc<Self>, thread_id: &str) -> ThreadHandle {
+        let mut threads = self.lock_threads();
+        if let Some(handle) = threads.get(thread_id)
+            && !handle.commands.is_closed()
         {
-            return session.clone();
+            return handle.clone();
         }
-        let record = self.records.get(thread_id).await;
-        if let Some(record) = &record {
-            tracing::info!(conversation_id = %record.conversation_id, "thread returned; resuming its conversation");
+        let generation = self.next_generation.fetch_add(1, Ordering::Relaxed);
+        let handle = crate::thread::spawn(self, thread_id, generation);
+        threads.insert(thread_id.to_owned(), handle.clone());
+        handle
+    }
+
+    /// Hands `command` to the thread's task, starting one if the thread has none (or its task
+    /// ended meanwhile).
+    async fn send(self: &Arc<Self>, thread_id: &str, mut command: Command) {
+        for _ in 0..3 {
+            let handle = self.handle(thread_id);
+            match handle.commands.send(command).await {
+                Ok(()) => return,
+                Err(mpsc::error::SendError(back)) => {
+                    self.forget_thread(thread_id, handle.generation);
+                    command = back;
+                }
+            }
         }
-        let fresh = Session::new(thread_id.to_owned(), record, self.workspace_for(thread_id));
-        let mut sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
-        sessions
-            .entry(thread_id.to_owned())
-            .or_insert(fresh)
-            .clone()
+        tracing::error!(thread_id, "could not reach the thread's task");
+    }
+
+    /// Whether the thread is live or remembered.
+    async fn knows(&self, thread_id: &str) -> bool {
+        self.lock_threads().contains_key(thread_id) || self.records.get(thread_id).await.is_some()
+    }
+
+    /// Removes a thread's task from the registry (only that task, not a newer one).
+    pub(crate) fn forget_thread(&self, thread_id: &str, generation: u64) {
+        let mut threads = self.lock_threads();
+        if threads
+            .get(thread_id)
+            .is_some_and(|h| h.generation == generation)
+        {
+            threads.remove(thread_id);
+        }
     }
 
     /// A short, stable workspace path for a thread (long paths make models corrupt them).
@@ -188,145 +266,55 @@ impl AgentInner {
             .join(crate::sha256_hex(thread_id.as_bytes(), 5))
     }
 
-    /// Takes a slot for one more live conversation, hibernating idle sessions if needed. The
-    /// slot is counted in `live` at once (so concurrent openings cannot overshoot
-    /// `max_sessions`); give it back with [`AgentInner::release_conversation`] if the opening
-    /// fails.
-    pub(crate) async fn reserve_conversation(&self, except: &str) -> Result<(), RunFailure> {
-        let max = self.options.max_sessions;
-        let try_reserve = || {
-            self.live
-                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
-                    (n < max).then_some(n + 1)
-                })
-                .is_ok()
-        };
-        if try_reserve() {
-            return Ok(());
-        }
-        let mut candidates: Vec<Arc<Session>> = self
-            .sessions
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .values()
-            .filter(|s| s.thread_id != except)
-            .cloned()
-            .collect();
-        candidates.sort_by_key(|s| std::cmp::Reverse(s.idle_for()));
-        for session in candidates {
-            if let Ok(mut state) = session.state.try_lock()
-                && state.turn.is_none()
-                && !session.bridge.is_parked()
-                && let Some(conversation) = state.conversation.take()
-            {
-                tracing::info!(thread_id = %session.thread_id, "hibernating an idle session to make room");
-                conversation.close().await;
-                self.release_conversation();
-                if try_reserve() {
-                    return Ok(());
-                }
+    /// Takes a slot for one more open conversation, asking idle threads (least recently
+    /// active first) to hibernate when none is free.
+    pub(crate) async fn reserve_live(&self, except: &str) -> Result<LiveSlot, RunFailure> {
+        let deadline = tokio::time::Instant::now() + SLOT_WAIT;
+        loop {
+            if let Some(slot) = self.slots.try_take() {
+                return Ok(slot);
             }
+            let candidate = self
+                .lock_threads()
+                .iter()
+                .filter(|(id, t)| id.as_str() != except && t.status.is_idle_live())
+                .min_by_key(|(_, t)| t.status.last_activity())
+                .map(|(_, t)| t.clone());
+            let now = tokio::time::Instant::now();
+            let Some(candidate) = candidate.filter(|_| now < deadline) else {
+                let (live, max) = (self.slots.live(), self.slots.max());
+                return Err(RunFailure::new(
+                    RunErrorCode::SessionLimit,
+                    format!(
+                        "Refusing to start a new Antigravity session: {live} of {max} in use (all busy or waiting for users)."
+                    ),
+                ));
+            };
+            let freed = self.slots.freed();
+            let _ = candidate.commands.try_send(Command::Hibernate);
+            let _ = tokio::time::timeout_at(deadline, freed).await;
         }
-        if try_reserve() {
-            return Ok(());
-        }
-        let live = self.live.load(Ordering::SeqCst);
-        Err(RunFailure::new(
-            RunErrorCode::SessionLimit,
-            format!(
-                "Refusing to start a new Antigravity session: {live} of {max} in use (all busy or waiting for users)."
-            ),
-        ))
     }
 
-    /// Gives back a live-conversation slot (the conversation closed, or never opened).
-    pub(crate) fn release_conversation(&self) {
-        self.live.fetch_sub(1, Ordering::SeqCst);
-    }
-
-    /// Persists a thread's record (written behind the run path).
-    pub(crate) fn persist(&self, thread_id: &str, record: crate::store::ThreadRecord) {
-        self.records.put(thread_id, record);
-    }
-
-    /// Closes a session whose state the caller holds (so no run is in flight and none can
-    /// start on it): parked requests fail, the conversation closes (the harness keeps it), the
-    /// record is persisted so the thread can come back. The session is marked retired: a run
-    /// that was waiting for its lock moves to a fresh session of the thread.
-    pub(crate) async fn close_session(&self, session: &Session, state: &mut SessionState) {
-        session.retire();
-        // Remember what the client still owes, so a result arriving after a restart is not lost.
-        let record = state.record(session.bridge.pending_tool_calls());
-        let released = session.bridge.close_all();
-        if let Some(conversation) = state.conversation.take() {
-            conversation.close().await;
-            self.release_conversation();
-        }
-        state.turn = None;
-        self.persist(&session.thread_id, record);
-        tracing::info!(thread_id = %session.thread_id, released, "session closed");
+    pub(crate) fn is_closing(&self) -> bool {
+        self.closing.load(Ordering::SeqCst)
     }
 }
 
-/// Reclaims idle sessions: hibernates idle conversations, forgets idle sessions, gives up on
-/// parks nobody answered. A session whose run is in flight is never touched.
-async fn sweep(agent: Weak<AgentInner>) {
-    let period = match agent.upgrade() {
-        Some(a) => (a.options.hibernate_after.min(a.options.session_timeout) / 2)
-            .clamp(Duration::from_millis(100), Duration::from_secs(30)),
-        None => return,
-    };
+/// Drops expired thread records now and then.
+async fn sweep_store(agent: Weak<AgentInner>) {
     loop {
-        tokio::time::sleep(period).await;
+        tokio::time::sleep(STORE_SWEEP).await;
         let Some(agent) = agent.upgrade() else { return };
-        if agent.closing.load(Ordering::SeqCst) {
+        if agent.is_closing() {
             return;
-        }
-        let sessions: Vec<Arc<Session>> = agent
-            .sessions
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .values()
-            .cloned()
-            .collect();
-        for session in sessions {
-            let idle = session.idle_for();
-            let Ok(mut state) = session.state.try_lock() else {
-                tracing::trace!(thread_id = %session.thread_id, "not reclaiming: a run is in flight");
-                continue;
-            };
-            let parked = session.bridge.is_parked();
-            let busy = parked || state.turn.is_some();
-            let expired = if busy {
-                idle >= agent.options.parked_timeout
-            } else {
-                idle >= agent.options.session_timeout
-            };
-            if expired {
-                tracing::info!(thread_id = %session.thread_id, parked, "closing an idle session");
-                agent.close_session(&session, &mut state).await;
-                // Forgotten only once closed and persisted, still holding the state: a run that
-                // found the session meanwhile waits, sees it retired, and resumes the thread in
-                // a fresh session from the record (never next to a conversation still open).
-                agent
-                    .sessions
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .remove(&session.thread_id);
-            } else if !busy
-                && idle >= agent.options.hibernate_after
-                && let Some(conversation) = state.conversation.take()
-            {
-                tracing::debug!(thread_id = %session.thread_id, "hibernating an idle session");
-                conversation.close().await;
-                agent.release_conversation();
-            }
         }
         agent.records.sweep().await;
     }
 }
 
-/// The events of one run, ending with exactly one terminal event.
+/// The events of one run, ending with exactly one terminal event (or cut short when the
+/// client fell too far behind).
 #[derive(Debug)]
 pub struct RunStream {
     rx: mpsc::Receiver<Event>,

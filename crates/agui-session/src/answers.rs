@@ -5,7 +5,7 @@
 use agui_types::{Message, ResumeStatus, RunAgentInput};
 use serde_json::Value;
 
-use crate::bridge::{Bridge, ResolveError, ToolAnswer};
+use crate::thread::parking::{Parking, ResolveError, ToolAnswer};
 use crate::interrupts::InterruptAnswer;
 use crate::prompt::{ToolResultText, tool_result_text};
 use crate::store::PendingTool;
@@ -22,16 +22,18 @@ pub(crate) struct Applied {
     pub(crate) consumed: Vec<String>,
 }
 
-/// Applies every answer `input` carries. `restart_pending` are frontend tool calls that were
-/// parked when the server last stopped; `seen` tells tool messages already handled.
+/// Applies every answer `input` carries to what is `parked`. `restart_pending` are frontend
+/// tool calls that were parked when the server last stopped; `seen` tells tool messages
+/// already handled; `deduplicate` shares a frontend tool's answer with its repeats.
 pub(crate) fn apply(
-    bridge: &Bridge,
+    parked: &mut Parking,
     input: &RunAgentInput,
     restart_pending: &[PendingTool],
     seen: impl Fn(&str) -> bool,
+    deduplicate: bool,
 ) -> Applied {
     let mut applied = Applied::default();
-    let thread = bridge.thread_id().to_owned();
+    let thread = input.thread_id.clone();
     for entry in &input.resume {
         let answer = match entry.status {
             ResumeStatus::Cancelled => InterruptAnswer::Cancelled,
@@ -39,7 +41,7 @@ pub(crate) fn apply(
                 InterruptAnswer::Resolved(entry.payload.clone().unwrap_or(Value::Null))
             }
         };
-        match bridge.resolve_interrupt(&entry.interrupt_id, answer) {
+        match parked.resolve_interrupt(&entry.interrupt_id, answer) {
             Ok(()) => applied.resolved += 1,
             Err(ResolveError::Unknown) => {
                 tracing::warn!(thread_id = %thread, interrupt_id = %entry.interrupt_id, "ignoring a resume for an unknown interrupt")
@@ -55,7 +57,7 @@ pub(crate) fn apply(
         .as_ref()
         .and_then(|p| p.get("command"))
     {
-        applied.resolved += apply_command(bridge, command);
+        applied.resolved += apply_command(parked, &thread, command);
     }
     for message in input.messages.iter().rev() {
         let Message::Tool(tool) = message else {
@@ -68,7 +70,7 @@ pub(crate) fn apply(
             ToolResultText::Ok(text) => ToolAnswer::Result(text),
             ToolResultText::Err(error) => ToolAnswer::Error(error),
         };
-        match bridge.resolve_tool(&tool.tool_call_id, answer.clone()) {
+        match parked.resolve_tool(&tool.tool_call_id, answer.clone(), deduplicate) {
             Ok(()) => applied.resolved += 1,
             Err(ResolveError::WrongKind) => tracing::warn!(
                 thread_id = %thread, tool_call_id = %tool.tool_call_id,
@@ -98,8 +100,7 @@ pub(crate) fn apply(
 /// `forwardedProps.command` (CopilotKit Channels): an explicit interrupt id, else the single
 /// parked interrupt; with several parked and no id nothing is resolved — answering the wrong
 /// one cannot be undone.
-fn apply_command(bridge: &Bridge, command: &Value) -> usize {
-    let thread = bridge.thread_id().to_owned();
+fn apply_command(parked: &mut Parking, thread: &str, command: &Value) -> usize {
     let object = command.as_object();
     let explicit = object
         .and_then(|o| o.get("interruptId").or_else(|| o.get("interrupt_id")))
@@ -120,7 +121,7 @@ fn apply_command(bridge: &Bridge, command: &Value) -> usize {
     let target = match explicit {
         Some(id) => id,
         None => {
-            let open = bridge.interrupts();
+            let open = parked.interrupts();
             match open.as_slice() {
                 [only] => only.id.clone(),
                 [] => {
@@ -134,7 +135,7 @@ fn apply_command(bridge: &Bridge, command: &Value) -> usize {
             }
         }
     };
-    match bridge.resolve_interrupt(&target, answer) {
+    match parked.resolve_interrupt(&target, answer) {
         Ok(()) => 1,
         Err(e) => {
             tracing::warn!(thread_id = %thread, interrupt_id = %target, error = ?e, "ignoring forwardedProps.command for an unknown interrupt");
@@ -158,9 +159,10 @@ fn late_result_note(name: &str, answer: &ToolAnswer) -> String {
 #[cfg(test)]
 mod tests {
     use serde_json::json;
+    use tokio::sync::oneshot;
 
     use super::*;
-    use crate::bridge::InterruptKind;
+    use crate::thread::parking::InterruptKind;
 
     fn input(extra: Value) -> RunAgentInput {
         let mut base = json!({"threadId": "t", "runId": "r", "messages": []});
@@ -170,31 +172,49 @@ mod tests {
         RunAgentInput::from_json(base.to_string().as_bytes()).unwrap()
     }
 
-    fn interrupt(bridge: &Bridge, id: &str) -> tokio::sync::oneshot::Receiver<InterruptAnswer> {
-        bridge.park_interrupt(
+    fn interrupt(parked: &mut Parking, id: &str) -> oneshot::Receiver<InterruptAnswer> {
+        let (reply, answer) = oneshot::channel();
+        parked.park_interrupt(
             agui_types::Interrupt {
                 id: id.into(),
                 reason: "r".into(),
                 ..Default::default()
             },
             InterruptKind::Tool,
+            "root".into(),
+            reply,
+        );
+        answer
+    }
+
+    fn tool(parked: &mut Parking, id: &str) -> oneshot::Receiver<ToolAnswer> {
+        let (reply, answer) = oneshot::channel();
+        parked.frontend_callback(
+            id,
+            || id.to_owned(),
+            "pick",
+            &serde_json::Map::new(),
             "root",
-        )
+            false,
+            reply,
+        );
+        answer
     }
 
     #[tokio::test]
     async fn resume_entries_answer_interrupts_by_id() {
-        let bridge = Bridge::new("t".into());
-        let a = interrupt(&bridge, "a");
-        let b = interrupt(&bridge, "b");
+        let mut parked = Parking::default();
+        let a = interrupt(&mut parked, "a");
+        let b = interrupt(&mut parked, "b");
         let applied = apply(
-            &bridge,
+            &mut parked,
             &input(json!({"resume": [
                 {"interruptId": "a", "status": "resolved", "payload": {"x": 1}},
                 {"interruptId": "b", "status": "cancelled", "payload": {"ignored": true}},
                 {"interruptId": "zzz", "status": "resolved"}]})),
             &[],
             |_| false,
+            true,
         );
         assert_eq!(applied.resolved, 2);
         assert_eq!(a.await.unwrap(), InterruptAnswer::Resolved(json!({"x": 1})));
@@ -203,14 +223,15 @@ mod tests {
 
     #[tokio::test]
     async fn a_bare_command_answers_the_single_interrupt_but_never_a_tool() {
-        let bridge = Bridge::new("t".into());
-        let tool = bridge.park_tool("call".into(), "pick".into(), "root");
-        let only = interrupt(&bridge, "only");
+        let mut parked = Parking::default();
+        let tool = tool(&mut parked, "call");
+        let only = interrupt(&mut parked, "only");
         let applied = apply(
-            &bridge,
+            &mut parked,
             &input(json!({"forwardedProps": {"command": {"approved": true}}})),
             &[],
             |_| false,
+            true,
         );
         assert_eq!(applied.resolved, 1);
         assert_eq!(
@@ -218,15 +239,16 @@ mod tests {
             InterruptAnswer::Resolved(json!({"approved": true}))
         );
         assert_eq!(
-            bridge.pending_tool_calls().len(),
+            parked.pending_tool_calls().len(),
             1,
             "the frontend tool stays parked"
         );
         let applied = apply(
-            &bridge,
+            &mut parked,
             &input(json!({"forwardedProps": {"command": "yes"}})),
             &[],
             |_| false,
+            true,
         );
         assert_eq!(
             applied.resolved, 0,
@@ -237,26 +259,28 @@ mod tests {
 
     #[tokio::test]
     async fn a_command_with_several_interrupts_needs_an_id() {
-        let bridge = Bridge::new("t".into());
-        let _a = interrupt(&bridge, "a");
-        let b = interrupt(&bridge, "b");
+        let mut parked = Parking::default();
+        let _a = interrupt(&mut parked, "a");
+        let b = interrupt(&mut parked, "b");
         assert_eq!(
             apply(
-                &bridge,
+                &mut parked,
                 &input(json!({"forwardedProps": {"command": true}})),
                 &[],
-                |_| false
+                |_| false,
+                true,
             )
             .resolved,
             0
         );
         let applied = apply(
-            &bridge,
+            &mut parked,
             &input(
                 json!({"forwardedProps": {"command": {"interrupt_id": "b", "status": "cancelled"}}}),
             ),
             &[],
             |_| false,
+            true,
         );
         assert_eq!(applied.resolved, 1);
         assert_eq!(b.await.unwrap(), InterruptAnswer::Cancelled);
@@ -264,8 +288,8 @@ mod tests {
 
     #[tokio::test]
     async fn tool_messages_answer_frontend_tools_and_late_results_become_notes() {
-        let bridge = Bridge::new("t".into());
-        let tool = bridge.park_tool("call-1".into(), "pick".into(), "root");
+        let mut parked = Parking::default();
+        let tool = tool(&mut parked, "call-1");
         let run = input(json!({"messages": [
             {"id": "m1", "role": "tool", "toolCallId": "call-1", "content": "red"},
             {"id": "m2", "role": "tool", "toolCallId": "old-call", "content": "", "error": "boom"}]}));
@@ -273,7 +297,7 @@ mod tests {
             tool_call_id: "old-call".into(),
             name: "legacy".into(),
         }];
-        let applied = apply(&bridge, &run, &restart, |_| false);
+        let applied = apply(&mut parked, &run, &restart, |_| false, true);
         assert_eq!(applied.resolved, 1);
         assert_eq!(tool.await.unwrap(), ToolAnswer::Result("red".into()));
         assert_eq!(applied.consumed, ["m2"]);
@@ -282,7 +306,7 @@ mod tests {
                 && applied.late_results[0].contains("it failed: boom")
         );
         assert!(
-            apply(&bridge, &run, &restart, |id| id == "m2")
+            apply(&mut parked, &run, &restart, |id| id == "m2", true)
                 .late_results
                 .is_empty(),
             "delivered once"

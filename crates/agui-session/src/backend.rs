@@ -58,8 +58,6 @@ pub(crate) trait ConversationHandle: Send + Sync + 'static {
     fn id(&self) -> &str;
     /// What the harness said at init (history when resuming).
     fn init_info(&self) -> &InitInfo;
-    /// Whether the connection is up.
-    fn is_open(&self) -> bool;
     /// Sends user input.
     async fn send(&mut self, input: UserInput) -> Result<(), HarnessError>;
     /// A handle that cancels the running turn from another task.
@@ -72,6 +70,9 @@ pub(crate) trait ConversationHandle: Send + Sync + 'static {
     async fn reconnect(&mut self) -> Result<InitInfo, HarnessError>;
     /// Closes the connection; the harness keeps (and checkpoints) the conversation.
     async fn close(self: Box<Self>);
+    /// Kills the conversation's harness process at once (it ignored a halt, or froze); its
+    /// connections end with the process's exit.
+    fn kill_process(&self);
 }
 
 /// The real source: conversations on pooled `localharness` processes.
@@ -110,10 +111,6 @@ impl ConversationHandle for Conversation {
         Conversation::init_info(self)
     }
 
-    fn is_open(&self) -> bool {
-        Conversation::is_open(self)
-    }
-
     async fn send(&mut self, input: UserInput) -> Result<(), HarnessError> {
         Conversation::send(self, input).await
     }
@@ -137,5 +134,15 @@ impl ConversationHandle for Conversation {
 
     async fn close(self: Box<Self>) {
         Conversation::close(*self).await;
+    }
+
+    fn kill_process(&self) {
+        let process = self.process().clone();
+        tokio::spawn(async move {
+            let exit = process
+                .shutdown_with_grace(std::time::Duration::ZERO, std::time::Duration::from_millis(500))
+                .await;
+            tracing::warn!(%exit, "killed a harness process that did not stop its turn");
+        });
     }
 }

@@ -9,10 +9,13 @@ use std::path::Path;
 
 use agui_types::Tool;
 use harness_client::{BuiltinTool, ConversationConfig, CustomTool, policy};
-use harness_proto::lh::{HarnessConfig, LifecycleHook, harness_config::SessionContinuationMode};
+#[cfg(test)]
+use harness_proto::lh::HarnessConfig;
+use harness_proto::lh::{LifecycleHook, harness_config::SessionContinuationMode};
 use serde_json::{Value, json};
 
-use crate::callbacks::{APP_CONTEXT_TOOL, APP_STATE_TOOL, CallbackPolicy};
+use crate::thread::{APP_CONTEXT_TOOL, APP_STATE_TOOL, CallbackPolicy};
+#[cfg(test)]
 use crate::error::SessionError;
 use crate::options::AgentOptions;
 use crate::tools::ToolRegistry;
@@ -71,7 +74,6 @@ impl Contract {
         CallbackPolicy {
             frontend_tools: self.frontend.iter().map(|t| t.name.clone()).collect(),
             silent_tools: self.silent.clone(),
-            deduplicate: options.deduplicate_tool_calls,
             tool_approval: options.tool_approval,
             auto_approve: options.auto_approve_tools.clone(),
             max_tool_calls: options.max_tool_calls_per_turn,
@@ -92,6 +94,7 @@ impl Contract {
     }
 
     /// The harness config for a conversation of `thread` with this contract.
+    #[cfg(test)]
     pub(crate) fn harness_config(
         &self,
         options: &AgentOptions,
@@ -100,17 +103,21 @@ impl Contract {
         conversation_id: &str,
     ) -> Result<HarnessConfig, SessionError> {
         Ok(self
-            .conversation_config(options, server, workspace, conversation_id)
+            .conversation_config(options, server, workspace, conversation_id, false)
             .build()?)
     }
 
     /// The builder of [`harness_config`](Self::harness_config).
+    ///
+    /// `resume`: the harness has this conversation, so it must resume it (an init that finds
+    /// it missing fails, rather than silently starting a conversation that forgot everything).
     pub(crate) fn conversation_config(
         &self,
         options: &AgentOptions,
         server: &ToolRegistry,
         workspace: &Path,
         conversation_id: &str,
+        resume: bool,
     ) -> ConversationConfig {
         let mut config = ConversationConfig::new(&options.model, options.endpoint.clone());
         // Extra settings go first, so the agent's own settings win where both set something.
@@ -122,7 +129,14 @@ impl Contract {
             .workspace(workspace)
             .app_data_dir(options.save_dir.join("app"))
             .behavior(options.behavior.to_harness())
-            .conversation_id(conversation_id, SessionContinuationMode::CreateOrResume);
+            .conversation_id(
+                conversation_id,
+                if resume {
+                    SessionContinuationMode::Resume
+                } else {
+                    SessionContinuationMode::CreateOrResume
+                },
+            );
         if let Some(model) = &options.image_model {
             config = config.image_model(model);
         }
@@ -219,6 +233,7 @@ pub fn conversation_config(
         server_tools,
         workspace,
         conversation_id,
+        false,
     )
 }
 

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use harness_client::BuiltinTool;
 
-use crate::options::{Behavior, InterruptReasons, StructuredOutputMode};
+use crate::options::{Behavior, InterruptReasons, OnDisconnect, StructuredOutputMode};
 
 /// Built-in tools: files and shell, without the web, image and scheduling tools (`search_web`
 /// without Google credentials makes models loop; the others need services a local agent may
@@ -59,3 +59,12 @@ pub const MAX_SESSIONS: usize = 100;
 pub const BUSY_THREAD_WAIT: Duration = Duration::from_secs(30);
 /// Largest inline attachment forwarded to the model: Gemini's inline data limit.
 pub const MAX_ATTACHMENT_BYTES: usize = 20 * 1024 * 1024;
+/// What a run's client leaving does to the turn.
+pub const ON_DISCONNECT: OnDisconnect = OnDisconnect::Detach;
+/// A turn with no word from the harness for this long is halted (a tool or model call counts
+/// as progress only while the harness reports it).
+pub const TURN_STALL_TIMEOUT: Duration = Duration::from_secs(15 * 60);
+/// Events a run's client may fall behind by before it is detached.
+pub const CLIENT_BUFFER_EVENTS: usize = 4096;
+/// How long a shutdown waits for threads to close.
+pub const SHUTDOWN_DEADLINE: Duration = Duration::from_secs(10);

@@ -50,6 +50,11 @@ pub enum RunErrorCode {
     MaxToolCallsExceeded,
     /// The request cannot be served (e.g. no agent configuration for it).
     InvalidInput,
+    /// The harness lost the thread's conversation (its saved state is missing or unreadable);
+    /// the next message starts a new one.
+    ConversationLost,
+    /// The harness made no progress on the turn for `turn_stall_timeout`; it was halted.
+    TurnStalled,
 }
 
 impl RunErrorCode {
@@ -63,6 +68,8 @@ impl RunErrorCode {
             Self::Cancelled => "CANCELLED",
             Self::MaxToolCallsExceeded => "MAX_TOOL_CALLS_EXCEEDED",
             Self::InvalidInput => "INVALID_INPUT",
+            Self::ConversationLost => "CONVERSATION_LOST",
+            Self::TurnStalled => "TURN_STALLED",
         }
     }
 }

@@ -30,30 +30,28 @@ mod activity;
 mod agent;
 mod answers;
 mod backend;
-mod bridge;
-mod callbacks;
 mod contract;
 pub mod defaults;
 mod error;
 mod interrupts;
 mod options;
 mod prompt;
-mod run;
-mod session;
 mod store;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
+mod thread;
 mod tools;
 mod turn;
 
-pub use agent::{Agent, AgentStats, RunStream};
+pub use agent::{Agent, AgentStats, RunStream, ThreadError};
 pub use backend::Backend;
-pub use callbacks::{APP_CONTEXT_TOOL, APP_STATE_TOOL};
+pub use thread::{APP_CONTEXT_TOOL, APP_STATE_TOOL};
 pub use contract::conversation_config;
 pub use error::{RunErrorCode, RunFailure, SessionError};
 pub use interrupts::{InterruptAnswer, REASON_APPROVAL, REASON_QUESTION};
 pub use options::{
-    AgentOptions, Behavior, ConcurrentRuns, HarnessSettings, InterruptReasons, StructuredOutputMode,
+    AgentOptions, Behavior, ConcurrentRuns, HarnessSettings, InterruptReasons, OnDisconnect,
+    StructuredOutputMode,
 };
 pub use tools::{FnTool, InterruptRequest, ServerTool, ToolContext, ToolError, ToolRegistry};
 

@@ -108,6 +108,18 @@ impl std::fmt::Debug for HarnessSettings {
     }
 }
 
+/// What a run's client leaving (closing the connection) does to the turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+#[serde(rename_all = "snake_case")]
+pub enum OnDisconnect {
+    /// Nothing: the turn goes on; a later run or connect picks it up.
+    Detach,
+    /// The last client leaving stops the turn (behind a proxy whose "stop" only aborts its
+    /// request, such as CopilotKit's runtime).
+    Cancel,
+}
+
 /// What a second run on a thread does while another run on it is in flight.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ConcurrentRuns {
@@ -188,6 +200,15 @@ pub struct AgentOptions {
     pub remember_threads_for: Duration,
     /// Largest inline attachment forwarded to the model.
     pub max_attachment_bytes: usize,
+    /// What a run's client leaving does to the turn.
+    pub on_disconnect: OnDisconnect,
+    /// A turn with no word from the harness for this long is halted and its runs fail.
+    pub turn_stall_timeout: Duration,
+    /// Events a run's client may fall behind by before it is detached (its stream ends; the
+    /// turn goes on).
+    pub client_buffer_events: usize,
+    /// How long a shutdown waits for threads to close.
+    pub shutdown_deadline: Duration,
 }
 
 impl AgentOptions {
@@ -231,6 +252,10 @@ impl AgentOptions {
             max_remembered_threads: remembered.max_threads,
             remember_threads_for: remembered.ttl,
             max_attachment_bytes: defaults::MAX_ATTACHMENT_BYTES,
+            on_disconnect: defaults::ON_DISCONNECT,
+            turn_stall_timeout: defaults::TURN_STALL_TIMEOUT,
+            client_buffer_events: defaults::CLIENT_BUFFER_EVENTS,
+            shutdown_deadline: defaults::SHUTDOWN_DEADLINE,
         }
     }
 
@@ -242,6 +267,12 @@ impl AgentOptions {
         }
         if self.max_sessions == 0 {
             return bad("max_sessions must be at least 1".into());
+        }
+        if self.client_buffer_events == 0 {
+            return bad("client_buffer_events must be at least 1".into());
+        }
+        if self.turn_stall_timeout.is_zero() {
+            return bad("turn_stall_timeout must be longer than zero".into());
         }
         if self.max_tool_calls_per_turn == Some(0) {
             return bad("max_tool_calls_per_turn must be at least 1 (or unset)".into());

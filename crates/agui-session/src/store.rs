@@ -96,6 +96,11 @@ impl ForwardedIds {
         }
     }
 
+    /// Whether nothing was forwarded.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
     /// The ids, oldest first.
     #[cfg(test)]
     pub(crate) fn iter(&self) -> impl Iterator<Item = &str> {
@@ -106,6 +111,37 @@ impl ForwardedIds {
     #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
         self.0.len()
+    }
+}
+
+/// The client's ids of the user messages the harness echoed, by the root step that echoed each:
+/// how messages rebuilt from the harness's history keep the ids the client sent. The newest
+/// [`ForwardedIds::KEPT`] are kept (older ones get derived ids).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub(crate) struct UserSteps(VecDeque<(u32, String)>);
+
+impl UserSteps {
+    /// Records that root step `step` echoed the client's message `message_id`.
+    pub(crate) fn insert(&mut self, step: u32, message_id: String) {
+        self.0.retain(|(s, _)| *s != step);
+        self.0.push_back((step, message_id));
+        while self.0.len() > ForwardedIds::KEPT {
+            self.0.pop_front();
+        }
+    }
+
+    /// The client's id of the message root step `step` echoed.
+    pub(crate) fn get(&self, step: u32) -> Option<&str> {
+        self.0
+            .iter()
+            .find(|(s, _)| *s == step)
+            .map(|(_, id)| id.as_str())
+    }
+
+    /// Forgets everything (the conversation was replaced).
+    pub(crate) fn clear(&mut self) {
+        self.0.clear();
     }
 }
 
@@ -157,6 +193,9 @@ pub(crate) struct ThreadRecord {
     /// Frontend tool calls awaiting a `ToolMessage`.
     #[serde(default)]
     pub(crate) pending_frontend_tools: Vec<PendingTool>,
+    /// The client's ids of the user messages, by the step that echoed each.
+    #[serde(default)]
+    pub(crate) user_steps: UserSteps,
     /// The thread's workspace directory.
     #[serde(default)]
     pub(crate) workspace: PathBuf,

@@ -28,6 +28,21 @@ pub struct FakeHarness {
     state: Arc<Mutex<Vec<FakeConversation>>>,
     opened: Arc<Notify>,
     refuse_next_open: Arc<AtomicBool>,
+    /// What the harness keeps of each conversation (its saved state): the final snapshot of
+    /// every root step, the user's inputs included, returned as history on resume.
+    saved: Saved,
+}
+
+type Saved = Arc<Mutex<std::collections::HashMap<String, Vec<Step>>>>;
+
+/// Records `step` (its latest snapshot) in a conversation's saved history.
+fn save_step(saved: &Saved, id: &str, step: &Step) {
+    let mut saved = saved.lock().expect("fake lock");
+    let history = saved.entry(id.to_owned()).or_default();
+    match history.iter_mut().find(|s| s.key == step.key) {
+        Some(kept) => *kept = step.clone(),
+        None => history.push(step.clone()),
+    }
 }
 
 impl std::fmt::Debug for FakeHarness {
@@ -74,6 +89,20 @@ impl FakeHarness {
     pub fn refuse_next_open(&self) {
         self.refuse_next_open.store(true, Ordering::SeqCst);
     }
+
+    /// A new fake harness on the same storage (what a restarted server finds: the
+    /// conversations this one saved, none of its connections).
+    pub fn restarted(&self) -> Self {
+        Self {
+            saved: self.saved.clone(),
+            ..Self::default()
+        }
+    }
+
+    /// Loses the saved state of conversation `id`, as a deleted database would.
+    pub fn lose(&self, id: &str) {
+        self.saved.lock().expect("fake lock").remove(id);
+    }
 }
 
 #[async_trait]
@@ -91,27 +120,47 @@ impl ConversationSource for FakeHarness {
         let (events_tx, events_rx) = mpsc::unbounded_channel();
         let (inputs_tx, inputs_rx) = mpsc::unbounded_channel();
         let id = config.cascade_id().to_owned();
+        // The harness resumes what it kept, and refuses to resume what it does not have.
+        let history = self.saved.lock().expect("fake lock").get(&id).cloned();
+        let resume = config.session_continuation_mode()
+            == harness_proto::lh::harness_config::SessionContinuationMode::Resume;
+        if resume && history.is_none() {
+            return Err(HarnessError::InitFailed {
+                reason: format!("Failed to create agent: conversation \"{id}\" not found (cannot resume)"),
+            });
+        }
+        self.saved
+            .lock()
+            .expect("fake lock")
+            .entry(id.clone())
+            .or_default();
         let open = Arc::new(AtomicBool::new(true));
         let conversation = FakeConversation {
             id: id.clone(),
             config: Arc::new(config),
             callbacks,
-            events: events_tx,
+            events: events_tx.clone(),
             inputs: Arc::new(tokio::sync::Mutex::new(inputs_rx)),
             cancels: Arc::new(Mutex::new(0)),
             open: open.clone(),
             replies: Arc::new(AtomicU64::new(0)),
+            kills: Arc::new(Mutex::new(0)),
+            saved: self.saved.clone(),
         };
         let cancels = conversation.cancels.clone();
+        let kills = conversation.kills.clone();
         self.state.lock().expect("fake lock").push(conversation);
         self.opened.notify_waiters();
         Ok(Box::new(FakeHandle {
             init: InitInfo {
                 conversation_id: id.clone(),
-                history: Vec::new(),
+                history: history.unwrap_or_default(),
                 cumulative_usage: None,
                 sandbox_available: false,
             },
+            own_events: events_tx,
+            kills,
+            saved: self.saved.clone(),
             id,
             events: events_rx,
             inputs: inputs_tx,
@@ -139,6 +188,8 @@ pub struct FakeConversation {
     open: Arc<AtomicBool>,
     /// Model replies completed so far (drives the usage totals).
     replies: Arc<AtomicU64>,
+    kills: Arc<Mutex<usize>>,
+    saved: Saved,
 }
 
 impl FakeConversation {
@@ -181,8 +232,18 @@ impl FakeConversation {
         *self.cancels.lock().expect("fake lock")
     }
 
-    /// Pushes an event as the harness would.
+    /// How many times the session killed the conversation's process.
+    pub fn kills(&self) -> usize {
+        *self.kills.lock().expect("fake lock")
+    }
+
+    /// Pushes an event as the harness would (root steps are also kept as its saved history).
     pub fn emit(&self, event: ConversationEvent) {
+        if let ConversationEvent::Step(step) = &event
+            && step.key.trajectory_id == self.id
+        {
+            save_step(&self.saved, &self.id, step);
+        }
         let _ = self.events.send(event);
     }
 
@@ -319,9 +380,13 @@ fn input_text(input: &UserInput) -> String {
 }
 
 struct FakeHandle {
+    saved: Saved,
     id: String,
     init: InitInfo,
     events: mpsc::UnboundedReceiver<ConversationEvent>,
+    /// Its own event stream, for the process's death when it is killed.
+    own_events: mpsc::UnboundedSender<ConversationEvent>,
+    kills: Arc<Mutex<usize>>,
     inputs: mpsc::UnboundedSender<UserInput>,
     cancels: Arc<Mutex<usize>>,
     open: Arc<AtomicBool>,
@@ -337,14 +402,30 @@ impl ConversationHandle for FakeHandle {
         &self.init
     }
 
-    fn is_open(&self) -> bool {
-        self.open.load(Ordering::SeqCst)
-    }
-
     async fn send(&mut self, input: UserInput) -> Result<(), HarnessError> {
-        if !self.is_open() {
+        if !self.open.load(Ordering::SeqCst) {
             return Err(HarnessError::Closed(CloseReason::ClosedByHost));
         }
+        // The harness keeps the user's input as the turn's first step.
+        let index = self
+            .saved
+            .lock()
+            .expect("fake lock")
+            .get(&self.id)
+            .map_or(0, Vec::len);
+        let echo = Step {
+            key: StepKey {
+                trajectory_id: self.id.clone(),
+                index: u32::try_from(index).unwrap_or(u32::MAX),
+            },
+            status: StepStatus::Done,
+            source: StepSource::User,
+            target: StepTarget::Model,
+            text: input_text(&input),
+            ..Step::default()
+        };
+        save_step(&self.saved, &self.id, &echo);
+        let _ = self.own_events.send(ConversationEvent::Step(echo));
         self.inputs
             .send(input)
             .map_err(|_| HarnessError::Closed(CloseReason::ClosedByHost))
@@ -372,5 +453,18 @@ impl ConversationHandle for FakeHandle {
 
     async fn close(self: Box<Self>) {
         self.open.store(false, Ordering::SeqCst);
+    }
+
+    fn kill_process(&self) {
+        *self.kills.lock().expect("fake lock") += 1;
+        self.open.store(false, Ordering::SeqCst);
+        let _ = self.own_events.send(ConversationEvent::Closed(CloseReason::ProcessExited(
+            harness_client::ExitInfo {
+                pid: 1,
+                status: "killed by SIGKILL".into(),
+                code: None,
+                stderr_tail: String::new(),
+            },
+        )));
     }
 }

@@ -10,7 +10,7 @@ use agui_types::{Context, Interrupt};
 use async_trait::async_trait;
 use serde_json::{Map, Value};
 
-use crate::bridge::{Bridge, InterruptKind};
+use crate::thread::{InterruptKind, ThreadLink};
 use crate::error::SessionError;
 use crate::interrupts::InterruptAnswer;
 
@@ -198,7 +198,7 @@ pub struct InterruptRequest {
 /// What a server tool can see and do while it runs.
 #[derive(Clone)]
 pub struct ToolContext {
-    pub(crate) bridge: Arc<Bridge>,
+    pub(crate) link: ThreadLink,
     pub(crate) tool_call_id: String,
     pub(crate) tool_name: String,
     /// The trajectory whose call this is (an interrupt blocks it).
@@ -217,7 +217,7 @@ impl std::fmt::Debug for ToolContext {
 impl ToolContext {
     /// The AG-UI thread.
     pub fn thread_id(&self) -> &str {
-        self.bridge.thread_id()
+        &self.link.thread_id
     }
 
     /// The AG-UI id of this call.
@@ -227,12 +227,12 @@ impl ToolContext {
 
     /// The run's `RunAgentInput.context`.
     pub fn context(&self) -> Vec<Context> {
-        self.bridge.context()
+        self.link.shared.context()
     }
 
     /// A copy of the thread's shared state.
     pub fn state(&self) -> Value {
-        self.bridge.shared_state()
+        self.link.shared.state()
     }
 
     /// Replaces the shared state; the client gets a `STATE_SNAPSHOT` at once (before this
@@ -241,7 +241,8 @@ impl ToolContext {
         if !state.is_object() {
             return Err(SessionError::StateNotAnObject);
         }
-        self.bridge.set_shared_state(state);
+        self.link.shared.set_state(state.clone());
+        self.link.emit(None, [agui_types::Event::state_snapshot(state)]);
         Ok(())
     }
 
@@ -261,9 +262,8 @@ impl ToolContext {
             metadata: request.metadata,
             ..Interrupt::default()
         };
-        let answer = self
-            .bridge
-            .park_interrupt(interrupt, InterruptKind::Tool, &self.trajectory);
-        answer.await.unwrap_or(InterruptAnswer::Closed)
+        self.link
+            .interrupt(interrupt, InterruptKind::Tool, &self.trajectory)
+            .await
     }
 }

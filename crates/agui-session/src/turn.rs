@@ -4,8 +4,8 @@
 use std::collections::BTreeSet;
 
 use agui_translate::{
-    StepFailure, StructuredOutput, ToolCallIds, TrajectoryChange, Translator, TranslatorOptions,
-    UuidIds,
+    StepFailure, StepIds, StructuredOutput, ToolCallIds, TrajectoryChange, Translator,
+    TranslatorOptions,
 };
 use agui_types::Event;
 use harness_client::{TrajectoryState, Usage};
@@ -20,13 +20,15 @@ pub(crate) struct Turn {
     activity: TurnActivity,
 }
 
-/// A translator for a new turn; `session_tools` are emitted by the session itself, and
-/// `tool_call_ids` is the thread's record of used tool call ids, shared with the session's own
-/// calls so that no id is given twice on the thread.
+/// A translator for a turn of conversation `conversation_id`; `session_tools` are emitted by
+/// the session itself, and `tool_call_ids` is the thread's record of used tool call ids, shared
+/// with the session's own calls so that no id is given twice on the thread. Ids are derived
+/// from steps, so a history rebuilt from the harness gets the ids the client already has.
 pub(crate) fn translator(
     options: &AgentOptions,
     session_tools: BTreeSet<String>,
     tool_call_ids: ToolCallIds,
+    conversation_id: &str,
 ) -> Translator {
     let structured = match options.response_schema {
         Some((_, StructuredOutputMode::Custom)) => StructuredOutput::Custom,
@@ -37,7 +39,8 @@ pub(crate) fn translator(
         suppressed_tools: session_tools,
         structured_output: structured,
     };
-    Translator::new(options, Box::new(UuidIds)).sharing_tool_call_ids(tool_call_ids)
+    Translator::new(options, Box::new(StepIds::new(conversation_id)))
+        .sharing_tool_call_ids(tool_call_ids)
 }
 
 impl Turn {

@@ -427,7 +427,7 @@ async fn a_restarted_server_neither_forgets_nor_resends() {
     finish(run).await;
     fx.agent.shutdown().await;
     // A new agent on the same save dir (a restarted server).
-    let harness = agui_session::testing::FakeHarness::new();
+    let harness = fx.harness.restarted();
     let agent = agui_session::Agent::new(
         support::options(fx.dir.path()),
         harness.backend(),
@@ -803,9 +803,11 @@ async fn without_dedup_a_repeated_frontend_tool_is_dispatched_again() {
         first.await.unwrap(),
         ToolOutcome::error("the user closed the dialog")
     );
+    // The run resumes the turn, so it restates the thread first (results of calls started in
+    // an earlier run need their calls in this run's stream).
     assert_eq!(
         types(&events),
-        "RUN_STARTED TOOL_CALL_START TOOL_CALL_ARGS TOOL_CALL_END RUN_FINISHED"
+        "RUN_STARTED MESSAGES_SNAPSHOT TOOL_CALL_START TOOL_CALL_ARGS TOOL_CALL_END RUN_FINISHED"
     );
     let Event::RunFinished(done) = last(&events) else {
         panic!()
@@ -864,11 +866,11 @@ async fn an_answer_to_a_turn_lost_with_its_harness_fails_clearly_and_the_thread_
         Some("HARNESS_LOST"),
         "the run does not wait for a turn that cannot end"
     );
-    let fresh = fx.harness.conversation(1).await;
-    assert_eq!(fresh.id(), c.id(), "the conversation is kept");
     let mut messages = answered.as_array().unwrap().clone();
     messages.push(user("m2", "again"));
     let run = fx.start(json!({"messages": messages, "tools": tools}));
+    let fresh = fx.harness.conversation(1).await;
+    assert_eq!(fresh.id(), c.id(), "the conversation is kept");
     assert_eq!(fresh.next_input().await, "again");
     fresh.say(1, "Hello again.");
     fresh.idle(None);
@@ -887,7 +889,7 @@ async fn a_tool_result_that_arrives_after_a_restart_reaches_the_model_once() {
     finish(run).await;
     fx.agent.shutdown().await;
     // A restarted server: the harness call is gone, the client's answer is not.
-    let harness = agui_session::testing::FakeHarness::new();
+    let harness = fx.harness.restarted();
     let agent = agui_session::Agent::new(
         support::options(fx.dir.path()),
         harness.backend(),

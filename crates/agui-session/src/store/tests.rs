@@ -70,6 +70,7 @@ fn record(conversation_id: &str) -> ThreadRecord {
         }],
         workspace: PathBuf::from("/srv/ws/t1"),
         updated_at: 0,
+        ..ThreadRecord::default()
     }
 }
 

@@ -148,6 +148,7 @@ mod tests {
             pending_frontend_tools: Vec::new(),
             workspace: "/ws".into(),
             updated_at: 0,
+            ..ThreadRecord::default()
         }
     }
 

@@ -5,6 +5,12 @@
 //! subscribed, then its own terminal event. Each subscriber has a bounded buffer; one that
 //! falls behind by more than it holds is detached (its stream ends, truncated, as when the
 //! client leaves) while the thread goes on — a later run or connect restates what it missed.
+//!
+//! While no stream is attached, the events are also kept (a backlog, bounded like a buffer):
+//! the next run whose client holds everything from before them gets them as they were — a
+//! turn the harness went on with, a frontend call made meanwhile, which the client must see
+//! as events to run it. A client that missed more, or a backlog that overflowed, gets the
+//! thread restated as a snapshot instead.
 
 use std::sync::Arc;
 
@@ -55,10 +61,23 @@ pub(crate) struct Output {
     shared: Arc<Shared>,
     /// Subscribers dropped since the last call to [`Output::take_detached`].
     detached: Vec<(String, Detach)>,
+    /// The events sent while no stream was attached.
+    backlog: Option<Backlog>,
+    /// Most events a backlog keeps (beyond it, the next run gets a snapshot).
+    backlog_limit: usize,
+}
+
+/// Events emitted while no run stream was attached.
+struct Backlog {
+    /// The messages before them: a client holding these can take the events as they came.
+    before: MessageLog,
+    /// The start events of the blocks open when the backlog began, then the events; `None`
+    /// once the limit was passed.
+    events: Option<Vec<Event>>,
 }
 
 impl Output {
-    pub(crate) fn new(thread_id: String, shared: Arc<Shared>) -> Self {
+    pub(crate) fn new(thread_id: String, shared: Arc<Shared>, backlog_limit: usize) -> Self {
         Self {
             thread_id,
             subscribers: Vec::new(),
@@ -66,12 +85,29 @@ impl Output {
             open: OpenBlocks::new(),
             shared,
             detached: Vec::new(),
+            backlog: None,
+            backlog_limit,
         }
     }
 
-    /// The thread's messages.
-    pub(crate) fn log(&self) -> &MessageLog {
-        &self.log
+    /// Whether a client holding `messages` can take the backlog as events (it holds every
+    /// message from before it, apart from client-only ones). With no backlog: whether it holds
+    /// every message of the log.
+    pub(crate) fn client_is_current(&self, messages: &[agui_types::Message]) -> bool {
+        let reference = match &self.backlog {
+            Some(Backlog {
+                before,
+                events: Some(_),
+            }) => before,
+            Some(Backlog { events: None, .. }) => return false,
+            None => &self.log,
+        };
+        reference.messages().iter().all(|m| {
+            matches!(
+                m,
+                agui_types::Message::Activity(_) | agui_types::Message::Reasoning(_)
+            ) || messages.iter().any(|c| c.id() == m.id())
+        })
     }
 
     /// The thread's messages, to merge a client's or a rebuilt history into.
@@ -116,6 +152,7 @@ impl Output {
         let mut started = agui_types::RunStarted::new(&self.thread_id, run_id);
         started.protocol_version = Some(protocol_version.to_owned());
         let mut first = vec![Event::RunStarted(started)];
+        let backlog = self.backlog.take();
         if restate != Restate::Nothing {
             first.push(self.log.snapshot());
             if restate == Restate::WithState {
@@ -123,6 +160,18 @@ impl Output {
                 self.shared.delivered();
             }
             first.extend(self.open.reopen());
+        } else if let Some(Backlog {
+            events: Some(events),
+            ..
+        }) = backlog
+        {
+            if events
+                .iter()
+                .any(|e| matches!(e, Event::StateSnapshot(_)))
+            {
+                self.shared.delivered();
+            }
+            first.extend(events);
         }
         for event in first {
             if send(&mut subscriber, event).is_err() {
@@ -136,6 +185,9 @@ impl Output {
     /// Sends an event to every subscriber and records it. A subscriber whose client left or
     /// whose buffer is full is dropped.
     pub(crate) fn emit(&mut self, event: Event) {
+        if self.subscribers.is_empty() {
+            self.keep(&event);
+        }
         self.log.apply(&event);
         self.open.apply(&event);
         if matches!(event, Event::StateSnapshot(_)) && !self.subscribers.is_empty() {
@@ -157,6 +209,22 @@ impl Output {
                     }
                     self.detached.push((gone.run_id, why));
                 }
+            }
+        }
+    }
+
+    /// Keeps an event sent while no stream is attached.
+    fn keep(&mut self, event: &Event) {
+        let backlog = self.backlog.get_or_insert_with(|| Backlog {
+            before: self.log.clone(),
+            events: Some(self.open.reopen()),
+        });
+        if let Some(events) = &mut backlog.events {
+            if events.len() >= self.backlog_limit {
+                tracing::debug!("the backlog of a thread nobody watches overflowed; the next run gets a snapshot");
+                backlog.events = None;
+            } else {
+                events.push(event.clone());
             }
         }
     }

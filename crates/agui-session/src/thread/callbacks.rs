@@ -1,8 +1,8 @@
-//! How a session answers the harness: server tools run here, frontend tools and questions
-//! park until the client answers, approvals and the tool budget go through the pre-tool hook.
+//! How a thread answers the harness: server tools run here (on the harness's callback task),
+//! frontend tools, questions and approvals are parked by the thread's task until the client
+//! answers, and the tool budget is counted there too.
 
 use std::collections::BTreeSet;
-use std::sync::Arc;
 
 use agui_types::Event;
 use async_trait::async_trait;
@@ -11,9 +11,10 @@ use harness_client::{
     ToolCallRequest, ToolOutcome,
 };
 use serde_json::{Map, Value};
+use tokio::sync::oneshot;
 
-use crate::bridge::{Bridge, ClaimResult, InterruptKind, ToolAnswer, tool_call_events};
-use crate::interrupts::{self, ABANDONED_TEXT, InterruptAnswer};
+use super::{InterruptKind, Request, ThreadLink, ToolAnswer};
+use crate::interrupts::{self, ABANDONED_TEXT};
 use crate::tools::{ToolContext, ToolRegistry};
 
 /// Name of the silent tool returning the run's context.
@@ -21,12 +22,11 @@ pub const APP_CONTEXT_TOOL: &str = "get_app_context";
 /// Name of the silent tool returning the shared state.
 pub const APP_STATE_TOOL: &str = "get_shared_state";
 
-/// What a session's callbacks need to know about the agent.
+/// What a conversation's callbacks need to know about the agent.
 #[derive(Debug, Clone)]
 pub(crate) struct CallbackPolicy {
     pub(crate) frontend_tools: BTreeSet<String>,
     pub(crate) silent_tools: BTreeSet<String>,
-    pub(crate) deduplicate: bool,
     pub(crate) tool_approval: bool,
     pub(crate) auto_approve: BTreeSet<String>,
     pub(crate) max_tool_calls: Option<u32>,
@@ -34,14 +34,15 @@ pub(crate) struct CallbackPolicy {
     pub(crate) reasons: crate::InterruptReasons,
 }
 
-pub(crate) struct SessionCallbacks {
-    pub(crate) bridge: Arc<Bridge>,
+/// The harness callbacks of one thread's conversation.
+pub(crate) struct ThreadCallbacks {
+    pub(crate) link: ThreadLink,
     pub(crate) tools: ToolRegistry,
     pub(crate) policy: CallbackPolicy,
 }
 
 #[async_trait]
-impl Callbacks for SessionCallbacks {
+impl Callbacks for ThreadCallbacks {
     async fn tool_call(&self, ctx: &CallContext, call: ToolCallRequest) -> ToolOutcome {
         if self.policy.silent_tools.contains(&call.name) {
             return self.silent_tool(&call.name);
@@ -50,7 +51,15 @@ impl Callbacks for SessionCallbacks {
             return self.server_tool(tool, &ctx.trajectory_id, call).await;
         }
         if self.policy.frontend_tools.contains(&call.name) {
-            return self.frontend_tool(&ctx.trajectory_id, call).await;
+            let (reply, answer) = oneshot::channel();
+            self.link.send(Request::FrontendTool {
+                harness_id: call.id,
+                name: call.name,
+                arguments: call.arguments,
+                trajectory: ctx.trajectory_id.clone(),
+                reply,
+            });
+            return tool_outcome(answer.await.unwrap_or(ToolAnswer::Closed));
         }
         ToolOutcome::error(format!(
             "the tool `{}` is not available in this session",
@@ -69,12 +78,14 @@ impl Callbacks for SessionCallbacks {
             };
         };
         let name = args.tool_name().to_owned();
-        if let Some(max) = self.policy.max_tool_calls
-            && !self.bridge.count_tool_call(max)
-        {
-            return HookResponse::Deny(format!(
-                "Tool call limit reached ({max} per turn); the turn is being stopped."
-            ));
+        if let Some(max) = self.policy.max_tool_calls {
+            let (reply, within) = oneshot::channel();
+            self.link.send(Request::CountToolCall { max, reply });
+            if !within.await.unwrap_or(false) {
+                return HookResponse::Deny(format!(
+                    "Tool call limit reached ({max} per turn); the turn is being stopped."
+                ));
+            }
         }
         let needs_approval = self.policy.tool_approval
             && !self.policy.frontend_tools.contains(&name)
@@ -93,10 +104,9 @@ impl Callbacks for SessionCallbacks {
             &arguments,
         );
         let answer = self
-            .bridge
-            .park_interrupt(interrupt, InterruptKind::Approval, &ctx.trajectory_id)
-            .await
-            .unwrap_or(InterruptAnswer::Closed);
+            .link
+            .interrupt(interrupt, InterruptKind::Approval, &ctx.trajectory_id)
+            .await;
         match interrupts::approval_decision(&answer, &name) {
             Ok(()) => HookResponse::Allow {
                 modified_args: None,
@@ -118,48 +128,48 @@ impl Callbacks for SessionCallbacks {
             &request.questions,
         );
         let answer = self
-            .bridge
-            .park_interrupt(interrupt, InterruptKind::Question, &ctx.trajectory_id)
-            .await
-            .unwrap_or(InterruptAnswer::Closed);
+            .link
+            .interrupt(interrupt, InterruptKind::Question, &ctx.trajectory_id)
+            .await;
         interrupts::question_answer(&answer, &request.questions)
     }
 }
 
-impl SessionCallbacks {
+impl ThreadCallbacks {
     fn silent_tool(&self, name: &str) -> ToolOutcome {
         match name {
             APP_CONTEXT_TOOL => {
                 let context: Vec<Value> = self
-                    .bridge
+                    .link
+                    .shared
                     .context()
                     .into_iter()
                     .map(|c| serde_json::json!({"description": c.description, "value": c.value}))
                     .collect();
                 ToolOutcome::json(serde_json::json!({"context": context}))
             }
-            _ => ToolOutcome::json(serde_json::json!({"state": self.bridge.shared_state()})),
+            _ => ToolOutcome::json(serde_json::json!({"state": self.link.shared.state()})),
         }
     }
 
     async fn server_tool(
         &self,
-        tool: Arc<dyn crate::tools::ServerTool>,
+        tool: std::sync::Arc<dyn crate::tools::ServerTool>,
         trajectory: &str,
         call: ToolCallRequest,
     ) -> ToolOutcome {
-        let id = self.bridge.tool_call_id(&call.id);
-        self.bridge.emit_in(
+        let id = self.link.tool_call_id(&call.id);
+        self.link.emit(
             Some(trajectory),
             tool_call_events(&id, &call.name, &call.arguments),
         );
         let ctx = ToolContext {
-            bridge: self.bridge.clone(),
+            link: self.link.clone(),
             tool_call_id: id.clone(),
             tool_name: call.name.clone(),
             trajectory: trajectory.to_owned(),
         };
-        tracing::debug!(thread_id = %self.bridge.thread_id(), tool = %call.name, tool_call_id = %id, "server tool call");
+        tracing::debug!(thread_id = %self.link.thread_id, tool = %call.name, tool_call_id = %id, "server tool call");
         let result = tool.call(ctx, call.arguments).await;
         let (content, outcome) = match result {
             Ok(Value::String(text)) => (text.clone(), ToolOutcome::json(Value::String(text))),
@@ -169,59 +179,27 @@ impl SessionCallbacks {
                 (text, ToolOutcome::error(e.to_string()))
             }
         };
-        self.bridge.emit([Event::tool_call_result(
-            uuid::Uuid::new_v4().to_string(),
-            &id,
-            content,
-        )]);
+        // A stable id: a reconnecting client keeps the message it already has.
+        self.link.emit(
+            None,
+            [Event::tool_call_result(format!("{id}-result"), &id, content)],
+        );
         outcome
     }
+}
 
-    async fn frontend_tool(&self, trajectory: &str, call: ToolCallRequest) -> ToolOutcome {
-        if let Some(answer) = self.bridge.callback_arrived(&call.id) {
-            // Shown to the client with its parallel group before the harness asked for it.
-            let answer = answer.await.unwrap_or(ToolAnswer::Closed);
-            if self.policy.deduplicate {
-                self.bridge.settle_claim(&call.name, &answer);
-            }
-            return tool_outcome(answer);
-        }
-        if self.policy.deduplicate {
-            match self.bridge.claim(&call.name, &call.arguments) {
-                ClaimResult::First => {}
-                ClaimResult::Same(answer) => {
-                    tracing::debug!(tool = %call.name, "repeated frontend tool call; reusing the first result");
-                    return tool_outcome(answer.await.unwrap_or(ToolAnswer::Closed));
-                }
-                ClaimResult::Different {
-                    first_arguments,
-                    answer,
-                } => {
-                    tracing::debug!(tool = %call.name, "frontend tool called again with other arguments; not re-run");
-                    let first = answer.await.unwrap_or(ToolAnswer::Closed);
-                    return ToolOutcome::json(Value::String(already_ran(
-                        &call.name,
-                        &first_arguments,
-                        &first,
-                    )));
-                }
-            }
-        }
-        let id = self.bridge.tool_call_id(&call.id);
-        let answer = self
-            .bridge
-            .park_tool(id.clone(), call.name.clone(), trajectory);
-        self.bridge.emit_in(
-            Some(trajectory),
-            tool_call_events(&id, &call.name, &call.arguments),
-        );
-        tracing::debug!(thread_id = %self.bridge.thread_id(), tool = %call.name, tool_call_id = %id, "frontend tool parked");
-        let answer = answer.await.unwrap_or(ToolAnswer::Closed);
-        if self.policy.deduplicate {
-            self.bridge.settle_claim(&call.name, &answer);
-        }
-        tool_outcome(answer)
-    }
+/// `TOOL_CALL_START/ARGS/END` for a call the thread shows itself; the thread's task attaches
+/// it to the trajectory's open reply when it delivers it.
+pub(crate) fn tool_call_events(
+    id: &str,
+    name: &str,
+    arguments: &Map<String, Value>,
+) -> [Event; 3] {
+    [
+        Event::tool_call_start(id, name, None),
+        Event::tool_call_args(id, serde_json::to_string(arguments).unwrap_or_default()),
+        Event::tool_call_end(id),
+    ]
 }
 
 /// What the model receives for a frontend tool's answer.
@@ -237,23 +215,4 @@ fn tool_outcome(answer: ToolAnswer) -> ToolOutcome {
             ToolOutcome::error("The session was closed before the client replied.")
         }
     }
-}
-
-fn already_ran(name: &str, arguments: &Map<String, Value>, first: &ToolAnswer) -> String {
-    let returned = match first {
-        ToolAnswer::Result(text) => text.clone(),
-        ToolAnswer::Error(e) => format!("an error: {e}"),
-        ToolAnswer::Abandoned => ABANDONED_TEXT.to_owned(),
-        ToolAnswer::Closed => "nothing (the session closed)".to_owned(),
-    };
-    format!(
-        "{name} already ran in this turn with arguments {} and returned {returned}. It was not run again. Tell the \
-         user the result; only call it again on a later turn if they ask for another change.",
-        json_text(arguments)
-    )
-}
-
-/// Arguments as JSON text (a map of JSON values always serialises).
-fn json_text(arguments: &Map<String, Value>) -> String {
-    serde_json::to_string(arguments).unwrap_or_default()
 }

@@ -1,0 +1,501 @@
+//! The task that owns a live thread: its state, its main loop, its timers and its exit.
+//!
+//! The loop waits on four things and handles one at a time: a command from the agent (a run,
+//! a connect, a stop, a hibernation request, shutdown), a request from the harness side (a
+//! callback's events or parked request), the next harness event of the open conversation,
+//! and the next deadline (hibernation, session and park timeouts, a stalled turn, a run
+//! waiting for a busy thread). After each, [`Task::settle`] ends or advances the run in
+//! flight: a turn that ended, a turn that can do nothing more without the client, a prompt
+//! waiting for the conversation. Runs ([`runs`]) and the harness side ([`harness`]) are in
+//! their own files.
+
+mod harness;
+mod runs;
+
+use std::collections::VecDeque;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use agui_translate::{StepFailure, ToolCallIds};
+use agui_types::{Event, RunAgentInput};
+use harness_client::ConversationEvent;
+use harness_proto::lh::UsageMetadata;
+use tokio::sync::{mpsc, oneshot};
+use tokio::time::Instant;
+use tracing::Instrument as _;
+
+use super::conversation::Conversation;
+use super::output::{ModelLabel, Output};
+use super::parking::Parking;
+use super::shared::Shared;
+use super::{Command, Request, ThreadHandle, ThreadLink, ThreadStatus};
+use crate::agent::AgentInner;
+use crate::contract::Contract;
+use crate::error::RunFailure;
+use crate::prompt::Prompt;
+use crate::store::{ForwardedIds, PendingTool, ThreadRecord, UserSteps};
+
+/// Commands queued for a thread before its task takes them.
+const COMMAND_QUEUE: usize = 64;
+
+/// How long a stopped turn may take to stop before its harness process is killed.
+const STOP_GRACE: Duration = Duration::from_secs(5);
+
+/// Starts the task of `thread_id` (it loads the thread's record itself).
+pub(crate) fn spawn(agent: &Arc<AgentInner>, thread_id: &str, generation: u64) -> ThreadHandle {
+    let (commands_tx, commands) = mpsc::channel(COMMAND_QUEUE);
+    let (requests_tx, requests) = mpsc::unbounded_channel();
+    let status = Arc::new(ThreadStatus::new());
+    let shared = Arc::new(Shared::default());
+    let link = ThreadLink {
+        thread_id: Arc::from(thread_id),
+        requests: requests_tx,
+        shared: shared.clone(),
+        tool_call_ids: ToolCallIds::new(),
+    };
+    let span = tracing::info_span!(
+        "thread",
+        thread_id = %thread_id,
+        agent = %agent.options.name
+    );
+    let task = Task {
+        id: thread_id.to_owned(),
+        agent: agent.clone(),
+        status: status.clone(),
+        generation,
+        link,
+        commands,
+        requests,
+        span: span.clone(),
+        conversation: Conversation::Closed,
+        down: false,
+        conversation_id: uuid::Uuid::new_v4().simple().to_string(),
+        known: false,
+        workspace: agent.workspace_for(thread_id),
+        forwarded: ForwardedIds::default(),
+        user_steps: UserSteps::default(),
+        restart_pending: Vec::new(),
+        usage: None,
+        harness_lost: None,
+        lost: None,
+        history_loaded: true,
+        parking: Parking::default(),
+        output: Output::new(
+            thread_id.to_owned(),
+            shared,
+            agent.options.client_buffer_events,
+        ),
+        run: None,
+        waiting: VecDeque::new(),
+        unreported: None,
+        last_failure: None,
+        pending_echo: None,
+        last_activity: Instant::now(),
+        last_progress: Instant::now(),
+        stopping: None,
+        turn_failure: None,
+        closing: false,
+        shutdown_done: None,
+    };
+    tokio::spawn(task.run().instrument(span));
+    ThreadHandle {
+        commands: commands_tx,
+        status,
+        generation,
+    }
+}
+
+/// What the loop does after a step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Flow {
+    Continue,
+    Exit,
+}
+
+/// The run that drives the thread now (its prompt is the next to send).
+struct ActiveRun {
+    run_id: String,
+    /// The span of its log lines (the thread's, with the run id).
+    span: tracing::Span,
+    /// Its client's stream, to notice the client leaving while the thread is quiet.
+    events: mpsc::Sender<Event>,
+    /// The user message to send once no turn is in flight.
+    prompt: Option<Prompt>,
+    /// Tool messages whose results travel in the prompt (recorded as forwarded with it).
+    consumed: Vec<String>,
+    /// The client tools the conversation must have.
+    contract: Contract,
+    /// Neither an answer nor a new message: it only restates what waits.
+    bare: bool,
+}
+
+/// A run waiting for the thread's current run to end.
+struct WaitingRun {
+    input: RunAgentInput,
+    events: mpsc::Sender<Event>,
+    deadline: Instant,
+}
+
+/// One live thread.
+pub(super) struct Task {
+    id: String,
+    agent: Arc<AgentInner>,
+    status: Arc<ThreadStatus>,
+    generation: u64,
+    link: ThreadLink,
+    commands: mpsc::Receiver<Command>,
+    requests: mpsc::UnboundedReceiver<Request>,
+    span: tracing::Span,
+
+    conversation: Conversation,
+    /// The open conversation's connection is gone (it is re-attached on the next run).
+    down: bool,
+    conversation_id: String,
+    /// The harness has this conversation (so it is resumed, never silently recreated).
+    known: bool,
+    workspace: PathBuf,
+    forwarded: ForwardedIds,
+    user_steps: UserSteps,
+    /// Frontend tool calls that were parked when the server last stopped.
+    restart_pending: Vec<PendingTool>,
+    /// The conversation's cumulative usage at the last report.
+    usage: Option<UsageMetadata>,
+    /// Why the thread's harness died, for the warning of the next open.
+    harness_lost: Option<String>,
+    /// The conversation could not be resumed; the next run reports it.
+    lost: Option<RunFailure>,
+    /// The message log holds the thread's messages (false after a cold start until the
+    /// history is rebuilt from the harness).
+    history_loaded: bool,
+
+    parking: Parking,
+    output: Output,
+    run: Option<ActiveRun>,
+    waiting: VecDeque<WaitingRun>,
+    /// A failure of a turn no run watched, for the next run.
+    unreported: Option<RunFailure>,
+    /// The last failure a step of the turn reported (gives a turn error its HTTP code).
+    last_failure: Option<StepFailure>,
+    /// The message id of the prompt whose echo step is awaited.
+    pending_echo: Option<String>,
+    last_activity: Instant,
+    /// The last time the harness sent anything.
+    last_progress: Instant,
+    /// A stop (or a stall) was requested at this time; the turn is being halted.
+    stopping: Option<Instant>,
+    /// The failure the runs watching the current turn end with (it failed, or stalled and
+    /// was halted).
+    turn_failure: Option<RunFailure>,
+    closing: bool,
+    shutdown_done: Option<oneshot::Sender<()>>,
+}
+
+impl Task {
+    async fn run(mut self) {
+        self.load().await;
+        loop {
+            // Every line logged while a run drives the thread carries its run id.
+            let span = self
+                .run
+                .as_ref()
+                .map_or_else(|| self.span.clone(), |r| r.span.clone());
+            if self.iterate().instrument(span).await == Flow::Exit {
+                break;
+            }
+        }
+        self.exit().await;
+    }
+
+    /// Waits for the next thing to happen and handles it.
+    async fn iterate(&mut self) -> Flow {
+        {
+            self.publish_status();
+            let deadline = self.next_deadline();
+            let poll_harness = self.conversation.is_open() && !self.down;
+            let watch_client = self
+                .run
+                .as_ref()
+                .is_some_and(|r| self.output.is_attached(&r.run_id));
+            let flow = tokio::select! {
+                biased;
+                command = self.commands.recv() => match command {
+                    Some(command) => self.command(command).await,
+                    None => Flow::Exit,
+                },
+                Some(request) = self.requests.recv() => {
+                    self.request(request);
+                    Flow::Continue
+                }
+                event = next_event(&mut self.conversation), if poll_harness => {
+                    self.harness_event(event).await;
+                    Flow::Continue
+                }
+                () = run_client_left(self.run.as_ref().filter(|_| watch_client)) => {
+                    self.output.prune();
+                    Flow::Continue
+                }
+                () = tokio::time::sleep_until(deadline) => self.tick().await,
+            };
+            if flow == Flow::Exit {
+                return Flow::Exit;
+            }
+            self.settle().await;
+            Flow::Continue
+        }
+    }
+
+    /// Takes the thread's record from the store, if it has one.
+    async fn load(&mut self) {
+        let Some(record) = self.agent.records.get(&self.id).await else {
+            return;
+        };
+        tracing::info!(conversation_id = %record.conversation_id, "thread returned; resuming its conversation");
+        self.conversation_id = record.conversation_id;
+        if !record.workspace.as_os_str().is_empty() {
+            self.workspace = record.workspace;
+        }
+        self.known = true;
+        self.forwarded = record.forwarded;
+        self.user_steps = record.user_steps;
+        self.restart_pending = record.pending_frontend_tools;
+        self.history_loaded = false;
+    }
+
+    async fn command(&mut self, command: Command) -> Flow {
+        self.touch();
+        match command {
+            Command::Run { input, events } => self.start_run(input, events).await,
+            Command::Connect { input, events } => self.connect(input, events).await,
+            Command::Stop { reply } => {
+                let stopped = self.stop();
+                let _ = reply.send(stopped);
+            }
+            Command::Hibernate => {
+                if self.is_idle_live() {
+                    tracing::info!("hibernating an idle thread to make room");
+                    self.conversation.close().await;
+                    self.down = false;
+                }
+            }
+            Command::Shutdown { done } => {
+                self.shutdown_done = Some(done);
+                self.shut_down().await;
+                return Flow::Exit;
+            }
+        }
+        Flow::Continue
+    }
+
+    /// Ends everything for a server shutdown: parked requests fail, runs end with
+    /// `RUN_ERROR`, the conversation closes so the harness checkpoints it.
+    async fn shut_down(&mut self) {
+        self.closing = true;
+        let failure = RunFailure::new(
+            crate::RunErrorCode::Cancelled,
+            "The server is shutting down; the turn was interrupted.",
+        );
+        // Ends the runs and persists the thread with what the client still owes, so a result
+        // arriving after a restart is not lost; only then are the parked requests released.
+        self.finish(Err(failure.clone())).await;
+        let released = self.parking.close_all();
+        for waiting in std::mem::take(&mut self.waiting) {
+            self.reject(&waiting.input, waiting.events, failure.clone());
+        }
+        self.conversation.close().await;
+        tracing::info!(released, "thread closed for shutdown");
+    }
+
+    /// The next deadline of the thread's timers.
+    fn next_deadline(&self) -> Instant {
+        let options = &self.agent.options;
+        let far = Instant::now() + Duration::from_secs(24 * 60 * 60);
+        let mut deadline = far;
+        let mut at = |t: Instant| deadline = deadline.min(t);
+        for waiting in &self.waiting {
+            at(waiting.deadline);
+        }
+        if let Some(since) = self.stopping {
+            at(since + STOP_GRACE);
+        }
+        let turn = self.conversation.turn().is_some();
+        let parked = self.status.is_parked();
+        if turn && self.stopping.is_none() {
+            at(self.last_progress + options.turn_stall_timeout);
+        }
+        if self.run.is_none() && !self.output.has_subscribers() {
+            if turn || parked {
+                at(self.last_activity + options.parked_timeout);
+            } else {
+                at(self.last_activity + options.session_timeout);
+                if self.conversation.is_open() {
+                    at(self.last_activity + options.hibernate_after);
+                }
+            }
+        }
+        deadline
+    }
+
+    async fn tick(&mut self) -> Flow {
+        let now = Instant::now();
+        let options = self.agent.options.clone();
+        while let Some(i) = self.waiting.iter().position(|w| w.deadline <= now) {
+            let Some(waiting) = self.waiting.remove(i) else { break };
+            self.reject(&waiting.input, waiting.events, busy());
+        }
+        if let Some(since) = self.stopping
+            && now >= since + STOP_GRACE
+            && let Some(open) = self.conversation.as_open()
+        {
+            tracing::warn!("the harness did not stop the turn in time; killing its process");
+            open.handle.kill_process();
+            self.stopping = Some(now);
+        }
+        let turn = self.conversation.turn().is_some();
+        if turn
+            && self.stopping.is_none()
+            && now >= self.last_progress + options.turn_stall_timeout
+            && !self.waits_for_client()
+        {
+            tracing::warn!(
+                stalled_secs = options.turn_stall_timeout.as_secs(),
+                "the harness made no progress on the turn; halting it"
+            );
+            self.turn_failure = Some(RunFailure::new(
+                crate::RunErrorCode::TurnStalled,
+                format!(
+                    "The agent made no progress for {} s, so the turn was stopped (turn_stall_timeout_secs). The conversation is kept; send a message to continue.",
+                    options.turn_stall_timeout.as_secs()
+                ),
+            ));
+            self.halt();
+        }
+        if self.run.is_some() || self.output.has_subscribers() {
+            return Flow::Continue;
+        }
+        let idle = now.saturating_duration_since(self.last_activity);
+        let parked = self.parking.is_parked();
+        if turn || parked {
+            if idle >= options.parked_timeout {
+                tracing::info!(parked, "giving up on a thread waiting for its client");
+                self.parking.close_all();
+                self.conversation.close().await;
+                return Flow::Exit;
+            }
+            return Flow::Continue;
+        }
+        if idle >= options.session_timeout {
+            tracing::info!("closing an idle thread");
+            return Flow::Exit;
+        }
+        if idle >= options.hibernate_after && self.conversation.is_open() {
+            tracing::debug!("hibernating an idle thread");
+            self.conversation.close().await;
+            self.down = false;
+        }
+        Flow::Continue
+    }
+
+    /// Persists the thread and leaves the agent's registry.
+    async fn exit(mut self) {
+        self.conversation.close().await;
+        if !self.closing {
+            self.persist();
+        }
+        self.agent.forget_thread(&self.id, self.generation);
+        if let Some(done) = self.shutdown_done.take() {
+            let _ = done.send(());
+        }
+        tracing::debug!("thread task ended");
+    }
+
+    /// Hands the thread's record to the store (written behind the run path).
+    fn persist(&mut self) {
+        let record = ThreadRecord {
+            conversation_id: self.conversation_id.clone(),
+            forwarded: self.forwarded.clone(),
+            pending_frontend_tools: self.parking.pending_tool_calls(),
+            user_steps: self.user_steps.clone(),
+            workspace: self.workspace.clone(),
+            ..ThreadRecord::default()
+        };
+        self.agent.records.put(&self.id, record);
+    }
+
+    fn touch(&mut self) {
+        self.last_activity = Instant::now();
+        self.status.touch();
+    }
+
+    fn publish_status(&mut self) {
+        let parked = self.parking.is_parked();
+        self.status.parked.store(parked, Ordering::Relaxed);
+        let idle_live = self.is_idle_live();
+        self.status.idle_live.store(idle_live, Ordering::Relaxed);
+    }
+
+    /// Open conversation, no turn, no run, nothing parked: it can be closed at once.
+    fn is_idle_live(&mut self) -> bool {
+        self.conversation.is_open()
+            && self.conversation.turn().is_none()
+            && self.run.is_none()
+            && !self.output.has_subscribers()
+            && !self.parking.is_parked()
+    }
+
+    /// Whether the turn waits only for the client (nothing to stall on).
+    fn waits_for_client(&mut self) -> bool {
+        let blocked = self.parking.blocked();
+        match self.conversation.turn() {
+            Some(turn) => turn.activity().settled(&blocked),
+            None => !blocked.is_empty(),
+        }
+    }
+
+    /// Asks the harness to stop the turn in flight.
+    fn halt(&mut self) {
+        if let Some(open) = self.conversation.as_open()
+            && !(open.handle.canceller())()
+        {
+            tracing::warn!("could not send the halt request");
+        }
+        self.stopping = Some(Instant::now());
+    }
+
+    /// The provider and model runs report their usage under.
+    fn model_label(&self) -> ModelLabel {
+        let provider = match self.agent.options.endpoint {
+            harness_client::ModelEndpoint::Gemini { .. }
+            | harness_client::ModelEndpoint::Vertex { .. } => Some("google".to_owned()),
+            harness_client::ModelEndpoint::OpenAiCompatible { .. } => None,
+        };
+        ModelLabel {
+            provider,
+            model: self.agent.options.model.clone(),
+        }
+    }
+}
+
+/// The next event of an open conversation (never resolves when there is none).
+async fn next_event(conversation: &mut Conversation) -> Option<ConversationEvent> {
+    match conversation.as_open() {
+        Some(open) => open.handle.next_event().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Resolves when the driving run's client is gone (never when there is none).
+async fn run_client_left(run: Option<&ActiveRun>) {
+    match run {
+        Some(run) if !run.events.is_closed() => run.events.closed().await,
+        _ => std::future::pending().await,
+    }
+}
+
+fn busy() -> RunFailure {
+    RunFailure::new(
+        crate::RunErrorCode::ThreadBusy,
+        "Another run on this thread is still in progress; retry when it has finished.",
+    )
+}

@@ -1,0 +1,469 @@
+//! Runs on a thread: starting one (answers, state, the prompt), restating the thread for a
+//! connect, stopping the turn, and ending every subscribed run when the turn ends or waits for
+//! the client.
+
+use agui_types::{Event, RunAgentInput, RunOutcome};
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+use tracing::Instrument as _;
+
+use super::super::output::{Restate, Terminal};
+use super::{ActiveRun, Task, WaitingRun};
+use crate::answers;
+use crate::contract::Contract;
+use crate::error::{RunErrorCode, RunFailure};
+use crate::options::ConcurrentRuns;
+use crate::prompt::{self, Prompt, PromptLimits};
+
+/// How a run ends when it does not fail.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Ending {
+    /// The turn ended (or there was nothing to do).
+    Finished,
+    /// Something waits for the client.
+    Parked,
+    /// The turn was stopped.
+    Stopped,
+}
+
+impl Task {
+    /// A run arrives: served now, queued behind the thread's current run, or refused.
+    pub(super) async fn start_run(&mut self, input: RunAgentInput, events: mpsc::Sender<Event>) {
+        if self.closing || self.agent.is_closing() {
+            self.reject(&input, events, shutting_down());
+            return;
+        }
+        if let Some(active) = &self.run {
+            if self.output.is_attached(&active.run_id) {
+                match self.agent.options.concurrent_runs {
+                    ConcurrentRuns::Refuse => self.reject(&input, events, super::busy()),
+                    ConcurrentRuns::Wait(limit) => self.waiting.push_back(WaitingRun {
+                        input,
+                        events,
+                        deadline: Instant::now() + limit,
+                    }),
+                }
+                return;
+            }
+            // The driving run's client left: this run takes the thread over (its own prompt,
+            // if any, goes after the turn in flight).
+            tracing::info!(previous = %active.run_id, "a new run takes over a thread whose client left");
+            if let Some(previous) = self.run.take()
+                && let Some(prompt) = previous.prompt
+            {
+                tracing::warn!(message_id = %prompt.message_id, "the previous run's message was not sent yet; the new run decides what is sent");
+            }
+        }
+        self.begin_run(input, events).await;
+    }
+
+    async fn begin_run(&mut self, input: RunAgentInput, events: mpsc::Sender<Event>) {
+        let span = tracing::info_span!(parent: &self.span, "run", run_id = %input.run_id);
+        self.begin_run_in(input, events, span.clone())
+            .instrument(span)
+            .await;
+    }
+
+    async fn begin_run_in(
+        &mut self,
+        input: RunAgentInput,
+        events: mpsc::Sender<Event>,
+        span: tracing::Span,
+    ) {
+        let version = negotiate(input.protocol_version.as_deref());
+        self.link
+            .shared
+            .adopt(input.state.as_ref(), input.context.clone());
+        let deduplicate = self.agent.options.deduplicate_tool_calls;
+        let forwarded = &self.forwarded;
+        let applied = answers::apply(
+            &mut self.parking,
+            &input,
+            &self.restart_pending,
+            |id| forwarded.contains(id),
+            deduplicate,
+        );
+        let limits = PromptLimits {
+            max_attachment_bytes: self.agent.options.max_attachment_bytes,
+        };
+        let mut prompt = prompt::newest_unforwarded_with(
+            &input.messages,
+            |id| self.forwarded.contains(id),
+            &limits,
+        );
+        if !applied.late_results.is_empty() {
+            prompt = Some(with_late_results(
+                prompt,
+                &applied.late_results,
+                &applied.consumed,
+            ));
+        }
+        if let Some(prompt) = &prompt {
+            for note in &prompt.notes {
+                tracing::warn!(message_id = %prompt.message_id, "{note}");
+            }
+        }
+        if prompt.is_some() && applied.resolved == 0 {
+            let abandoned = self.parking.abandon_all();
+            if abandoned > 0 {
+                tracing::info!(
+                    abandoned,
+                    "new user message while requests were parked; abandoning them"
+                );
+            }
+        }
+        let turn_in_flight = self.conversation.turn().is_some();
+        let client_missed = !self.output.client_is_current(&input.messages);
+        self.output.log_mut().merge(&input.messages);
+        // A run that continues an earlier turn restates the thread first: the client may have
+        // missed part of it, and results of calls started in an earlier run need their calls
+        // in this run's stream. A client that only missed what happened while nobody watched
+        // gets those events as they came instead.
+        let restate = if (turn_in_flight && applied.resolved > 0) || client_missed {
+            Restate::Messages
+        } else {
+            Restate::Nothing
+        };
+        let usage = self.usage.clone();
+        if !self
+            .output
+            .subscribe(&input.run_id, events.clone(), version, usage, restate)
+        {
+            tracing::info!("the client left before the run started");
+        }
+        if let Some(failure) = self.unreported.take() {
+            // What went wrong while nobody watched is said first; the new message waits for
+            // the next run.
+            self.finish(Err(failure)).await;
+            return;
+        }
+        if let Some(failure) = self.lost.take() {
+            self.finish(Err(failure)).await;
+            return;
+        }
+        let contract = Contract::new(&input.tools, &self.agent.options, &self.agent.tools);
+        let bare = prompt.is_none() && applied.resolved == 0;
+        self.run = Some(ActiveRun {
+            run_id: input.run_id.clone(),
+            span,
+            events,
+            prompt,
+            consumed: applied.consumed,
+            contract,
+            bare,
+        });
+    }
+
+    /// A connect: the thread restated on `events` — its messages, its state, the blocks still
+    /// open — then its live turn, if any, to the end; parked, it ends as the run that parked it
+    /// did; idle, at once.
+    pub(super) async fn connect(&mut self, input: RunAgentInput, events: mpsc::Sender<Event>) {
+        if self.closing || self.agent.is_closing() {
+            self.reject(&input, events, shutting_down());
+            return;
+        }
+        let version = negotiate(input.protocol_version.as_deref());
+        if let Some(failure) = self.lost.clone() {
+            self.output
+                .subscribe(&input.run_id, events, version, None, Restate::Nothing);
+            self.finish_one(&input.run_id, Terminal::Failed(failure));
+            return;
+        }
+        if !self.history_loaded {
+            // After a restart the messages live in the harness: resuming the conversation
+            // brings them back.
+            let contract = Contract::new(&input.tools, &self.agent.options, &self.agent.tools);
+            if let Err(failure) = self.ensure_conversation(contract).await {
+                self.output
+                    .subscribe(&input.run_id, events, version, None, Restate::Nothing);
+                self.finish_one(&input.run_id, Terminal::Failed(failure));
+                return;
+            }
+        }
+        let usage = self.usage.clone();
+        self.output
+            .subscribe(&input.run_id, events, version, usage, Restate::WithState);
+        if self.conversation.turn().is_some() {
+            if self.parking.is_parked() && self.waits_for_client() {
+                let outcome = self.parked_outcome();
+                self.finish_one(&input.run_id, Terminal::Finished(outcome));
+            }
+            // Otherwise it follows the turn and ends with it.
+            return;
+        }
+        self.finish_one(&input.run_id, Terminal::Finished(None));
+    }
+
+    /// Stops the turn in flight: the harness is asked to halt, what is parked is released,
+    /// and every subscribed run ends cancelled once the harness has stopped. False when no
+    /// turn is in flight.
+    pub(super) fn stop(&mut self) -> bool {
+        if self.conversation.turn().is_none() {
+            return false;
+        }
+        tracing::info!("stopping the turn");
+        if let Some(run) = self.run.as_mut() {
+            run.prompt = None;
+        }
+        self.parking.close_all();
+        self.halt();
+        true
+    }
+
+    /// Ends or advances the run in flight after anything happened.
+    pub(super) async fn settle(&mut self) {
+        self.handle_detached();
+        // With no turn in flight, a stop (or a halt) has done its work.
+        let stopped = self.conversation.turn().is_none() && self.stopping.take().is_some();
+        if self.run.is_none() && !self.output.has_subscribers() {
+            self.turn_failure = None;
+            self.start_waiting().await;
+            return;
+        }
+        if self.conversation.turn().is_none() {
+            if stopped {
+                self.finish(Ok(Ending::Stopped)).await;
+            } else if self.run.as_ref().is_some_and(|r| r.prompt.is_some()) {
+                self.begin_prompt().await;
+            } else {
+                self.finish(Ok(Ending::Finished)).await;
+            }
+            self.start_waiting().await;
+            return;
+        }
+        if self.stopping.is_some() || !self.parking.is_parked() {
+            return;
+        }
+        if self.run.as_ref().is_some_and(|r| r.bare) {
+            // Nothing answered and nothing new: say again what is waiting.
+            self.finish(Ok(Ending::Parked)).await;
+            self.start_waiting().await;
+            return;
+        }
+        // Everything the harness sent before the callback that parked is queued: take it all,
+        // then end if the harness can do nothing more without the client.
+        self.drain_harness().await;
+        if self.conversation.turn().is_some() && self.settled() {
+            self.finish(Ok(Ending::Parked)).await;
+            self.start_waiting().await;
+        }
+    }
+
+    /// Subscribers that left or fell behind: with `on_disconnect = cancel`, the last one
+    /// leaving stops the turn.
+    fn handle_detached(&mut self) {
+        let detached = self.output.take_detached();
+        if detached.is_empty()
+            || self.output.has_subscribers()
+            || self.agent.options.on_disconnect != crate::options::OnDisconnect::Cancel
+        {
+            return;
+        }
+        let left = detached
+            .iter()
+            .any(|(_, why)| *why == super::super::output::Detach::Left);
+        if left && self.conversation.turn().is_some() && self.stopping.is_none() {
+            tracing::info!("the client left and on_disconnect = cancel: stopping the turn");
+            self.stop();
+        }
+    }
+
+    /// Serves the next run that waited for this thread.
+    async fn start_waiting(&mut self) {
+        while self.run.is_none()
+            && !self.output.has_subscribers()
+            && let Some(waiting) = self.waiting.pop_front()
+        {
+            if waiting.events.is_closed() {
+                continue;
+            }
+            self.begin_run(waiting.input, waiting.events).await;
+        }
+    }
+
+    /// Sends the active run's prompt, opening (or resuming) the conversation first.
+    pub(super) async fn begin_prompt(&mut self) {
+        let Some(contract) = self.run.as_ref().map(|r| r.contract.clone()) else {
+            return;
+        };
+        if let Err(failure) = self.ensure_conversation(contract).await {
+            self.finish(Err(failure)).await;
+            return;
+        }
+        let Some((prompt, consumed)) = self
+            .run
+            .as_mut()
+            .and_then(|r| r.prompt.take().map(|p| (p, std::mem::take(&mut r.consumed))))
+        else {
+            return;
+        };
+        self.parking.new_turn();
+        self.start_turn();
+        let Some(open) = self.conversation.as_open() else {
+            return;
+        };
+        if let Err(e) = open.handle.send(prompt.input).await {
+            open.turn = None;
+            self.finish(Err(RunFailure::new(
+                RunErrorCode::HarnessLost,
+                format!("Could not send the message to the harness: {e}"),
+            )))
+            .await;
+            return;
+        }
+        tracing::info!(message_id = %prompt.message_id, "user message sent");
+        self.known = true;
+        self.forwarded.record(prompt.message_id.clone());
+        for id in consumed {
+            self.forwarded.record(id);
+        }
+        self.pending_echo = Some(prompt.message_id);
+        self.persist();
+    }
+
+    /// Ends every subscribed run: open blocks close first, then each gets its terminal event.
+    pub(super) async fn finish(&mut self, result: Result<Ending, RunFailure>) {
+        // What callbacks queued comes first, inside the turn's replies.
+        while let Ok(request) = self.requests.try_recv() {
+            self.request(request);
+        }
+        if let Some(turn) = self.conversation.turn_mut() {
+            for event in turn.close_run() {
+                self.output.emit(event);
+            }
+        }
+        let result = match (result, self.turn_failure.take()) {
+            (_, Some(stalled)) => Err(stalled),
+            (result, None) => result,
+        };
+        let terminal = match result {
+            Ok(Ending::Finished) => Terminal::Finished(None),
+            Ok(Ending::Parked) => Terminal::Finished(self.parked_outcome()),
+            Ok(Ending::Stopped) => Terminal::Finished(Some(RunOutcome::Cancelled)),
+            Err(failure) => Terminal::Failed(failure),
+        };
+        let label = self.model_label();
+        self.output
+            .finish_all(&terminal, self.usage.as_ref(), &label);
+        self.run = None;
+        self.last_failure = None;
+        self.persist();
+    }
+
+    /// Ends one subscriber's run alone (a connect that has nothing live to follow).
+    pub(super) fn finish_one(&mut self, run_id: &str, terminal: Terminal) {
+        let label = self.model_label();
+        self.output
+            .finish_one(run_id, &terminal, self.usage.as_ref(), &label);
+    }
+
+    /// Refuses a run: `RUN_STARTED` then `RUN_ERROR`.
+    pub(super) fn reject(
+        &mut self,
+        input: &RunAgentInput,
+        events: mpsc::Sender<Event>,
+        failure: RunFailure,
+    ) {
+        let version = negotiate(input.protocol_version.as_deref());
+        self.output
+            .subscribe(&input.run_id, events, version, None, Restate::Nothing);
+        self.finish_one(&input.run_id, Terminal::Failed(failure));
+    }
+
+    /// The outcome of a run that ends with something waiting for the client.
+    fn parked_outcome(&mut self) -> Option<RunOutcome> {
+        let interrupts = self.parking.interrupts();
+        if !interrupts.is_empty() {
+            return Some(RunOutcome::Interrupt { interrupts });
+        }
+        let pending: Vec<String> = self
+            .parking
+            .pending_tool_calls()
+            .into_iter()
+            .map(|p| p.tool_call_id)
+            .collect();
+        (!pending.is_empty()).then_some(RunOutcome::Success {
+            pending_tool_call_ids: pending,
+        })
+    }
+
+    /// Whether the turn waits only for the client. If so, the frontend calls of the parked
+    /// replies that the harness has not called back for yet are announced (it asks for a
+    /// reply's calls one at a time), so the client answers them together.
+    fn settled(&mut self) -> bool {
+        let blocked = self.parking.blocked();
+        let Some(turn) = self.conversation.turn() else {
+            return !blocked.is_empty();
+        };
+        if !turn.activity().settled(&blocked) {
+            return false;
+        }
+        let frontend: Vec<String> = self
+            .run
+            .as_ref()
+            .map(|r| r.contract.frontend.iter().map(|t| t.name.clone()).collect())
+            .unwrap_or_default();
+        let open_calls: Vec<(String, crate::activity::HostCall)> = turn
+            .activity()
+            .open_calls_in(&blocked)
+            .filter(|(_, call)| frontend.contains(&call.name))
+            .map(|(trajectory, call)| (trajectory.to_owned(), call.clone()))
+            .collect();
+        let deduplicate = self.agent.options.deduplicate_tool_calls;
+        for (trajectory, call) in open_calls {
+            let link = &self.link;
+            if let Some(id) = self.parking.announce(
+                &call.harness_id,
+                || link.tool_call_id(&call.harness_id),
+                &call.name,
+                &call.arguments,
+                &trajectory,
+                deduplicate,
+            ) {
+                tracing::debug!(tool = %call.name, tool_call_id = %id, "frontend tool announced ahead of its callback");
+                let events = super::super::callbacks::tool_call_events(&id, &call.name, &call.arguments);
+                self.emit_in(Some(&trajectory), events.into());
+            }
+        }
+        true
+    }
+}
+
+/// The protocol version this producer answers with; a client declaring a newer one is served
+/// (and warned about), as the versioning rules ask.
+fn negotiate(version: Option<&str>) -> &'static str {
+    if let Some(version) = version {
+        let parsed: Option<Vec<u64>> = version.split('.').map(|p| p.parse().ok()).collect();
+        match parsed.as_deref() {
+            Some([major, minor]) if (*major, *minor) > (1, 0) => tracing::warn!(
+                version,
+                "the client speaks a newer AG-UI version than this server's {}; serving the run",
+                agui_types::PROTOCOL_VERSION
+            ),
+            Some([_, _]) => {}
+            _ => tracing::warn!(version, "unreadable AG-UI protocol version; serving the run"),
+        }
+    }
+    agui_types::PROTOCOL_VERSION
+}
+
+fn shutting_down() -> RunFailure {
+    RunFailure::new(RunErrorCode::Cancelled, "The server is shutting down.")
+}
+
+/// Adds notes about tool results that arrived after a restart to the prompt (or makes them the
+/// prompt), so the model learns what the client did.
+fn with_late_results(prompt: Option<Prompt>, notes: &[String], consumed: &[String]) -> Prompt {
+    let text = harness_client::input::text_part(&notes.join("\n"));
+    match prompt {
+        Some(mut prompt) => {
+            prompt.input.parts.insert(0, text);
+            prompt
+        }
+        None => Prompt {
+            message_id: consumed.first().cloned().unwrap_or_default(),
+            input: harness_proto::lh::UserInput { parts: vec![text] },
+            notes: Vec::new(),
+        },
+    }
+}
