@@ -389,7 +389,7 @@ pub fn builtin_tools(choices: &[BuiltinToolChoice]) -> BTreeSet<BuiltinTool> {
 pub struct FileConfig {
     /// Listen address.
     pub bind: Option<SocketAddr>,
-    /// Require `Authorization: Bearer <token>` on every route but `/healthz`.
+    /// Require `Authorization: Bearer <token>` on every route but `/healthz` and the playground's page.
     pub auth_token: Option<String>,
     /// Origins allowed by CORS (`*` for any).
     pub cors_origins: Option<Vec<String>>,
