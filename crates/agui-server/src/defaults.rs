@@ -18,6 +18,8 @@ pub const KEEP_ALIVE_SECS: u64 = 15;
 pub const LOG_FORMAT: LogFormat = LogFormat::Text;
 /// Serve the scripted demo model even where a model endpoint is configured.
 pub const DEMO: bool = false;
+/// Serve a non-loopback bind with no token.
+pub const INSECURE_NO_AUTH: bool = false;
 /// Text model (also the name the demo model answers to).
 pub const MODEL: &str = "gemini-3-flash-preview";
 /// What `system_instructions` does to Antigravity's prompt.
@@ -36,7 +38,11 @@ pub fn documented() -> Vec<(&'static str, String)> {
         ("bind", text(BIND)),
         ("demo", on_off(DEMO)),
         ("auth_token", text("none")),
+        ("auth_tokens", text("none")),
+        ("user_header", text("none")),
+        ("insecure_no_auth", on_off(INSECURE_NO_AUTH)),
         ("cors_origins", text("none")),
+        ("allowed_hosts", text("none")),
         ("max_body_bytes", bytes(MAX_BODY_BYTES)),
         ("path", text("/")),
         ("name", text("from the path")),

@@ -23,6 +23,7 @@
 //! `examples/minimal.rs` is this as a program; `examples/dojo` serves the AG-UI dojo's demo
 //! agents (server tools with shared state and interrupts, its own offline script).
 
+pub mod access;
 pub mod build;
 mod capabilities;
 pub mod cli;
@@ -32,6 +33,7 @@ pub mod demo;
 mod error;
 pub mod http;
 pub mod metrics;
+mod owners;
 pub mod playground;
 mod stream;
 
@@ -47,8 +49,8 @@ use tokio::sync::watch;
 pub use build::{MountedAgent, Runtime};
 pub use capabilities::derive as capabilities;
 pub use config::{
-    AgentSettings, BuiltinToolChoice, FileConfig, LogFormat, ServerConfig, SystemInstructionsMode,
-    ThinkingLevel,
+    AgentSettings, AuthTokens, BuiltinToolChoice, FileConfig, LogFormat, ServerConfig,
+    SystemInstructionsMode, ThinkingLevel,
 };
 pub use error::ServerError;
 
@@ -145,6 +147,14 @@ impl Server {
 
     /// Builds the agents (installing the harness if it is missing), binds and starts serving.
     pub async fn start(self) -> Result<RunningServer, ServerError> {
+        // Checked again here: an embedder may build the configuration by hand.
+        let access = access::AccessPolicy::new(&self.config)?;
+        if access.is_exposed_without_auth() {
+            tracing::warn!(
+                bind = %self.config.bind,
+                "serving a non-loopback address with no authentication (insecure_no_auth): anyone who reaches it can run commands through the agent, unless something in front authenticates every request"
+            );
+        }
         let tools = self.tools;
         let runtime = build::build(
             &self.config,
@@ -154,8 +164,7 @@ impl Server {
         .await?;
         let metrics = Arc::new(metrics::Metrics::new());
         let options = http::HttpOptions {
-            auth_token: self.config.auth_token.clone(),
-            cors_origins: self.config.cors_origins.clone(),
+            access,
             max_body_bytes: self.config.max_body_bytes,
             keep_alive: self.config.keep_alive,
         };

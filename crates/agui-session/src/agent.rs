@@ -192,7 +192,12 @@ impl Agent {
         let mut done = Vec::new();
         for thread in threads {
             let (tx, rx) = oneshot::channel();
-            if thread.commands.send(Command::Shutdown { done: tx }).await.is_ok() {
+            if thread
+                .commands
+                .send(Command::Shutdown { done: tx })
+                .await
+                .is_ok()
+            {
                 done.push(rx);
             }
         }

@@ -5,10 +5,10 @@
 use agui_types::{Message, ResumeStatus, RunAgentInput};
 use serde_json::Value;
 
-use crate::thread::parking::{Parking, ResolveError, ToolAnswer};
 use crate::interrupts::InterruptAnswer;
 use crate::prompt::{ToolResultText, tool_result_text};
 use crate::store::PendingTool;
+use crate::thread::parking::{Parking, ResolveError, ToolAnswer};
 
 /// What applying the answers did.
 #[derive(Debug, Default, PartialEq)]

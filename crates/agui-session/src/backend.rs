@@ -140,7 +140,10 @@ impl ConversationHandle for Conversation {
         let process = self.process().clone();
         tokio::spawn(async move {
             let exit = process
-                .shutdown_with_grace(std::time::Duration::ZERO, std::time::Duration::from_millis(500))
+                .shutdown_with_grace(
+                    std::time::Duration::ZERO,
+                    std::time::Duration::from_millis(500),
+                )
                 .await;
             tracing::warn!(%exit, "killed a harness process that did not stop its turn");
         });

@@ -14,10 +14,10 @@ use harness_proto::lh::HarnessConfig;
 use harness_proto::lh::{LifecycleHook, harness_config::SessionContinuationMode};
 use serde_json::{Value, json};
 
-use crate::thread::{APP_CONTEXT_TOOL, APP_STATE_TOOL, CallbackPolicy};
 #[cfg(test)]
 use crate::error::SessionError;
 use crate::options::AgentOptions;
+use crate::thread::{APP_CONTEXT_TOOL, APP_STATE_TOOL, CallbackPolicy};
 use crate::tools::ToolRegistry;
 
 /// The client tools a conversation was opened with.

@@ -45,7 +45,6 @@ mod turn;
 
 pub use agent::{Agent, AgentStats, RunStream, ThreadError};
 pub use backend::Backend;
-pub use thread::{APP_CONTEXT_TOOL, APP_STATE_TOOL};
 pub use contract::conversation_config;
 pub use error::{RunErrorCode, RunFailure, SessionError};
 pub use interrupts::{InterruptAnswer, REASON_APPROVAL, REASON_QUESTION};
@@ -53,6 +52,7 @@ pub use options::{
     AgentOptions, Behavior, ConcurrentRuns, HarnessSettings, InterruptReasons, OnDisconnect,
     StructuredOutputMode,
 };
+pub use thread::{APP_CONTEXT_TOOL, APP_STATE_TOOL};
 pub use tools::{FnTool, InterruptRequest, ServerTool, ToolContext, ToolError, ToolRegistry};
 
 /// The first `bytes` bytes of the SHA-256 of `data`, in lowercase hex: how client-supplied ids

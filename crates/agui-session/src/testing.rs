@@ -126,7 +126,9 @@ impl ConversationSource for FakeHarness {
             == harness_proto::lh::harness_config::SessionContinuationMode::Resume;
         if resume && history.is_none() {
             return Err(HarnessError::InitFailed {
-                reason: format!("Failed to create agent: conversation \"{id}\" not found (cannot resume)"),
+                reason: format!(
+                    "Failed to create agent: conversation \"{id}\" not found (cannot resume)"
+                ),
             });
         }
         self.saved
@@ -458,13 +460,15 @@ impl ConversationHandle for FakeHandle {
     fn kill_process(&self) {
         *self.kills.lock().expect("fake lock") += 1;
         self.open.store(false, Ordering::SeqCst);
-        let _ = self.own_events.send(ConversationEvent::Closed(CloseReason::ProcessExited(
-            harness_client::ExitInfo {
-                pid: 1,
-                status: "killed by SIGKILL".into(),
-                code: None,
-                stderr_tail: String::new(),
-            },
-        )));
+        let _ = self
+            .own_events
+            .send(ConversationEvent::Closed(CloseReason::ProcessExited(
+                harness_client::ExitInfo {
+                    pid: 1,
+                    status: "killed by SIGKILL".into(),
+                    code: None,
+                    stderr_tail: String::new(),
+                },
+            )));
     }
 }

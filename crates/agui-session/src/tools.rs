@@ -10,9 +10,9 @@ use agui_types::{Context, Interrupt};
 use async_trait::async_trait;
 use serde_json::{Map, Value};
 
-use crate::thread::{InterruptKind, ThreadLink};
 use crate::error::SessionError;
 use crate::interrupts::InterruptAnswer;
+use crate::thread::{InterruptKind, ThreadLink};
 
 /// A failure of a server tool; the model sees `There was an error executing <tool>: <message>`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -242,7 +242,8 @@ impl ToolContext {
             return Err(SessionError::StateNotAnObject);
         }
         self.link.shared.set_state(state.clone());
-        self.link.emit(None, [agui_types::Event::state_snapshot(state)]);
+        self.link
+            .emit(None, [agui_types::Event::state_snapshot(state)]);
         Ok(())
     }
 

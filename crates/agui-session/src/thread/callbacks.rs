@@ -182,7 +182,11 @@ impl ThreadCallbacks {
         // A stable id: a reconnecting client keeps the message it already has.
         self.link.emit(
             None,
-            [Event::tool_call_result(format!("{id}-result"), &id, content)],
+            [Event::tool_call_result(
+                format!("{id}-result"),
+                &id,
+                content,
+            )],
         );
         outcome
     }
@@ -190,11 +194,7 @@ impl ThreadCallbacks {
 
 /// `TOOL_CALL_START/ARGS/END` for a call the thread shows itself; the thread's task attaches
 /// it to the trajectory's open reply when it delivers it.
-pub(crate) fn tool_call_events(
-    id: &str,
-    name: &str,
-    arguments: &Map<String, Value>,
-) -> [Event; 3] {
+pub(crate) fn tool_call_events(id: &str, name: &str, arguments: &Map<String, Value>) -> [Event; 3] {
     [
         Event::tool_call_start(id, name, None),
         Event::tool_call_args(id, serde_json::to_string(arguments).unwrap_or_default()),

@@ -105,9 +105,20 @@ mod tests {
         users.insert(0, "client-m1".into());
         let log = rebuild(conversation, &history, BTreeSet::new(), &users, true);
         let ids: Vec<&str> = log.messages().iter().map(Message::id).collect();
-        assert_eq!(ids, ["client-m1", "01234567-r-1-t", "01234567-r-2-u", "01234567-r-3-t"]);
+        assert_eq!(
+            ids,
+            [
+                "client-m1",
+                "01234567-r-1-t",
+                "01234567-r-2-u",
+                "01234567-r-3-t"
+            ]
+        );
         // Live, the same step gets the same id.
-        let mut live = Translator::new(TranslatorOptions::default(), Box::new(StepIds::new(conversation)));
+        let mut live = Translator::new(
+            TranslatorOptions::default(),
+            Box::new(StepIds::new(conversation)),
+        );
         let events = live.step(&history[1]).events;
         let mut live_log = MessageLog::new();
         for event in &events {

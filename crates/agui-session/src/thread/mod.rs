@@ -32,8 +32,8 @@ use agui_types::{Event, Interrupt, RunAgentInput};
 use serde_json::{Map, Value};
 use tokio::sync::{mpsc, oneshot};
 
-pub use callbacks::{APP_CONTEXT_TOOL, APP_STATE_TOOL};
 pub(crate) use callbacks::CallbackPolicy;
+pub use callbacks::{APP_CONTEXT_TOOL, APP_STATE_TOOL};
 pub(crate) use conversation::LiveSlot;
 pub(crate) use parking::{InterruptKind, ToolAnswer};
 pub(crate) use shared::Shared;
@@ -84,7 +84,10 @@ pub(crate) enum Request {
         reply: oneshot::Sender<InterruptAnswer>,
     },
     /// Count a tool call against the turn's budget of `max`; false once it is exceeded.
-    CountToolCall { max: u32, reply: oneshot::Sender<bool> },
+    CountToolCall {
+        max: u32,
+        reply: oneshot::Sender<bool>,
+    },
 }
 
 /// What the harness side holds of a thread: where to send requests, the shared state, and the

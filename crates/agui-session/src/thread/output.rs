@@ -30,6 +30,7 @@ pub(crate) struct Subscriber {
     /// The conversation's cumulative usage when it subscribed (its terminal event reports
     /// what was spent since).
     usage_start: Option<UsageMetadata>,
+    started: std::time::Instant,
     #[cfg(debug_assertions)]
     verifier: agui_types::StreamVerifier,
 }
@@ -146,6 +147,7 @@ impl Output {
             run_id: run_id.to_owned(),
             tx,
             usage_start,
+            started: std::time::Instant::now(),
             #[cfg(debug_assertions)]
             verifier: agui_types::StreamVerifier::new(),
         };
@@ -165,10 +167,7 @@ impl Output {
             ..
         }) = backlog
         {
-            if events
-                .iter()
-                .any(|e| matches!(e, Event::StateSnapshot(_)))
-            {
+            if events.iter().any(|e| matches!(e, Event::StateSnapshot(_))) {
                 self.shared.delivered();
             }
             first.extend(events);
@@ -221,7 +220,9 @@ impl Output {
         });
         if let Some(events) = &mut backlog.events {
             if events.len() >= self.backlog_limit {
-                tracing::debug!("the backlog of a thread nobody watches overflowed; the next run gets a snapshot");
+                tracing::debug!(
+                    "the backlog of a thread nobody watches overflowed; the next run gets a snapshot"
+                );
                 backlog.events = None;
             } else {
                 events.push(event.clone());
@@ -243,7 +244,12 @@ impl Output {
 
     /// Ends every subscribed run with `terminal` (usage: what the conversation spent since each
     /// subscribed, given its cumulative usage `now`).
-    pub(crate) fn finish_all(&mut self, terminal: &Terminal, now: Option<&UsageMetadata>, model: &ModelLabel) {
+    pub(crate) fn finish_all(
+        &mut self,
+        terminal: &Terminal,
+        now: Option<&UsageMetadata>,
+        model: &ModelLabel,
+    ) {
         for subscriber in std::mem::take(&mut self.subscribers) {
             self.finish(subscriber, terminal, now, model);
         }
@@ -274,22 +280,27 @@ impl Output {
         let usage = usage_since(subscriber.usage_start.as_ref(), now, model);
         let event = match terminal {
             Terminal::Finished(outcome) => {
-                let mut finished = agui_types::RunFinished::new(&self.thread_id, &subscriber.run_id);
+                let mut finished =
+                    agui_types::RunFinished::new(&self.thread_id, &subscriber.run_id);
                 finished.outcome = outcome.clone();
                 finished.usage = usage;
                 Event::RunFinished(finished)
             }
-            Terminal::Failed(failure) => agui_types::RunError {
-                message: failure.message.clone(),
-                code: Some(failure.code.as_str().to_owned()),
-                usage,
-                ..Default::default()
+            Terminal::Failed(failure) => {
+                // A failure's detail goes to the log only, under a reference its message names.
+                let elapsed_ms =
+                    u64::try_from(subscriber.started.elapsed().as_millis()).unwrap_or(u64::MAX);
+                let failure = failure.clone().published(elapsed_ms);
+                agui_types::RunError {
+                    message: failure.message,
+                    code: Some(failure.code.as_str().to_owned()),
+                    usage,
+                    ..Default::default()
+                }
+                .into()
             }
-            .into(),
         };
-        if let Event::RunError(e) = &event {
-            tracing::warn!(run_id = %subscriber.run_id, code = ?e.code, message = %e.message, "run failed");
-        } else {
+        if matches!(event, Event::RunFinished(_)) {
             tracing::info!(run_id = %subscriber.run_id, "run finished");
         }
         let _ = send(&mut subscriber, event);

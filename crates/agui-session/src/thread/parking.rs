@@ -74,7 +74,10 @@ pub(crate) enum FrontendCallback {
     /// Parked (or answered early); the answer comes on the callback's channel. `announce`
     /// says whether its events must be shown (false when it was announced ahead of the
     /// callback).
-    Parked { tool_call_id: String, announce: bool },
+    Parked {
+        tool_call_id: String,
+        announce: bool,
+    },
     /// A repeat of a call this turn: it gets the first call's answer, or a note that the tool
     /// already ran with other arguments, on the callback's channel.
     Repeat,
@@ -127,7 +130,10 @@ impl Parking {
     /// The open interrupts, in the order they were raised.
     pub(crate) fn interrupts(&mut self) -> Vec<Interrupt> {
         self.prune();
-        self.interrupts.iter().map(|p| p.interrupt.clone()).collect()
+        self.interrupts
+            .iter()
+            .map(|p| p.interrupt.clone())
+            .collect()
     }
 
     /// The frontend tool calls waiting for a tool message, in the order they were parked.
@@ -213,7 +219,11 @@ impl Parking {
             let _ = reply.send(answer);
             return FrontendCallback::Repeat;
         }
-        if let Some(call) = self.frontend.iter_mut().find(|c| c.harness_id == harness_id) {
+        if let Some(call) = self
+            .frontend
+            .iter_mut()
+            .find(|c| c.harness_id == harness_id)
+        {
             call.reply = Some(reply);
             return FrontendCallback::Parked {
                 tool_call_id: call.tool_call_id.clone(),
@@ -412,7 +422,11 @@ impl Parking {
 
 /// What the model is told when a frontend tool it called again with other arguments had
 /// already run this turn.
-pub(crate) fn already_ran(name: &str, arguments: &Map<String, Value>, first: &ToolAnswer) -> String {
+pub(crate) fn already_ran(
+    name: &str,
+    arguments: &Map<String, Value>,
+    first: &ToolAnswer,
+) -> String {
     let returned = match first {
         ToolAnswer::Result(text) => text.clone(),
         ToolAnswer::Error(e) => format!("an error: {e}"),
@@ -447,9 +461,22 @@ mod tests {
     async fn answers_reach_only_their_own_kind() {
         let mut parking = Parking::default();
         let (tx, mut tool) = oneshot::channel();
-        parking.frontend_callback("h1", || "call-1".into(), "pick", &args(json!({})), "root", true, tx);
+        parking.frontend_callback(
+            "h1",
+            || "call-1".into(),
+            "pick",
+            &args(json!({})),
+            "root",
+            true,
+            tx,
+        );
         let (tx, mut question) = oneshot::channel();
-        parking.park_interrupt(interrupt("int-1"), InterruptKind::Question, "root".into(), tx);
+        parking.park_interrupt(
+            interrupt("int-1"),
+            InterruptKind::Question,
+            "root".into(),
+            tx,
+        );
         assert_eq!(
             parking.resolve_interrupt("call-1", InterruptAnswer::Cancelled),
             Err(ResolveError::WrongKind)
@@ -459,28 +486,65 @@ mod tests {
             Err(ResolveError::WrongKind)
         );
         assert!(tool.try_recv().is_err() && question.try_recv().is_err());
-        assert_eq!(parking.resolve_tool("call-1", ToolAnswer::Result("x".into()), true), Ok(()));
+        assert_eq!(
+            parking.resolve_tool("call-1", ToolAnswer::Result("x".into()), true),
+            Ok(())
+        );
         assert_eq!(tool.await.unwrap(), ToolAnswer::Result("x".into()));
-        assert_eq!(parking.resolve_interrupt("int-1", InterruptAnswer::Cancelled), Ok(()));
+        assert_eq!(
+            parking.resolve_interrupt("int-1", InterruptAnswer::Cancelled),
+            Ok(())
+        );
         assert_eq!(question.await.unwrap(), InterruptAnswer::Cancelled);
-        assert_eq!(parking.resolve_interrupt("nope", InterruptAnswer::Cancelled), Err(ResolveError::Unknown));
+        assert_eq!(
+            parking.resolve_interrupt("nope", InterruptAnswer::Cancelled),
+            Err(ResolveError::Unknown)
+        );
     }
 
     #[tokio::test]
     async fn an_announced_call_answered_early_gets_its_answer_when_the_harness_asks() {
         let mut parking = Parking::default();
-        let shown = parking.announce("h2", || "h2".into(), "clock", &args(json!({"c": 1})), "root", true);
+        let shown = parking.announce(
+            "h2",
+            || "h2".into(),
+            "clock",
+            &args(json!({"c": 1})),
+            "root",
+            true,
+        );
         assert_eq!(shown.as_deref(), Some("h2"));
         assert_eq!(
-            parking.announce("h2", || "again".into(), "clock", &args(json!({})), "root", true),
+            parking.announce(
+                "h2",
+                || "again".into(),
+                "clock",
+                &args(json!({})),
+                "root",
+                true
+            ),
             None,
             "announced once"
         );
-        assert_eq!(parking.pending_tool_calls().len(), 1, "an announced call is pending");
-        parking.resolve_tool("h2", ToolAnswer::Result("9:30".into()), true).unwrap();
+        assert_eq!(
+            parking.pending_tool_calls().len(),
+            1,
+            "an announced call is pending"
+        );
+        parking
+            .resolve_tool("h2", ToolAnswer::Result("9:30".into()), true)
+            .unwrap();
         assert!(!parking.is_parked());
         let (tx, rx) = oneshot::channel();
-        let handled = parking.frontend_callback("h2", || "unused".into(), "clock", &args(json!({"c": 1})), "root", true, tx);
+        let handled = parking.frontend_callback(
+            "h2",
+            || "unused".into(),
+            "clock",
+            &args(json!({"c": 1})),
+            "root",
+            true,
+            tx,
+        );
         assert!(matches!(handled, FrontendCallback::Repeat));
         assert_eq!(rx.await.unwrap(), ToolAnswer::Result("9:30".into()));
     }
@@ -489,18 +553,49 @@ mod tests {
     async fn repeats_of_a_frontend_tool_share_its_answer_or_learn_it_already_ran() {
         let mut parking = Parking::default();
         let (tx, _first) = oneshot::channel();
-        parking.frontend_callback("h1", || "c1".into(), "pick", &args(json!({"a": 1})), "root", true, tx);
+        parking.frontend_callback(
+            "h1",
+            || "c1".into(),
+            "pick",
+            &args(json!({"a": 1})),
+            "root",
+            true,
+            tx,
+        );
         let (tx, same) = oneshot::channel();
         assert!(matches!(
-            parking.frontend_callback("h2", || "c2".into(), "pick", &args(json!({"a": 1})), "root", true, tx),
+            parking.frontend_callback(
+                "h2",
+                || "c2".into(),
+                "pick",
+                &args(json!({"a": 1})),
+                "root",
+                true,
+                tx
+            ),
             FrontendCallback::Repeat
         ));
         let (tx, other) = oneshot::channel();
-        parking.frontend_callback("h3", || "c3".into(), "pick", &args(json!({"a": 2})), "root", true, tx);
-        parking.resolve_tool("c1", ToolAnswer::Result("red".into()), true).unwrap();
+        parking.frontend_callback(
+            "h3",
+            || "c3".into(),
+            "pick",
+            &args(json!({"a": 2})),
+            "root",
+            true,
+            tx,
+        );
+        parking
+            .resolve_tool("c1", ToolAnswer::Result("red".into()), true)
+            .unwrap();
         assert_eq!(same.await.unwrap(), ToolAnswer::Result("red".into()));
-        let ToolAnswer::Result(note) = other.await.unwrap() else { panic!() };
-        assert!(note.contains("already ran") && note.contains("red"), "{note}");
+        let ToolAnswer::Result(note) = other.await.unwrap() else {
+            panic!()
+        };
+        assert!(
+            note.contains("already ran") && note.contains("red"),
+            "{note}"
+        );
     }
 
     #[tokio::test]

@@ -87,11 +87,19 @@ mod tests {
         assert_eq!(shared.state(), json!({"a": 1}));
         shared.set_state(json!({"server": true}));
         shared.adopt(Some(&json!({"a": 2})), Vec::new());
-        assert_eq!(shared.state(), json!({"server": true}), "the client's copy predates the write");
+        assert_eq!(
+            shared.state(),
+            json!({"server": true}),
+            "the client's copy predates the write"
+        );
         shared.delivered();
         shared.adopt(Some(&json!({"a": 3})), Vec::new());
         assert_eq!(shared.state(), json!({"a": 3}));
         shared.adopt(Some(&json!([1])), Vec::new());
-        assert_eq!(shared.state(), json!({}), "a state that is not an object is reset");
+        assert_eq!(
+            shared.state(),
+            json!({}),
+            "a state that is not an object is reset"
+        );
     }
 }

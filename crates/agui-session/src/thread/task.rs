@@ -341,7 +341,9 @@ impl Task {
         let now = Instant::now();
         let options = self.agent.options.clone();
         while let Some(i) = self.waiting.iter().position(|w| w.deadline <= now) {
-            let Some(waiting) = self.waiting.remove(i) else { break };
+            let Some(waiting) = self.waiting.remove(i) else {
+                break;
+            };
             self.reject(&waiting.input, waiting.events, busy());
         }
         if let Some(since) = self.stopping

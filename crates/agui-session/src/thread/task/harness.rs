@@ -67,9 +67,9 @@ impl Task {
             }
             Some(ConversationEvent::TurnEnded(end)) => self.turn_ended(end),
             Some(ConversationEvent::Closed(reason)) => self.connection_closed(reason),
-            None => self.connection_closed(CloseReason::ConnectionLost(
-                "the event stream ended".into(),
-            )),
+            None => {
+                self.connection_closed(CloseReason::ConnectionLost("the event stream ended".into()))
+            }
         }
     }
 
@@ -146,17 +146,21 @@ impl Task {
         }
     }
 
+    /// The harness's turn error: its kind and the model's HTTP status for the client, the
+    /// whole text (which names the model's URL) for the log.
     pub(super) fn turn_failure(&self, error: &str) -> RunFailure {
         let code = self
             .last_failure
             .as_ref()
             .map(|f| f.http_code)
-            .filter(|c| *c != 0);
-        let message = match code {
-            Some(code) => format!("The agent failed: {error} (HTTP {code})"),
-            None => format!("The agent failed: {error}"),
+            .filter(|c| (100..600).contains(c));
+        let message = match (error_kind(error), code) {
+            (Some(kind), Some(code)) => format!("The agent failed: {kind} (HTTP {code})."),
+            (Some(kind), None) => format!("The agent failed: {kind}."),
+            (None, Some(code)) => format!("The agent failed (HTTP {code})."),
+            (None, None) => "The agent failed.".to_owned(),
         };
-        RunFailure::new(RunErrorCode::AgentError, message)
+        RunFailure::new(RunErrorCode::AgentError, message).with_detail(error)
     }
 
     fn connection_closed(&mut self, reason: CloseReason) {
@@ -173,11 +177,9 @@ impl Task {
                 self.down = false;
                 RunFailure::new(
                     RunErrorCode::HarnessLost,
-                    format!(
-                        "The Antigravity harness stopped ({}); the next run starts a new one.",
-                        info.status
-                    ),
+                    "The Antigravity harness stopped unexpectedly; the next run starts a new one.",
                 )
+                .with_detail(info)
             }
             CloseReason::ClosedByHarness { turn_error, .. } => {
                 // A model error closes the socket; the conversation is re-attached next time.
@@ -192,8 +194,9 @@ impl Task {
                 self.down = true;
                 RunFailure::new(
                     RunErrorCode::HarnessLost,
-                    format!("The connection to the Antigravity harness broke: {error}"),
+                    "The connection to the Antigravity harness broke.",
                 )
+                .with_detail(error)
             }
             CloseReason::ClosedByHost => {
                 self.conversation.forget();
@@ -328,7 +331,10 @@ impl Task {
     /// Makes sure the thread has a usable conversation with `contract`'s tools: re-attaching a
     /// connection the harness closed, rebuilding it when the client's tools changed (history
     /// kept), or opening it — resuming the conversation the harness has, or creating it.
-    pub(super) async fn ensure_conversation(&mut self, contract: Contract) -> Result<(), RunFailure> {
+    pub(super) async fn ensure_conversation(
+        &mut self,
+        contract: Contract,
+    ) -> Result<(), RunFailure> {
         if let Some(why) = self.harness_lost.take() {
             tracing::warn!(reason = %why, "the harness of this thread is gone; opening the conversation on a new one");
         }
@@ -356,7 +362,9 @@ impl Task {
                 );
                 return Ok(());
             }
-            tracing::info!("the client's tools changed; rebuilding the conversation (history is kept)");
+            tracing::info!(
+                "the client's tools changed; rebuilding the conversation (history is kept)"
+            );
             self.conversation.close().await;
         }
         if self.conversation.is_open() {
@@ -369,11 +377,12 @@ impl Task {
         std::fs::create_dir_all(&self.workspace).map_err(|e| {
             RunFailure::new(
                 RunErrorCode::AgentError,
-                format!(
-                    "could not create the workspace {}: {e}",
-                    self.workspace.display()
-                ),
+                "Could not create the thread's workspace.",
             )
+            .with_detail(format_args!(
+                "could not create the workspace {}: {e}",
+                self.workspace.display()
+            ))
         })?;
         let options = &self.agent.options;
         let config = contract
@@ -385,7 +394,13 @@ impl Task {
                 self.known,
             )
             .build()
-            .map_err(|e| RunFailure::new(RunErrorCode::AgentError, e.to_string()))?;
+            .map_err(|e| {
+                RunFailure::new(
+                    RunErrorCode::AgentError,
+                    "The agent's configuration could not be applied.",
+                )
+                .with_detail(e)
+            })?;
         let callbacks = std::sync::Arc::new(ThreadCallbacks {
             link: self.link.clone(),
             tools: self.agent.tools.clone(),
@@ -394,14 +409,17 @@ impl Task {
         let slot = self.agent.reserve_live(&self.id).await?;
         let handle = match self.agent.backend.0.open(config, callbacks).await {
             Ok(handle) => handle,
-            Err(HarnessError::InitFailed { reason }) if self.known && lost_conversation(&reason) => {
+            Err(HarnessError::InitFailed { reason })
+                if self.known && lost_conversation(&reason) =>
+            {
                 return Err(self.conversation_lost(&reason));
             }
             Err(e) => {
                 return Err(RunFailure::new(
                     RunErrorCode::AgentError,
-                    format!("Could not start the Antigravity conversation: {e}"),
-                ));
+                    "Could not start the Antigravity conversation.",
+                )
+                .with_detail(e));
             }
         };
         let info = handle.init_info();
@@ -443,12 +461,47 @@ impl Task {
             RunErrorCode::ConversationLost,
             "The agent's record of this conversation was lost (its saved state is missing or unreadable), so it no longer knows the earlier messages. The next message starts a new conversation.",
         )
+        .with_detail(why)
     }
+}
+
+/// The kind of a harness error, when its text starts with one in plain words (`model
+/// unreachable: …` gives `model unreachable`); what follows may name hosts and is not shown.
+fn error_kind(error: &str) -> Option<&str> {
+    let (kind, _) = error.split_once(':')?;
+    let kind = kind.trim();
+    (!kind.is_empty()
+        && kind.len() <= 40
+        && kind.chars().all(|c| c.is_ascii_alphabetic() || c == ' '))
+    .then_some(kind)
 }
 
 /// Whether an init failure says the conversation to resume does not exist (or is unreadable).
 fn lost_conversation(reason: &str) -> bool {
     let reason = reason.to_ascii_lowercase();
-    reason.contains("not found") || reason.contains("cannot resume") || reason.contains("corrupt")
+    reason.contains("not found")
+        || reason.contains("cannot resume")
+        || reason.contains("corrupt")
         || reason.contains("malformed")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::error_kind;
+
+    #[test]
+    fn only_a_plain_leading_kind_of_a_harness_error_is_shown() {
+        assert_eq!(
+            error_kind("model unreachable: Post \"http://10.0.0.1/v1\": dial tcp"),
+            Some("model unreachable")
+        );
+        for hidden in [
+            "Error 400, Message: bad request",
+            "open /srv/agui/save/x.db: permission denied",
+            "no colon at all",
+            ": empty kind",
+        ] {
+            assert_eq!(error_kind(hidden), None, "{hidden}");
+        }
+    }
 }

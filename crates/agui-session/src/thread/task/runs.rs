@@ -290,11 +290,11 @@ impl Task {
             self.finish(Err(failure)).await;
             return;
         }
-        let Some((prompt, consumed)) = self
-            .run
-            .as_mut()
-            .and_then(|r| r.prompt.take().map(|p| (p, std::mem::take(&mut r.consumed))))
-        else {
+        let Some((prompt, consumed)) = self.run.as_mut().and_then(|r| {
+            r.prompt
+                .take()
+                .map(|p| (p, std::mem::take(&mut r.consumed)))
+        }) else {
             return;
         };
         self.parking.new_turn();
@@ -306,9 +306,10 @@ impl Task {
             open.turn = None;
             self.finish(Err(RunFailure::new(
                 RunErrorCode::HarnessLost,
-                format!("Could not send the message to the harness: {e}"),
-            )))
-            .await;
+                "Could not send the message to the harness.",
+            )
+            .with_detail(e)))
+                .await;
             return;
         }
         tracing::info!(message_id = %prompt.message_id, "user message sent");
@@ -421,7 +422,8 @@ impl Task {
                 deduplicate,
             ) {
                 tracing::debug!(tool = %call.name, tool_call_id = %id, "frontend tool announced ahead of its callback");
-                let events = super::super::callbacks::tool_call_events(&id, &call.name, &call.arguments);
+                let events =
+                    super::super::callbacks::tool_call_events(&id, &call.name, &call.arguments);
                 self.emit_in(Some(&trajectory), events.into());
             }
         }
@@ -441,7 +443,10 @@ fn negotiate(version: Option<&str>) -> &'static str {
                 agui_types::PROTOCOL_VERSION
             ),
             Some([_, _]) => {}
-            _ => tracing::warn!(version, "unreadable AG-UI protocol version; serving the run"),
+            _ => tracing::warn!(
+                version,
+                "unreadable AG-UI protocol version; serving the run"
+            ),
         }
     }
     agui_types::PROTOCOL_VERSION
