@@ -286,7 +286,12 @@ pub fn options(
         emit_builtin_tool_calls = emit_builtin_tool_calls,
         max_sessions = max_sessions,
         max_attachment_bytes = max_attachment_bytes,
+        on_disconnect = on_disconnect,
+        client_buffer_events = client_buffer_events,
     );
+    if let Some(secs) = settings.turn_stall_timeout_secs {
+        options.turn_stall_timeout = Duration::from_secs(secs);
+    }
     if let Some(tools) = &settings.auto_approve_tools {
         options.auto_approve_tools = tools.iter().cloned().collect();
     }

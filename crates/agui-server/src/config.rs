@@ -11,7 +11,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use agui_session::{Behavior, InterruptReasons, StructuredOutputMode};
+use agui_session::{Behavior, InterruptReasons, OnDisconnect, StructuredOutputMode};
 use harness_client::BuiltinTool;
 use serde::Deserialize;
 use serde_json::Value;
@@ -171,6 +171,16 @@ agent_settings! {
         /// Largest inline attachment forwarded to the model, in bytes.
         #[arg(long, env = "AGUI_MAX_ATTACHMENT_BYTES")]
         pub max_attachment_bytes: Option<usize>,
+        /// What a run's client leaving does to the turn: `detach` (it goes on) or `cancel`
+        /// (the last client leaving stops it).
+        #[arg(long, env = "AGUI_ON_DISCONNECT")]
+        pub on_disconnect: Option<OnDisconnect>,
+        /// Seconds a turn may go without a word from the harness before it is halted.
+        #[arg(long, env = "AGUI_TURN_STALL_TIMEOUT_SECS")]
+        pub turn_stall_timeout_secs: Option<u64>,
+        /// Events a run's client may fall behind by before it is detached.
+        #[arg(long, env = "AGUI_CLIENT_BUFFER_EVENTS")]
+        pub client_buffer_events: Option<usize>,
     }
 }
 

@@ -123,6 +123,21 @@ pub fn documented() -> Vec<(&'static str, String)> {
         ),
         ("api_retries", session::API_RETRIES.to_string()),
         ("max_attachment_bytes", bytes(session::MAX_ATTACHMENT_BYTES)),
+        (
+            "on_disconnect",
+            text(match session::ON_DISCONNECT {
+                agui_session::OnDisconnect::Detach => "detach",
+                agui_session::OnDisconnect::Cancel => "cancel",
+            }),
+        ),
+        (
+            "turn_stall_timeout_secs",
+            session::TURN_STALL_TIMEOUT.as_secs().to_string(),
+        ),
+        (
+            "client_buffer_events",
+            session::CLIENT_BUFFER_EVENTS.to_string(),
+        ),
     ]
 }
 

@@ -111,8 +111,9 @@ pub fn router(agents: &[MountedAgent], options: HttpOptions, metrics: Arc<Metric
         .with_state(state)
 }
 
-/// Every route of one agent: `POST <path>` and `GET <path>/capabilities`. The router puts
-/// them behind [`check_site`] and [`authenticate`].
+/// Every route of one agent: `POST <path>` (a run), `POST <path>/connect` (a thread restated,
+/// then its live turn), `POST <path>/stop` (`{threadId}`: stop its turn) and
+/// `GET <path>/capabilities`. The router puts them behind [`check_site`] and [`authenticate`].
 fn agent_routes(mounted: &MountedAgent, access: &AccessPolicy) -> Router<AppState> {
     let endpoint = Arc::new(Endpoint {
         agent: mounted.agent.clone(),
@@ -123,12 +124,16 @@ fn agent_routes(mounted: &MountedAgent, access: &AccessPolicy) -> Router<AppStat
             ))
         }),
     });
-    let caps_path = if mounted.path == "/" {
-        "/capabilities".to_owned()
-    } else {
-        format!("{}/capabilities", mounted.path)
+    let sub_path = |name: &str| {
+        if mounted.path == "/" {
+            format!("/{name}")
+        } else {
+            format!("{}/{name}", mounted.path)
+        }
     };
     let run_endpoint = endpoint.clone();
+    let connect_endpoint = endpoint.clone();
+    let stop_endpoint = endpoint.clone();
     Router::new()
         .route(
             &mounted.path,
@@ -143,7 +148,31 @@ fn agent_routes(mounted: &MountedAgent, access: &AccessPolicy) -> Router<AppStat
             ),
         )
         .route(
-            &caps_path,
+            &sub_path("connect"),
+            post(
+                move |State(state): State<AppState>,
+                      Extension(caller): Extension<Caller>,
+                      headers: HeaderMap,
+                      body: Result<Bytes, BytesRejection>| {
+                    let endpoint = connect_endpoint.clone();
+                    async move { connect(state, endpoint, caller, headers, body).await }
+                },
+            ),
+        )
+        .route(
+            &sub_path("stop"),
+            post(
+                move |State(state): State<AppState>,
+                      Extension(caller): Extension<Caller>,
+                      headers: HeaderMap,
+                      body: Result<Bytes, BytesRejection>| {
+                    let endpoint = stop_endpoint.clone();
+                    async move { stop(state, endpoint, caller, headers, body).await }
+                },
+            ),
+        )
+        .route(
+            &sub_path("capabilities"),
             get(move || async move { axum::Json(endpoint.capabilities.clone()).into_response() }),
         )
 }
@@ -288,6 +317,98 @@ async fn run(
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
+    let input = match admitted_input(&state, &endpoint, &caller, &headers, body).await {
+        Ok(input) => input,
+        Err(response) => return response,
+    };
+    let agent = &endpoint.agent;
+    stream_response(&state, agent, &headers, agent.run(input))
+}
+
+/// `POST <path>/connect`: the thread restated, then its live turn; 404 for a thread the agent
+/// does not know (which the official client reads as "no history").
+async fn connect(
+    state: AppState,
+    endpoint: Arc<Endpoint>,
+    caller: Caller,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    let input = match admitted_input(&state, &endpoint, &caller, &headers, body).await {
+        Ok(input) => input,
+        Err(response) => return response,
+    };
+    let agent = &endpoint.agent;
+    match agent.connect(input).await {
+        Ok(events) => stream_response(&state, agent, &headers, events),
+        Err(agui_session::ThreadError::UnknownThread(thread)) => reject(
+            &state.metrics,
+            StatusCode::NOT_FOUND,
+            "thread not found",
+            format!("there is no thread `{thread}` on this agent"),
+        ),
+    }
+}
+
+/// `POST <path>/stop` with `{"threadId": …}`: stops the thread's turn in flight; the runs
+/// following it end with `RUN_FINISHED` `outcome: cancelled`. Answers `{"stopped": bool}`
+/// (false: no turn was in flight), 404 for an unknown thread.
+async fn stop(
+    state: AppState,
+    endpoint: Arc<Endpoint>,
+    caller: Caller,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    let metrics = &state.metrics;
+    let body = match json_body(&state, &headers, body) {
+        Ok(body) => body,
+        Err(response) => return response,
+    };
+    #[derive(serde::Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct StopRequest {
+        thread_id: String,
+    }
+    let request: StopRequest = match serde_json::from_slice(&body) {
+        Ok(request) => request,
+        Err(e) => {
+            return reject(
+                metrics,
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "invalid stop request",
+                format!("send `{{\"threadId\": \"…\"}}`: {e}"),
+            );
+        }
+    };
+    if let Err(detail) = valid_thread_id(&request.thread_id) {
+        return reject(
+            metrics,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid stop request",
+            format!("threadId: {detail}"),
+        );
+    }
+    if let Err(response) = admit_thread(&state, &endpoint, &caller, &request.thread_id).await {
+        return response;
+    }
+    match endpoint.agent.stop(&request.thread_id).await {
+        Ok(stopped) => axum::Json(json!({"stopped": stopped})).into_response(),
+        Err(agui_session::ThreadError::UnknownThread(thread)) => reject(
+            metrics,
+            StatusCode::NOT_FOUND,
+            "thread not found",
+            format!("there is no thread `{thread}` on this agent"),
+        ),
+    }
+}
+
+/// The body of a JSON request, or the response refusing it (wrong content type, too large).
+fn json_body(
+    state: &AppState,
+    headers: &HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Bytes, Response> {
     let metrics = &state.metrics;
     let content_type = headers
         .get(header::CONTENT_TYPE)
@@ -300,59 +421,71 @@ async fn run(
         .trim()
         .to_ascii_lowercase();
     if media_type != "application/json" {
-        return reject(
+        return Err(reject(
             metrics,
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
             "unsupported media type",
-            format!(
-                "send the RunAgentInput as `Content-Type: application/json` (got `{content_type}`)"
-            ),
-        );
+            format!("send the body as `Content-Type: application/json` (got `{content_type}`)"),
+        ));
     }
-    let body = match body {
-        Ok(body) => body,
-        Err(rejection) => {
-            let status = rejection.status();
-            let detail = if status == StatusCode::PAYLOAD_TOO_LARGE {
-                format!(
-                    "the body is larger than the {}-byte limit (max_body_bytes)",
-                    state.options.max_body_bytes
-                )
-            } else {
-                rejection.body_text()
-            };
-            return reject(metrics, status, "unreadable body", detail);
-        }
-    };
-    let input = match RunAgentInput::from_json(&body) {
-        Ok(input) => input,
-        Err(e) => {
-            return reject(
-                metrics,
-                StatusCode::UNPROCESSABLE_ENTITY,
-                "invalid RunAgentInput",
-                e.to_string(),
-            );
-        }
-    };
+    body.map_err(|rejection| {
+        let status = rejection.status();
+        let detail = if status == StatusCode::PAYLOAD_TOO_LARGE {
+            format!(
+                "the body is larger than the {}-byte limit (max_body_bytes)",
+                state.options.max_body_bytes
+            )
+        } else {
+            rejection.body_text()
+        };
+        reject(metrics, status, "unreadable body", detail)
+    })
+}
+
+/// A `RunAgentInput` that passed every check (JSON, schema, thread id, the thread's owner), or
+/// the response refusing it.
+async fn admitted_input(
+    state: &AppState,
+    endpoint: &Endpoint,
+    caller: &Caller,
+    headers: &HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<RunAgentInput, Response> {
+    let metrics = &state.metrics;
+    let body = json_body(state, headers, body)?;
+    let input = RunAgentInput::from_json(&body).map_err(|e| {
+        reject(
+            metrics,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid RunAgentInput",
+            e.to_string(),
+        )
+    })?;
     if let Err(detail) = valid_thread_id(&input.thread_id) {
-        return reject(
+        return Err(reject(
             metrics,
             StatusCode::UNPROCESSABLE_ENTITY,
             "invalid RunAgentInput",
             format!("threadId: {detail}"),
-        );
+        ));
     }
-    if let Err(response) = admit_thread(&state, &endpoint, &caller, &input.thread_id).await {
-        return response;
-    }
+    admit_thread(state, endpoint, caller, &input.thread_id).await?;
+    Ok(input)
+}
+
+/// The streamed response of a run or a connect, in the encoding `Accept` asks for.
+fn stream_response(
+    state: &AppState,
+    agent: &Agent,
+    headers: &HeaderMap,
+    events: agui_session::RunStream,
+) -> Response {
     let encoding = Encoding::negotiate(headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()));
-    let agent = &endpoint.agent;
     let stream = EventBody::new(
-        agent.run(input),
+        events,
         encoding,
         state.options.keep_alive,
-        metrics.clone(),
+        state.metrics.clone(),
         agent.options().name.clone(),
     );
     Response::builder()
