@@ -260,6 +260,22 @@ impl FakeConversation {
         self.emit(ConversationEvent::Step(step));
     }
 
+    /// Part of a root text step still being written: `text` so far, `delta` the new part.
+    pub fn say_part(&self, index: u32, text: &str, delta: &str) {
+        let mut step = self.step(index, StepSource::Model, StepTarget::User);
+        step.text = text.into();
+        step.text_delta = delta.into();
+        self.emit(ConversationEvent::Step(step));
+    }
+
+    /// A text step written with [`Self::say_part`] is complete.
+    pub fn step_done(&self, index: u32, text: &str) {
+        let mut step = self.step(index, StepSource::Model, StepTarget::User);
+        step.text = text.into();
+        step.status = StepStatus::Done;
+        self.emit(ConversationEvent::Step(step));
+    }
+
     /// The echo of the user input, as the harness sends it first in a turn.
     pub fn echo(&self, index: u32, text: &str) {
         let mut step = self.step(index, StepSource::User, StepTarget::Model);

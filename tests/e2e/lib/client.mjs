@@ -14,7 +14,8 @@
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { tap } from "rxjs/operators";
-import { HttpAgent, buildResumeArray } from "@ag-ui/client";
+import { AGUIConnectNotImplementedError, HttpAgent, buildResumeArray, runHttpRequest, transformHttpEventStream } from "@ag-ui/client";
+import { catchError, throwError } from "rxjs";
 import * as proto from "@ag-ui/proto";
 import { GEMINI } from "./mode.mjs";
 
@@ -60,6 +61,21 @@ export class E2EAgent extends HttpAgent {
     const rec = current;
     // Events exactly as the transport decoded them, before any client processing.
     return super.run(input).pipe(tap((event) => rec?.clientEvents.push({ event: structuredClone(event), at: Date.now() })));
+  }
+
+  /**
+   * `POST <url>/connect` with the run input, as the unreleased client convention does (the
+   * published HttpAgent 1.0 has no connect): 404/405 mean "no history".
+   */
+  connect(input) {
+    const url = new URL(this.url);
+    url.pathname = `${url.pathname.replace(/\/+$/, "")}/connect`;
+    const rec = current;
+    return transformHttpEventStream(runHttpRequest(() => this.fetch(url.toString(), this.requestInit(input))), this.debugLogger)
+      .pipe(
+        catchError((e) => throwError(() => (e?.status === 404 || e?.status === 405 ? new AGUIConnectNotImplementedError() : e))),
+        tap((event) => rec?.clientEvents.push({ event: structuredClone(event), at: Date.now() })),
+      );
   }
 
   /** Adds a user message to the conversation. */
@@ -130,7 +146,7 @@ const TERMINAL = new Set(["RUN_FINISHED", "RUN_ERROR"]);
  * @param {number} [opts.timeoutMs]
  * @param {() => string} [opts.log]  server log tail, added to failure messages
  */
-export async function run(agent, params = {}, { timeoutMs = GEMINI ? 180_000 : 60_000, log } = {}) {
+export async function run(agent, params = {}, { timeoutMs = GEMINI ? 180_000 : 60_000, log, connect = false } = {}) {
   assert.equal(current, undefined, "runs must not overlap (console capture is per run)");
   const runId = params.runId ?? `run-${randomUUID()}`;
   const rec = (current = { runId, threadId: agent.threadId, clientEvents: [], warnings: [], started: Date.now() });
@@ -140,7 +156,8 @@ export async function run(agent, params = {}, { timeoutMs = GEMINI ? 180_000 : 6
     agent.abortRun();
   }, timeoutMs);
   try {
-    await agent.runAgent({ ...params, runId }, {
+    const go = connect ? agent.connectAgent.bind(agent) : agent.runAgent.bind(agent);
+    await go({ ...params, runId }, {
       onRunFinishedEvent: (p) => {
         rec.finished = { outcome: p.outcome, interrupts: p.interrupts, pendingToolCallIds: p.pendingToolCallIds, result: p.result };
       },

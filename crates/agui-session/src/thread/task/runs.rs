@@ -210,15 +210,20 @@ impl Task {
         true
     }
 
-    /// Ends or advances the run in flight after anything happened.
+    /// Ends or advances the run in flight after anything happened; a run that waited for the
+    /// thread and starts here is advanced too.
     pub(super) async fn settle(&mut self) {
+        while self.settle_once().await {}
+    }
+
+    /// One step of [`Self::settle`]; true when a waiting run started and needs its own step.
+    async fn settle_once(&mut self) -> bool {
         self.handle_detached();
         // With no turn in flight, a stop (or a halt) has done its work.
         let stopped = self.conversation.turn().is_none() && self.stopping.take().is_some();
         if self.run.is_none() && !self.output.has_subscribers() {
             self.turn_failure = None;
-            self.start_waiting().await;
-            return;
+            return self.start_waiting().await;
         }
         if self.conversation.turn().is_none() {
             if stopped {
@@ -228,25 +233,24 @@ impl Task {
             } else {
                 self.finish(Ok(Ending::Finished)).await;
             }
-            self.start_waiting().await;
-            return;
+            return self.start_waiting().await;
         }
         if self.stopping.is_some() || !self.parking.is_parked() {
-            return;
+            return false;
         }
         if self.run.as_ref().is_some_and(|r| r.bare) {
             // Nothing answered and nothing new: say again what is waiting.
             self.finish(Ok(Ending::Parked)).await;
-            self.start_waiting().await;
-            return;
+            return self.start_waiting().await;
         }
         // Everything the harness sent before the callback that parked is queued: take it all,
         // then end if the harness can do nothing more without the client.
         self.drain_harness().await;
         if self.conversation.turn().is_some() && self.settled() {
             self.finish(Ok(Ending::Parked)).await;
-            self.start_waiting().await;
+            return self.start_waiting().await;
         }
+        false
     }
 
     /// Subscribers that left or fell behind: with `on_disconnect = cancel`, the last one
@@ -268,8 +272,8 @@ impl Task {
         }
     }
 
-    /// Serves the next run that waited for this thread.
-    async fn start_waiting(&mut self) {
+    /// Serves the next run that waited for this thread; true when one started.
+    async fn start_waiting(&mut self) -> bool {
         while self.run.is_none()
             && !self.output.has_subscribers()
             && let Some(waiting) = self.waiting.pop_front()
@@ -278,7 +282,9 @@ impl Task {
                 continue;
             }
             self.begin_run(waiting.input, waiting.events).await;
+            return true;
         }
+        false
     }
 
     /// Sends the active run's prompt, opening (or resuming) the conversation first.

@@ -1,0 +1,284 @@
+//! Thread lifecycle over the fake harness: dead and restarted harnesses, server restarts,
+//! hibernation, session limits, busy threads, sweeping and shutdown.
+
+mod support;
+
+use std::time::Duration;
+
+use agui_session::ToolRegistry;
+use agui_types::Event;
+use harness_client::{CloseReason, ExitInfo};
+use serde_json::json;
+use support::{FakeAgent, finish, last, text, types, user};
+
+#[tokio::test]
+async fn a_dead_harness_fails_the_run_and_the_next_run_starts_over() {
+    let fx = FakeAgent::new();
+    let run = fx.start(json!({"messages": [user("m1", "one")]}));
+    let c = fx.harness.conversation(0).await;
+    c.next_input().await;
+    let info = ExitInfo {
+        pid: 1,
+        status: "killed by SIGKILL".into(),
+        code: None,
+        stderr_tail: String::new(),
+    };
+    c.close(CloseReason::ProcessExited(info));
+    let events = finish(run).await;
+    let Event::RunError(error) = last(&events) else {
+        panic!("{}", types(&events))
+    };
+    assert_eq!(error.code.as_deref(), Some("HARNESS_LOST"));
+    let run = fx.start(json!({"messages": [user("m1", "one"), user("m2", "again")]}));
+    let fresh = fx.harness.conversation(1).await;
+    assert_eq!(
+        fresh.id(),
+        c.id(),
+        "the same conversation id is resumed where possible"
+    );
+    assert_eq!(fresh.next_input().await, "again");
+    fresh.idle(None);
+    finish(run).await;
+}
+
+#[tokio::test]
+async fn a_restarted_server_neither_forgets_nor_resends() {
+    let fx = FakeAgent::new();
+    let run = fx.start(json!({"messages": [user("m1", "remember me")]}));
+    let c = fx.harness.conversation(0).await;
+    c.next_input().await;
+    c.idle(None);
+    finish(run).await;
+    fx.agent.shutdown().await;
+    // A new agent on the same save dir (a restarted server).
+    let harness = fx.harness.restarted();
+    let agent = agui_session::Agent::new(
+        support::options(fx.dir.path()),
+        harness.backend(),
+        ToolRegistry::new(),
+    )
+    .unwrap();
+    let run = agent.run(support::input_of(
+        json!({"messages": [user("m1", "remember me"), user("m2", "still there?")]}),
+    ));
+    let again = harness.conversation(0).await;
+    assert_eq!(again.id(), c.id(), "the thread continues its conversation");
+    assert_eq!(
+        again.next_input().await,
+        "still there?",
+        "the old message is not re-sent"
+    );
+    again.idle(None);
+    finish(run).await;
+}
+
+#[tokio::test]
+async fn an_idle_session_hibernates_and_resumes_transparently() {
+    let fx = FakeAgent::with(
+        |o| o.hibernate_after = Duration::from_millis(150),
+        ToolRegistry::new(),
+    );
+    let run = fx.start(json!({"messages": [user("m1", "one")]}));
+    let first = fx.harness.conversation(0).await;
+    first.next_input().await;
+    first.idle(None);
+    finish(run).await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while fx.agent.stats().live_conversations > 0 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the idle conversation is closed"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(fx.agent.stats().sessions, 1, "the session itself stays");
+    let run = fx.start(json!({"messages": [user("m1", "one"), user("m2", "two")]}));
+    let resumed = fx.harness.conversation(1).await;
+    assert_eq!(resumed.id(), first.id());
+    assert_eq!(
+        resumed.next_input().await,
+        "two",
+        "no duplicate prompt after hibernation"
+    );
+    resumed.idle(None);
+    finish(run).await;
+}
+
+#[tokio::test]
+async fn the_session_limit_hibernates_idle_sessions_and_refuses_busy_ones() {
+    let fx = FakeAgent::with(|o| o.max_sessions = 1, ToolRegistry::new());
+    let tools = json!([{"name": "pick", "description": "Pick"}]);
+    // Thread A finishes: its conversation can be hibernated to make room.
+    let run = fx.agent.run(support::input_of(
+        json!({"threadId": "a", "messages": [user("a1", "hi")]}),
+    ));
+    let a = fx.harness.conversation(0).await;
+    a.next_input().await;
+    a.idle(None);
+    finish(run).await;
+    // Thread B takes the only slot and parks on a frontend tool.
+    let run = fx.agent.run(support::input_of(
+        json!({"threadId": "b", "messages": [user("b1", "pick")], "tools": tools}),
+    ));
+    let b = fx.harness.conversation(1).await;
+    b.next_input().await;
+    let _parked = b.call_tool("h-1", "pick", json!({}));
+    finish(run).await;
+    // Thread C cannot take a slot from a session that waits for its user.
+    let events = finish(fx.agent.run(support::input_of(
+        json!({"threadId": "c", "messages": [user("c1", "hello")]}),
+    )))
+    .await;
+    let Event::RunError(error) = last(&events) else {
+        panic!("{}", types(&events))
+    };
+    assert_eq!(
+        error.code.as_deref(),
+        Some("SESSION_LIMIT"),
+        "{}",
+        error.message
+    );
+}
+
+#[tokio::test]
+async fn a_second_run_on_a_busy_thread_is_refused_when_configured() {
+    let fx = FakeAgent::with(
+        |o| o.concurrent_runs = agui_session::ConcurrentRuns::Refuse,
+        ToolRegistry::new(),
+    );
+    let first = fx.start(json!({"messages": [user("m1", "long")]}));
+    let c = fx.harness.conversation(0).await;
+    c.next_input().await;
+    let second =
+        finish(fx.start(json!({"messages": [user("m1", "long"), user("m2", "again")]}))).await;
+    let Event::RunError(error) = last(&second) else {
+        panic!("{}", types(&second))
+    };
+    assert_eq!(error.code.as_deref(), Some("THREAD_BUSY"));
+    c.idle(None);
+    finish(first).await;
+}
+
+#[tokio::test]
+async fn a_swept_thread_comes_back_to_its_conversation() {
+    let fx = FakeAgent::with(
+        |o| {
+            o.session_timeout = Duration::from_millis(150);
+            o.parked_timeout = Duration::from_millis(150);
+        },
+        ToolRegistry::new(),
+    );
+    let run = fx.start(json!({"messages": [user("m1", "one")]}));
+    let first = fx.harness.conversation(0).await;
+    first.next_input().await;
+    first.idle(None);
+    finish(run).await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while fx.agent.stats().sessions > 0 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the idle session is swept"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let run = fx.start(json!({"messages": [user("m1", "one"), user("m2", "two")]}));
+    let back = fx.harness.conversation(1).await;
+    assert_eq!(back.id(), first.id(), "cold resume from the thread store");
+    assert_eq!(back.next_input().await, "two");
+    back.idle(None);
+    finish(run).await;
+}
+
+#[tokio::test]
+async fn shutting_down_ends_a_run_in_flight_and_refuses_new_ones() {
+    let fx = FakeAgent::new();
+    let run = fx.start(json!({"messages": [user("m1", "long")]}));
+    let c = fx.harness.conversation(0).await;
+    c.next_input().await;
+    fx.agent.shutdown().await;
+    let events = finish(run).await;
+    assert_eq!(
+        support::run_error(&events).code.as_deref(),
+        Some("CANCELLED")
+    );
+    let after =
+        finish(fx.start(json!({"messages": [user("m1", "long"), user("m2", "more")]}))).await;
+    assert_eq!(
+        support::run_error(&after).code.as_deref(),
+        Some("CANCELLED")
+    );
+    assert_eq!(fx.agent.stats().live_conversations, 0);
+}
+
+#[tokio::test]
+async fn an_answer_to_a_turn_lost_with_its_harness_fails_clearly_and_the_thread_goes_on() {
+    let fx = FakeAgent::new();
+    let tools = json!([{"name": "pick", "description": "Pick"}]);
+    let run = fx.start(json!({"messages": [user("m1", "pick")], "tools": tools}));
+    let c = fx.harness.conversation(0).await;
+    c.next_input().await;
+    let _call = c.call_tool("h-1", "pick", json!({}));
+    finish(run).await;
+    // The harness dies while the thread waits for its user.
+    c.close(CloseReason::ProcessExited(ExitInfo {
+        pid: 1,
+        status: "killed by SIGKILL".into(),
+        code: None,
+        stderr_tail: String::new(),
+    }));
+    let answered = json!([user("m1", "pick"), {"id": "t1", "role": "tool", "toolCallId": "h-1", "content": "red"}]);
+    let events = finish(fx.start(json!({"messages": answered, "tools": tools}))).await;
+    assert_eq!(
+        support::run_error(&events).code.as_deref(),
+        Some("HARNESS_LOST"),
+        "the run does not wait for a turn that cannot end"
+    );
+    let mut messages = answered.as_array().unwrap().clone();
+    messages.push(user("m2", "again"));
+    let run = fx.start(json!({"messages": messages, "tools": tools}));
+    let fresh = fx.harness.conversation(1).await;
+    assert_eq!(fresh.id(), c.id(), "the conversation is kept");
+    assert_eq!(fresh.next_input().await, "again");
+    fresh.say(1, "Hello again.");
+    fresh.idle(None);
+    assert_eq!(text(&finish(run).await), "Hello again.");
+    assert_eq!(fx.agent.stats().live_conversations, 1);
+}
+
+#[tokio::test]
+async fn a_tool_result_that_arrives_after_a_restart_reaches_the_model_once() {
+    let fx = FakeAgent::new();
+    let tools = json!([{"name": "pick", "description": "Pick"}]);
+    let run = fx.start(json!({"messages": [user("m1", "pick")], "tools": tools}));
+    let c = fx.harness.conversation(0).await;
+    c.next_input().await;
+    let _call = c.call_tool("h-1", "pick", json!({}));
+    finish(run).await;
+    fx.agent.shutdown().await;
+    // A restarted server: the harness call is gone, the client's answer is not.
+    let harness = fx.harness.restarted();
+    let agent = agui_session::Agent::new(
+        support::options(fx.dir.path()),
+        harness.backend(),
+        ToolRegistry::new(),
+    )
+    .unwrap();
+    let answered = json!({"messages": [user("m1", "pick"),
+        {"id": "t1", "role": "tool", "toolCallId": "h-1", "content": "red"}], "tools": tools});
+    let run = agent.run(support::input_of(answered.clone()));
+    let again = harness.conversation(0).await;
+    let note = again.next_input().await;
+    assert!(
+        note.contains("`pick`") && note.contains("it returned: red"),
+        "{note}"
+    );
+    again.idle(None);
+    finish(run).await;
+    let events = finish(agent.run(support::input_of(answered))).await;
+    assert_eq!(types(&events), "RUN_STARTED RUN_FINISHED");
+    assert_eq!(
+        again.input_within(Duration::from_millis(200)).await,
+        None,
+        "delivered once"
+    );
+}
