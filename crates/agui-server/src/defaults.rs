@@ -44,6 +44,7 @@ pub fn documented() -> Vec<(&'static str, String)> {
         ("log_format", choice_name(&LOG_FORMAT)),
         ("model", text(MODEL)),
         ("api_key", text("none")),
+        ("api_key_file", text("none")),
         ("gemini_base_url", text("Google's")),
         ("model_headers", text("none")),
         ("thinking_level", text("model default")),

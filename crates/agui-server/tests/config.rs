@@ -153,6 +153,8 @@ fn sample(key: &str) -> (&'static str, &'static str, Option<&'static str>) {
         "log_format" => ("\"json\"", "json", None),
         "model" => ("\"m\"", "m", None),
         "api_key" => ("\"k\"", "k", None),
+        // A file `check_config` writes in the directory it runs in.
+        "api_key_file" => ("\"api.key\"", "api.key", None),
         "gemini_base_url" => (
             "\"http://127.0.0.1:1\"",
             "http://127.0.0.1:1",
@@ -216,9 +218,11 @@ enum Via {
 /// `check-config` with each `(key, value, via)` set: `value` is a TOML literal for
 /// [`Via::Toml`], else the flag's or variable's text.
 fn check_config(dir: &Path, setting: &[(&Key, &str, Via)]) -> Output {
+    std::fs::write(dir.join("api.key"), "k\n").expect("a key file");
     let mut command = Command::new(env!("CARGO_BIN_EXE_agui-antigravity"));
     command
         .arg("check-config")
+        .current_dir(dir)
         .env_clear()
         .env("AGUI_DATA_DIR", dir)
         .env("HOME", dir);
