@@ -12,6 +12,7 @@ use crate::config::{
     AgentSettings, ServerConfig, SystemInstructionsMode, builtin_tools, choice_name, slug,
 };
 use crate::error::ServerError;
+use crate::model_proxy::{self, ModelProxy};
 use crate::{defaults, demo};
 
 /// An agent mounted at a path.
@@ -31,6 +32,8 @@ pub struct Runtime {
     pub agents: Vec<MountedAgent>,
     /// The embedded demo model, when an agent uses it.
     pub demo_model: Option<gemini_script::Handle>,
+    /// The harnesses' model endpoint, which holds the real keys.
+    pub model_proxy: ModelProxy,
 }
 
 impl std::fmt::Debug for Runtime {
@@ -42,10 +45,18 @@ impl std::fmt::Debug for Runtime {
 }
 
 impl Runtime {
-    /// Closes every session (checkpointing conversations) and stops every harness.
+    /// Closes every session (checkpointing conversations) and stops every harness, then the
+    /// model proxy.
     pub async fn shutdown(&self) {
         let stops = self.agents.iter().map(|a| a.agent.shutdown());
         futures_util::future::join_all(stops).await;
+        self.model_proxy.stop();
+    }
+
+    /// The loopback address every harness sends its model requests to: the only model address
+    /// a harness needs to reach.
+    pub fn model_proxy_addr(&self) -> std::net::SocketAddr {
+        self.model_proxy.addr()
     }
 }
 
@@ -82,6 +93,7 @@ pub async fn build(
     let mut agents = Vec::new();
     let mut claimed = ClaimedDirs::new();
     let data = default_data_dir();
+    let model_proxy = ModelProxy::start(config.model_proxy_port).await?;
     for settings in &config.agents {
         let path = settings.path.clone().unwrap_or_else(|| "/".into());
         let demo = config.demo || !settings.has_endpoint();
@@ -96,8 +108,19 @@ pub async fn build(
         } else {
             None
         };
-        let options = options(settings, &path, &data, endpoint_url)?;
+        let mut options = options(settings, &path, &data, endpoint_url)?;
         claim_dirs(&mut claimed, &path, &options)?;
+        if model_proxy::uses_ambient_credentials(&options.endpoint) {
+            tracing::warn!(path = %path, "Vertex without api_key: the harness authenticates itself with its ambient credentials and calls Vertex directly, not through the model proxy; set api_key to keep credentials out of the agent's reach");
+        } else {
+            // The harness gets the proxy's address and a token; the key and headers stay here.
+            // An OpenAI-compatible endpoint has no headers of its own: the proxy adds them.
+            let extra = match &options.endpoint {
+                ModelEndpoint::OpenAiCompatible { .. } => model_headers(settings),
+                _ => BTreeMap::new(),
+            };
+            options.endpoint = model_proxy.register(&options.name, &options.endpoint, &extra)?;
+        }
         let binary = match binaries.get(&settings.harness_path) {
             Some(binary) => binary.clone(),
             None => {
@@ -148,7 +171,11 @@ pub async fn build(
         tracing::info!(path = %path, agent = %agent.options().name, model = %agent.options().model, demo, "agent ready");
         agents.push(MountedAgent { path, agent, demo });
     }
-    Ok(Runtime { agents, demo_model })
+    Ok(Runtime {
+        agents,
+        demo_model,
+        model_proxy,
+    })
 }
 
 /// Checks `config` as [`build`] would, without starting anything: every agent's options and
@@ -196,6 +223,16 @@ fn claim_dirs(
     Ok(())
 }
 
+/// The `model_headers` of an agent.
+fn model_headers(settings: &AgentSettings) -> BTreeMap<String, String> {
+    settings
+        .model_headers
+        .clone()
+        .unwrap_or_default()
+        .into_iter()
+        .collect()
+}
+
 /// The session options of one agent.
 pub fn options(
     settings: &AgentSettings,
@@ -204,12 +241,7 @@ pub fn options(
     demo_url: Option<String>,
 ) -> Result<AgentOptions, ServerError> {
     let bad = |m: String| ServerError::Config(format!("agent at `{path}`: {m}"));
-    let headers: BTreeMap<String, String> = settings
-        .model_headers
-        .clone()
-        .unwrap_or_default()
-        .into_iter()
-        .collect();
+    let headers = model_headers(settings);
     let endpoint = if let Some(url) = demo_url {
         ModelEndpoint::gemini(url, "demo")
     } else if let Some(base_url) = &settings.openai_base_url {

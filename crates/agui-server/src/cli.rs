@@ -54,6 +54,9 @@ pub struct ServeArgs {
     /// Log format; the level comes from `RUST_LOG` (default `info`).
     #[arg(long, env = "AGUI_LOG_FORMAT", value_enum)]
     pub log_format: Option<LogFormat>,
+    /// Loopback port of the model proxy, the harnesses' model endpoint (0: any free port).
+    #[arg(long, env = "AGUI_MODEL_PROXY_PORT")]
+    pub model_proxy_port: Option<u16>,
     /// Agent settings (defaults for every agent).
     #[command(flatten)]
     pub agent: AgentSettings,

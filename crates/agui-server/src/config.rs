@@ -411,6 +411,8 @@ pub struct FileConfig {
     pub demo: Option<bool>,
     /// Log format.
     pub log_format: Option<LogFormat>,
+    /// Loopback port of the model proxy (0: any free port).
+    pub model_proxy_port: Option<u16>,
     /// Defaults for every agent.
     #[serde(default)]
     pub agent: AgentSettings,
@@ -445,6 +447,8 @@ pub struct ServerConfig {
     pub demo: bool,
     /// Log format.
     pub log_format: LogFormat,
+    /// Loopback port of the model proxy, the harnesses' model endpoint (0: any free port).
+    pub model_proxy_port: u16,
     /// The agents, with paths normalised (`/` or `/a/b`), in mount order.
     pub agents: Vec<AgentSettings>,
 }
@@ -521,6 +525,10 @@ impl ServerConfig {
                 .log_format
                 .or(file.log_format)
                 .unwrap_or(defaults::LOG_FORMAT),
+            model_proxy_port: cli
+                .model_proxy_port
+                .or(file.model_proxy_port)
+                .unwrap_or(defaults::MODEL_PROXY_PORT),
             agents,
         };
         crate::build::check(&config)?;

@@ -32,6 +32,7 @@ pub mod demo;
 mod error;
 pub mod http;
 pub mod metrics;
+pub mod model_proxy;
 pub mod playground;
 mod stream;
 
@@ -226,6 +227,11 @@ impl RunningServer {
     /// The agents and what they run on.
     pub fn runtime(&self) -> &Runtime {
         &self.runtime
+    }
+
+    /// The loopback address of the model proxy, where every harness sends its model requests.
+    pub fn model_proxy_addr(&self) -> SocketAddr {
+        self.runtime.model_proxy_addr()
     }
 
     /// Stops accepting, ends open runs (with `RUN_ERROR`), closes conversations so the harness
