@@ -66,7 +66,11 @@ pub fn router(agents: &[MountedAgent], options: HttpOptions, metrics: Arc<Metric
     for mounted in agents {
         let endpoint = Arc::new(Endpoint {
             agent: mounted.agent.clone(),
-            capabilities: crate::capabilities::derive(&mounted.agent, mounted.demo),
+            capabilities: crate::capabilities::derive(
+                &mounted.agent,
+                mounted.demo,
+                &mounted.sandbox,
+            ),
         });
         let run_endpoint = endpoint.clone();
         let caps_path = if mounted.path == "/" {

@@ -33,6 +33,7 @@ mod error;
 pub mod http;
 pub mod metrics;
 pub mod playground;
+pub mod sandbox;
 mod stream;
 
 use std::collections::HashMap;
@@ -47,8 +48,8 @@ use tokio::sync::watch;
 pub use build::{MountedAgent, Runtime};
 pub use capabilities::derive as capabilities;
 pub use config::{
-    AgentSettings, BuiltinToolChoice, FileConfig, LogFormat, ServerConfig, SystemInstructionsMode,
-    ThinkingLevel,
+    AgentSettings, BuiltinToolChoice, FileConfig, LogFormat, SandboxMode, ServerConfig,
+    SystemInstructionsMode, ThinkingLevel,
 };
 pub use error::ServerError;
 
@@ -109,6 +110,7 @@ pub struct Server {
     config: ServerConfig,
     tools: HashMap<String, ToolRegistry>,
     demo_script: Option<gemini_script::Script>,
+    launcher: Option<harness_client::sandbox::Launcher>,
 }
 
 impl Server {
@@ -118,6 +120,7 @@ impl Server {
             config,
             tools: HashMap::new(),
             demo_script: None,
+            launcher: None,
         }
     }
 
@@ -143,6 +146,14 @@ impl Server {
         self
     }
 
+    /// Starts sandboxes (`sandbox = "strict"`) with `launcher` — a program whose `main` calls
+    /// [`sandbox::launcher_if_asked`], e.g. [`sandbox::launcher_at`] the `agui-antigravity`
+    /// binary — instead of this program (which can only if its `main` calls it).
+    pub fn with_sandbox_launcher(mut self, launcher: harness_client::sandbox::Launcher) -> Self {
+        self.launcher = Some(launcher);
+        self
+    }
+
     /// Builds the agents (installing the harness if it is missing), binds and starts serving.
     pub async fn start(self) -> Result<RunningServer, ServerError> {
         let tools = self.tools;
@@ -150,6 +161,7 @@ impl Server {
             &self.config,
             |path| tools.get(path).cloned().unwrap_or_default(),
             self.demo_script,
+            self.launcher,
         )
         .await?;
         let metrics = Arc::new(metrics::Metrics::new());

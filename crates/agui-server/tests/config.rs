@@ -193,6 +193,7 @@ fn sample(key: &str) -> (&'static str, &'static str, Option<&'static str>) {
         "busy_thread_wait_secs" => ("0", "0", None),
         "api_retries" => ("2", "2", None),
         "max_attachment_bytes" => ("1000", "1000", None),
+        "sandbox" => ("\"off\"", "off", None),
         other => panic!("no sample value for `{other}`: add one to this test"),
     }
 }

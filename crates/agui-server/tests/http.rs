@@ -31,6 +31,10 @@ impl Fixture {
         args.extend_from_slice(extra);
         let config = ServerConfig::from_args(args).expect("valid flags");
         let server = Server::new(config)
+            // The binary is the sandbox launcher (this test program is not).
+            .with_sandbox_launcher(agui_server::sandbox::launcher_at(env!(
+                "CARGO_BIN_EXE_agui-antigravity"
+            )))
             .start()
             .await
             .expect("the server starts");
