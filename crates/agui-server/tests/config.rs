@@ -383,6 +383,7 @@ fn every_bad_value_of_an_enum_like_key_is_refused_naming_key_value_and_choices()
             "builtin_tools",
             "interrupt_reasons",
             "log_format",
+            "sandbox",
             "structured_output",
             "system_instructions_mode",
             "thinking_level",
