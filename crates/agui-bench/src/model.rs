@@ -84,7 +84,8 @@ pub(crate) fn script(tokens: usize, chunks: usize, tools: &[&str]) -> Script {
 }
 
 /// What the harness asked the model in one request, reduced to what its config decides: the
-/// system prompt (the workspace, the host's scratch directory and the conversation id masked),
+/// system prompt (the workspace, the thread's directories, the host's scratch directory and the
+/// conversation id masked),
 /// the declared tools and the generation config. Equal shapes for ours and the floor mean the
 /// same harness config.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -112,6 +113,10 @@ impl RequestShape {
         let mut prompt = request.system_instruction();
         if let Some(ws) = gemini_script::inspect::workspace(body).filter(|w| !w.is_empty()) {
             prompt = prompt.replace(&ws, "<workspace>");
+            // The thread's own directories (its app data dir) are named like its workspace.
+            if let Some(name) = std::path::Path::new(&ws).file_name() {
+                prompt = prompt.replace(&*name.to_string_lossy(), "<thread>");
+            }
         }
         let root = root.display().to_string();
         if !root.is_empty() {
