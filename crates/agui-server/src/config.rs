@@ -171,6 +171,9 @@ agent_settings! {
         /// Largest inline attachment forwarded to the model, in bytes.
         #[arg(long, env = "AGUI_MAX_ATTACHMENT_BYTES")]
         pub max_attachment_bytes: Option<usize>,
+        /// Confine each thread's harness process (`strict`) or run it unconfined (`off`).
+        #[arg(long, env = "AGUI_SANDBOX")]
+        pub sandbox: Option<SandboxMode>,
     }
 }
 
@@ -224,6 +227,17 @@ pub enum SystemInstructionsMode {
     Append,
     /// Used instead of it.
     Replace,
+}
+
+/// How an agent's harness processes are confined.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum SandboxMode {
+    /// One process per thread, confined to the thread's directories (namespaces and Landlock);
+    /// where the machine cannot confine, the tools that need it are withheld.
+    Strict,
+    /// Shared, unconfined processes: commands run with the server's user and see what it sees.
+    Off,
 }
 
 /// Gemini's thinking levels (how much the model reasons before answering).
@@ -482,6 +496,8 @@ pub struct ServerConfig {
     pub log_format: LogFormat,
     /// The agents, with paths normalised (`/` or `/a/b`), in mount order.
     pub agents: Vec<AgentSettings>,
+    /// The configuration file it was read from (hidden from sandboxed agents).
+    pub config_file: Option<PathBuf>,
 }
 
 impl ServerConfig {
@@ -574,6 +590,7 @@ impl ServerConfig {
                 .or(file.log_format)
                 .unwrap_or(defaults::LOG_FORMAT),
             agents,
+            config_file: cli.config.clone(),
         };
         crate::access::AccessPolicy::new(&config)?;
         crate::build::check(&config)?;

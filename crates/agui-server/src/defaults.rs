@@ -6,7 +6,7 @@
 use agui_session::defaults as session;
 use harness_client::PoolOptions;
 
-use crate::config::{LogFormat, SystemInstructionsMode, choice_name};
+use crate::config::{LogFormat, SandboxMode, SystemInstructionsMode, choice_name};
 
 /// Listen address.
 pub const BIND: &str = "127.0.0.1:8027";
@@ -27,6 +27,9 @@ pub const SYSTEM_INSTRUCTIONS_MODE: SystemInstructionsMode = SystemInstructionsM
 /// Start a spare harness before the live ones are full: the first run of a new thread is then
 /// fast, which a server wants (a library user of the pool may not).
 pub const PRESTART_HARNESS: bool = true;
+
+/// Confine each thread's harness process.
+pub const SANDBOX: SandboxMode = SandboxMode::Strict;
 
 /// Every key's default as the README's configuration table writes it, in the table's order:
 /// `(key, default)`. Keys with no default value say what happens instead (`none`, `discovered`,
@@ -123,6 +126,7 @@ pub fn documented() -> Vec<(&'static str, String)> {
         ),
         ("api_retries", session::API_RETRIES.to_string()),
         ("max_attachment_bytes", bytes(session::MAX_ATTACHMENT_BYTES)),
+        ("sandbox", choice_name(&SANDBOX)),
     ]
 }
 

@@ -116,7 +116,7 @@ pub fn router(agents: &[MountedAgent], options: HttpOptions, metrics: Arc<Metric
 fn agent_routes(mounted: &MountedAgent, access: &AccessPolicy) -> Router<AppState> {
     let endpoint = Arc::new(Endpoint {
         agent: mounted.agent.clone(),
-        capabilities: crate::capabilities::derive(&mounted.agent, mounted.demo),
+        capabilities: crate::capabilities::derive(&mounted.agent, mounted.demo, &mounted.sandbox),
         owners: access.has_identities().then(|| {
             Arc::new(ThreadOwners::new(
                 mounted.agent.options().save_dir.join("owners"),

@@ -197,6 +197,7 @@ fn sample(key: &str) -> (&'static str, &'static str, Option<&'static str>) {
         "busy_thread_wait_secs" => ("0", "0", None),
         "api_retries" => ("2", "2", None),
         "max_attachment_bytes" => ("1000", "1000", None),
+        "sandbox" => ("\"off\"", "off", None),
         other => panic!("no sample value for `{other}`: add one to this test"),
     }
 }
@@ -386,6 +387,7 @@ fn every_bad_value_of_an_enum_like_key_is_refused_naming_key_value_and_choices()
             "builtin_tools",
             "interrupt_reasons",
             "log_format",
+            "sandbox",
             "structured_output",
             "system_instructions_mode",
             "thinking_level",

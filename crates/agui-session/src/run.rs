@@ -23,6 +23,7 @@ use crate::callbacks::SessionCallbacks;
 use crate::contract::Contract;
 use crate::error::{RunErrorCode, RunFailure};
 use crate::options::ConcurrentRuns;
+use crate::placement::Placement;
 use crate::prompt::{self, Prompt, PromptLimits};
 use crate::session::{Session, SessionState};
 use crate::turn::Turn;
@@ -506,17 +507,24 @@ impl Run {
         if state.conversation.is_some() {
             return Ok(());
         }
-        std::fs::create_dir_all(&state.workspace).map_err(|e| {
-            RunFailure::new(
-                RunErrorCode::AgentError,
-                "Could not create the thread's workspace.",
-            )
-            .with_detail(format_args!(
-                "could not create the workspace {}: {e}",
-                state.workspace.display()
-            ))
-        })?;
         let options = &self.agent.options;
+        let placement = Placement::new(
+            &options.save_dir,
+            &state.workspace,
+            self.agent.backend.process_per_thread(),
+        );
+        placement
+            .prepare(&options.save_dir, &state.conversation_id)
+            .map_err(|e| {
+                RunFailure::new(
+                    RunErrorCode::AgentError,
+                    "Could not prepare the thread's directories.",
+                )
+                .with_detail(format_args!(
+                    "could not prepare the thread's directories (workspace {}): {e}",
+                    state.workspace.display()
+                ))
+            })?;
         let config = contract
             .harness_config(
                 options,
@@ -537,7 +545,7 @@ impl Run {
             policy: contract.callback_policy(options),
         });
         self.agent.reserve_conversation(&session.thread_id).await?;
-        let conversation = match self.agent.backend.open(config, callbacks).await {
+        let conversation = match self.agent.backend.open(&placement, config, callbacks).await {
             Ok(conversation) => conversation,
             Err(e) => {
                 self.agent.release_conversation();
