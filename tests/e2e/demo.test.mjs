@@ -70,7 +70,7 @@ describe("demo server", () => {
     assert.deepEqual(call.args, { location: "Tokyo" });
     const result = JSON.parse(call.result);
     assert.equal(result.location, "Tokyo");
-    assert.equal(typeof result.temperature_c, "number");
+    assert.equal(typeof result.temperature, "number");
     const message = rec.newMessages.find((m) => m.role === "tool" && m.toolCallId === call.id);
     assert.equal(message?.content, call.result, "the client holds the server tool's result");
     assert.match(text(rec), /"location":"Tokyo"/, "the model reported the result");

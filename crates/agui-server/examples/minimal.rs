@@ -1,5 +1,6 @@
-//! A minimal embedding: one Antigravity agent with one server tool of your own, served over
-//! AG-UI with the same flags, environment variables and `--config` file as the binary.
+//! A minimal embedding: one Antigravity agent with a server tool registered by the program
+//! (the demo's `get_weather`), served over AG-UI with the same flags, environment variables and
+//! `--config` file as the binary.
 //!
 //! ```sh
 //! cargo run -p agui-server --example minimal                               # offline demo model
@@ -14,36 +15,30 @@
 //! ```
 //!
 //! The stream shows `TOOL_CALL_START`/`ARGS`/`END`, then `TOOL_CALL_RESULT` with what the
-//! closure below returned, then the model's answer.
+//! tool returned, then the model's answer.
 
 use std::process::ExitCode;
 
 use agui_server::{Server, ServerConfig};
-use agui_session::{FnTool, ToolRegistry};
-use serde_json::{Value, json};
+use agui_session::ToolRegistry;
 
 /// The server: the configured agent at `/`, given the `get_weather` tool.
+///
+/// [`agui_server::demo::weather_tool`] is a [`FnTool`](agui_session::FnTool): a name, a
+/// description, a JSON schema of the arguments and an async closure returning the result (a
+/// real tool would call a weather API there; errors go back to the model as `Err(ToolError)`).
 pub fn server(config: ServerConfig) -> Server {
     let mut tools = ToolRegistry::new();
-    tools.register(FnTool::new(
-        "get_weather",
-        "Get the current weather for a location.",
-        json!({
-            "type": "object",
-            "properties": {"location": {"type": "string", "description": "A city name"}},
-            "required": ["location"]
-        }),
-        |_ctx, args| async move {
-            let location = args.get("location").and_then(Value::as_str).unwrap_or("");
-            // A real tool would call a weather API here; errors go back as `Err(ToolError)`.
-            Ok(json!({"location": location, "conditions": "sunny", "temperature_c": 21}))
-        },
-    ));
+    tools.register(agui_server::demo::weather_tool());
     Server::new(config).with_tools("/", tools)
 }
 
-#[tokio::main]
-async fn main() -> ExitCode {
+fn main() -> ExitCode {
+    // The program is also the sandbox launcher of its agents' harness processes.
+    agui_server::sandbox::main(serve)
+}
+
+async fn serve() -> ExitCode {
     let config = match ServerConfig::from_args(std::env::args()) {
         Ok(config) => config,
         Err(e) => {

@@ -42,9 +42,25 @@ pub struct ServeArgs {
     /// Require `Authorization: Bearer <token>`.
     #[arg(long, env = "AGUI_AUTH_TOKEN", hide_env_values = true)]
     pub auth_token: Option<String>,
+    /// Bearer tokens naming their callers, instead of `--auth-token` (`name=token`,
+    /// comma-separated): a thread belongs to the name that created it.
+    #[arg(long, env = "AGUI_AUTH_TOKENS", value_delimiter = ',', value_parser = crate::config::parse_name_value, hide_env_values = true)]
+    pub auth_tokens: Option<Vec<(String, String)>>,
+    /// The header in which an authenticating proxy names the user (e.g. `X-Forwarded-User`):
+    /// a thread belongs to the user that created it; requests without it are refused.
+    #[arg(long, env = "AGUI_USER_HEADER")]
+    pub user_header: Option<String>,
+    /// Serve on a non-loopback address without a token: only if something in front
+    /// authenticates every request.
+    #[arg(long, env = "AGUI_INSECURE_NO_AUTH")]
+    pub insecure_no_auth: bool,
     /// Allowed CORS origins (comma-separated; `*` for any).
     #[arg(long, env = "AGUI_CORS_ORIGINS", value_delimiter = ',')]
     pub cors_origins: Option<Vec<String>>,
+    /// Host names answered besides loopback names and the bind address (comma-separated,
+    /// `name` or `name:port`; `*` for any).
+    #[arg(long, env = "AGUI_ALLOWED_HOSTS", value_delimiter = ',')]
+    pub allowed_hosts: Option<Vec<String>>,
     /// Largest request body in bytes.
     #[arg(long, env = "AGUI_MAX_BODY_BYTES")]
     pub max_body_bytes: Option<usize>,

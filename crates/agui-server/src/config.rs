@@ -75,7 +75,7 @@ agent_settings! {
         #[arg(long, env = "AGUI_GEMINI_BASE_URL")]
         pub gemini_base_url: Option<String>,
         /// Extra HTTP headers on every model request (`name=value`, repeatable).
-        #[arg(long = "model-header", value_parser = parse_header, env = "AGUI_MODEL_HEADERS", value_delimiter = ',', hide_env_values = true)]
+        #[arg(long = "model-header", value_parser = parse_name_value, env = "AGUI_MODEL_HEADERS", value_delimiter = ',', hide_env_values = true)]
         #[serde(default, deserialize_with = "headers")]
         pub model_headers: Option<Vec<(String, String)>>,
         /// Gemini thinking level.
@@ -181,15 +181,19 @@ agent_settings! {
         /// Largest inline attachment forwarded to the model, in bytes.
         #[arg(long, env = "AGUI_MAX_ATTACHMENT_BYTES")]
         pub max_attachment_bytes: Option<usize>,
+        /// Confine each thread's harness process (`strict`) or run it unconfined (`off`).
+        #[arg(long, env = "AGUI_SANDBOX")]
+        pub sandbox: Option<SandboxMode>,
     }
 }
 
-fn parse_header(text: &str) -> Result<(String, String), String> {
+/// `name=value` (split at the first `=`; blanks around the name and the value are dropped).
+pub(crate) fn parse_name_value(text: &str) -> Result<(String, String), String> {
     let (name, value) = text
         .split_once('=')
-        .ok_or_else(|| format!("`{text}` is not name=value"))?;
+        .ok_or_else(|| "an entry is not name=value".to_owned())?;
     if name.trim().is_empty() {
-        return Err(format!("`{text}` has an empty header name"));
+        return Err(format!("`{name}=…` has an empty name"));
     }
     Ok((name.trim().to_owned(), value.trim().to_owned()))
 }
@@ -234,6 +238,17 @@ pub enum SystemInstructionsMode {
     Append,
     /// Used instead of it.
     Replace,
+}
+
+/// How an agent's harness processes are confined.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum SandboxMode {
+    /// One process per thread, confined to the thread's directories (namespaces and Landlock);
+    /// where the machine cannot confine, the tools that need it are withheld.
+    Strict,
+    /// Shared, unconfined processes: commands run with the server's user and see what it sees.
+    Off,
 }
 
 /// Gemini's thinking levels (how much the model reasons before answering).
@@ -399,10 +414,18 @@ pub fn builtin_tools(choices: &[BuiltinToolChoice]) -> BTreeSet<BuiltinTool> {
 pub struct FileConfig {
     /// Listen address.
     pub bind: Option<SocketAddr>,
-    /// Require `Authorization: Bearer <token>` on every route but `/healthz`.
+    /// Require `Authorization: Bearer <token>` on every route but `/healthz` and the playground's page.
     pub auth_token: Option<String>,
     /// Origins allowed by CORS (`*` for any).
     pub cors_origins: Option<Vec<String>>,
+    /// Host names answered besides loopback names and the bind address (`*`: any).
+    pub allowed_hosts: Option<Vec<String>>,
+    /// Serve a non-loopback bind with no token.
+    pub insecure_no_auth: Option<bool>,
+    /// Bearer tokens that name their callers.
+    pub auth_tokens: Option<AuthTokens>,
+    /// The header an authenticating proxy sets to the caller's user name.
+    pub user_header: Option<String>,
     /// Largest request body, in bytes.
     pub max_body_bytes: Option<usize>,
     /// Seconds between SSE keep-alive comments.
@@ -421,6 +444,33 @@ pub struct FileConfig {
     pub agents: Vec<AgentSettings>,
 }
 
+/// `auth_tokens` in the file: names and their tokens (`{ alice = "…" }`), or a list of tokens,
+/// each named `token-` and the start of its SHA-256.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(
+    untagged,
+    expecting = "a table of name = \"token\" entries, or a list of tokens"
+)]
+pub enum AuthTokens {
+    /// Name → token.
+    Named(BTreeMap<String, String>),
+    /// Tokens without names.
+    Unnamed(Vec<String>),
+}
+
+impl AuthTokens {
+    /// Identity → token.
+    fn by_identity(&self) -> BTreeMap<String, String> {
+        match self {
+            Self::Named(named) => named.clone(),
+            Self::Unnamed(tokens) => tokens
+                .iter()
+                .map(|t| (crate::access::unnamed_token_identity(t), t.clone()))
+                .collect(),
+        }
+    }
+}
+
 impl FileConfig {
     /// Reads and parses a TOML file.
     pub fn load(path: &Path) -> Result<Self, ServerError> {
@@ -435,10 +485,20 @@ impl FileConfig {
 pub struct ServerConfig {
     /// Listen address.
     pub bind: SocketAddr,
-    /// Bearer token required on every route but `/healthz`.
+    /// Bearer token required on every route but `/healthz` and the playground's page.
     pub auth_token: Option<String>,
+    /// Bearer tokens by the identity they give (instead of `auth_token`): threads then belong
+    /// to identities.
+    pub auth_tokens: BTreeMap<String, String>,
+    /// The header in which an authenticating proxy names the user (threads then belong to
+    /// users).
+    pub user_header: Option<String>,
+    /// Serve a non-loopback bind with no token (something in front authenticates).
+    pub insecure_no_auth: bool,
     /// CORS origins (`*` = any); empty disables CORS headers.
     pub cors_origins: Vec<String>,
+    /// Host names answered besides loopback names and the bind address (`*`: any).
+    pub allowed_hosts: Vec<String>,
     /// Largest request body.
     pub max_body_bytes: usize,
     /// SSE keep-alive interval.
@@ -451,6 +511,8 @@ pub struct ServerConfig {
     pub model_proxy_port: u16,
     /// The agents, with paths normalised (`/` or `/a/b`), in mount order.
     pub agents: Vec<AgentSettings>,
+    /// The configuration file it was read from (hidden from sandboxed agents).
+    pub config_file: Option<PathBuf>,
 }
 
 impl ServerConfig {
@@ -505,10 +567,30 @@ impl ServerConfig {
                 .clone()
                 .or(file.auth_token)
                 .filter(|t| !t.is_empty()),
+            auth_tokens: match &cli.auth_tokens {
+                Some(pairs) => pairs.iter().cloned().collect(),
+                None => file
+                    .auth_tokens
+                    .as_ref()
+                    .map(AuthTokens::by_identity)
+                    .unwrap_or_default(),
+            },
+            user_header: cli
+                .user_header
+                .clone()
+                .or(file.user_header)
+                .filter(|h| !h.trim().is_empty()),
+            insecure_no_auth: cli.insecure_no_auth
+                || file.insecure_no_auth.unwrap_or(defaults::INSECURE_NO_AUTH),
             cors_origins: cli
                 .cors_origins
                 .clone()
                 .or(file.cors_origins)
+                .unwrap_or_default(),
+            allowed_hosts: cli
+                .allowed_hosts
+                .clone()
+                .or(file.allowed_hosts)
                 .unwrap_or_default(),
             max_body_bytes: cli
                 .max_body_bytes
@@ -530,7 +612,9 @@ impl ServerConfig {
                 .or(file.model_proxy_port)
                 .unwrap_or(defaults::MODEL_PROXY_PORT),
             agents,
+            config_file: cli.config.clone(),
         };
+        crate::access::AccessPolicy::new(&config)?;
         crate::build::check(&config)?;
         Ok(config)
     }
@@ -566,6 +650,9 @@ impl ServerConfig {
         let mask = |secret: &Option<String>| secret.as_ref().map(|_| REDACTED.to_owned());
         let mut config = self.clone();
         config.auth_token = mask(&config.auth_token);
+        for token in config.auth_tokens.values_mut() {
+            *token = REDACTED.to_owned();
+        }
         for agent in &mut config.agents {
             agent.api_key = mask(&agent.api_key);
             for (_, value) in agent.model_headers.iter_mut().flatten() {
@@ -713,6 +800,14 @@ mod tests {
         assert_eq!(
             agent.model_headers,
             Some(vec![("authorization".into(), REDACTED.into())])
+        );
+        let named = Flags::try_parse_from(["x", "--auth-tokens", "alice=alice-secret"])
+            .expect("valid flags");
+        let named = ServerConfig::merge(FileConfig::default(), &named.serve).expect("valid");
+        let shown = format!("{:#?}", named.redacted());
+        assert!(
+            !shown.contains("secret") && shown.contains("alice"),
+            "{shown}"
         );
         // Nothing set, nothing shown.
         let plain = ServerConfig::merge(FileConfig::default(), &crate::cli::ServeArgs::default())

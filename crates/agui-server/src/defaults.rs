@@ -8,7 +8,7 @@ use std::time::Duration;
 use agui_session::defaults as session;
 use harness_client::PoolOptions;
 
-use crate::config::{LogFormat, SystemInstructionsMode, choice_name};
+use crate::config::{LogFormat, SandboxMode, SystemInstructionsMode, choice_name};
 
 /// Listen address.
 pub const BIND: &str = "127.0.0.1:8027";
@@ -20,6 +20,8 @@ pub const KEEP_ALIVE_SECS: u64 = 15;
 pub const LOG_FORMAT: LogFormat = LogFormat::Text;
 /// Serve the scripted demo model even where a model endpoint is configured.
 pub const DEMO: bool = false;
+/// Serve a non-loopback bind with no token.
+pub const INSECURE_NO_AUTH: bool = false;
 /// Text model (also the name the demo model answers to).
 pub const MODEL: &str = "gemini-3-flash-preview";
 /// What `system_instructions` does to Antigravity's prompt.
@@ -40,6 +42,9 @@ pub const MODEL_PROXY_MAX_BODY_BYTES: usize = 256 << 20;
 /// fast, which a server wants (a library user of the pool may not).
 pub const PRESTART_HARNESS: bool = true;
 
+/// Confine each thread's harness process.
+pub const SANDBOX: SandboxMode = SandboxMode::Strict;
+
 /// Every key's default as the README's configuration table writes it, in the table's order:
 /// `(key, default)`. Keys with no default value say what happens instead (`none`, `discovered`,
 /// …).
@@ -50,7 +55,11 @@ pub fn documented() -> Vec<(&'static str, String)> {
         ("bind", text(BIND)),
         ("demo", on_off(DEMO)),
         ("auth_token", text("none")),
+        ("auth_tokens", text("none")),
+        ("user_header", text("none")),
+        ("insecure_no_auth", on_off(INSECURE_NO_AUTH)),
         ("cors_origins", text("none")),
+        ("allowed_hosts", text("none")),
         ("max_body_bytes", bytes(MAX_BODY_BYTES)),
         ("path", text("/")),
         ("name", text("from the path")),
@@ -133,6 +142,7 @@ pub fn documented() -> Vec<(&'static str, String)> {
         ),
         ("api_retries", session::API_RETRIES.to_string()),
         ("max_attachment_bytes", bytes(session::MAX_ATTACHMENT_BYTES)),
+        ("sandbox", choice_name(&SANDBOX)),
     ]
 }
 

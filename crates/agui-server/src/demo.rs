@@ -1,7 +1,7 @@
 //! The offline demo: the embedded scripted model, and the server tool its script calls.
 
-use agui_session::{FnTool, ToolRegistry};
-use serde_json::json;
+use agui_session::{FnTool, ToolError, ToolRegistry};
+use serde_json::{Value, json};
 
 use crate::error::ServerError;
 
@@ -32,7 +32,9 @@ pub fn add_demo_tools(tools: &mut ToolRegistry) {
     tools.register(weather_tool());
 }
 
-/// `get_weather(location)`: canned weather, enough to show a server tool card.
+/// `get_weather(location)`: canned weather that differs by place (see [`weather`]), enough to
+/// show a server tool card. The one definition behind the offline demo, `examples/minimal.rs`
+/// and `examples/dojo`; a missing or blank `location` is a tool error the model sees.
 pub fn weather_tool() -> FnTool {
     FnTool::new(
         gemini_script::demo::SERVER_TOOL,
@@ -45,20 +47,30 @@ pub fn weather_tool() -> FnTool {
         |_ctx, args| async move {
             let location = args
                 .get("location")
-                .and_then(|v| v.as_str())
-                .unwrap_or("somewhere")
-                .to_owned();
-            // Deterministic but varied by place, so two cities differ.
-            let seed = location.bytes().fold(7u32, |acc, b| {
-                acc.wrapping_mul(31).wrapping_add(u32::from(b))
-            });
-            let conditions = ["sunny", "partly cloudy", "light rain", "windy", "clear"];
-            Ok(json!({
-                "location": location,
-                "temperature_c": 12 + (seed % 15),
-                "conditions": conditions[(seed as usize) % conditions.len()],
-                "humidity_percent": 40 + (seed % 50),
-            }))
+                .and_then(Value::as_str)
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .ok_or_else(|| ToolError::new("`location` must be a non-empty string"))?;
+            Ok(weather(location))
         },
     )
+}
+
+/// What `get_weather` reports for `location`: deterministic but varied by place (two cities
+/// differ), in the fields the AG-UI dojo's weather card reads: `location`, `temperature` and
+/// `feelsLike` (°C), `conditions`, `humidity` (%), `windSpeed` (km/h).
+pub fn weather(location: &str) -> Value {
+    let seed = location.bytes().fold(7u32, |acc, b| {
+        acc.wrapping_mul(31).wrapping_add(u32::from(b))
+    });
+    let conditions = ["Sunny", "Partly cloudy", "Light rain", "Windy", "Clear"];
+    let temperature = 8 + seed % 20;
+    json!({
+        "location": location,
+        "temperature": temperature,
+        "feelsLike": temperature.saturating_sub(seed % 4),
+        "conditions": conditions[seed as usize % conditions.len()],
+        "humidity": 35 + seed % 55,
+        "windSpeed": 3 + seed % 25,
+    })
 }

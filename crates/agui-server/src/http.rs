@@ -1,6 +1,13 @@
 //! The HTTP surface: `POST <path>` runs, `GET <path>/capabilities`, `GET /healthz`,
 //! `GET /metrics`, with the checks a request passes before a run starts; `GET <path>` from a
 //! browser is the playground (`playground.rs`).
+//!
+//! Every request passes two layers before its handler (decisions in `access.rs`):
+//! [`check_site`] (Host and Origin) on every route but `/healthz`, then [`authenticate`]
+//! (token, and the caller's identity) on every agent route and `/metrics` — the playground's
+//! page and assets are public, it asks for the token itself. A route added to
+//! [`agent_routes`] gets both. Handlers that take a thread id call [`admit_thread`] once the id
+//! is valid.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -15,11 +22,14 @@ use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
+use axum::{Extension, middleware};
 use serde_json::json;
 use tower_http::cors::{AllowOrigin, CorsLayer};
 
+use crate::access::{AccessPolicy, Caller, Refusal};
 use crate::build::MountedAgent;
 use crate::metrics::Metrics;
+use crate::owners::ThreadOwners;
 use crate::stream::EventBody;
 
 /// Longest accepted thread id.
@@ -28,23 +38,24 @@ pub const MAX_THREAD_ID: usize = 200;
 /// Request handling settings.
 #[derive(Debug, Clone)]
 pub struct HttpOptions {
-    /// Bearer token required on every route but `/healthz`.
-    pub auth_token: Option<String>,
-    /// CORS origins (`*` = any); empty: no CORS headers.
-    pub cors_origins: Vec<String>,
+    /// Which hosts, pages (also the CORS headers) and credentials are accepted.
+    pub access: AccessPolicy,
     /// Largest request body.
     pub max_body_bytes: usize,
     /// SSE keep-alive interval.
     pub keep_alive: Duration,
 }
 
-struct Endpoint {
+/// One mounted agent, as its routes see it.
+pub(crate) struct Endpoint {
     agent: Agent,
     capabilities: AgentCapabilities,
+    /// Who owns which thread, when callers have identities.
+    owners: Option<Arc<ThreadOwners>>,
 }
 
 #[derive(Clone)]
-struct AppState {
+pub(crate) struct AppState {
     options: Arc<HttpOptions>,
     metrics: Arc<Metrics>,
     agents: Arc<Vec<(String, Agent)>>,
@@ -62,56 +73,87 @@ pub fn router(agents: &[MountedAgent], options: HttpOptions, metrics: Arc<Metric
                 .collect(),
         ),
     };
-    let mut app = Router::new();
+    let mut api = Router::new();
     for mounted in agents {
-        let endpoint = Arc::new(Endpoint {
-            agent: mounted.agent.clone(),
-            capabilities: crate::capabilities::derive(&mounted.agent, mounted.demo),
-        });
-        let run_endpoint = endpoint.clone();
-        let caps_path = if mounted.path == "/" {
-            "/capabilities".to_owned()
-        } else {
-            format!("{}/capabilities", mounted.path)
-        };
-        app = app
-            .route(
-                &mounted.path,
-                post(move |State(state): State<AppState>, headers: HeaderMap, body: Result<Bytes, BytesRejection>| {
-                    let endpoint = run_endpoint.clone();
-                    async move { run(state, endpoint, headers, body).await }
-                }),
-            )
-            .route(&caps_path, get(move || async move { axum::Json(endpoint.capabilities.clone()).into_response() }));
+        api = api.merge(agent_routes(mounted, &options.access));
     }
-    let app = app
+    let api = api.route_layer(middleware::from_fn_with_state(
+        state.clone(),
+        |state, request, next| authenticate(state, request, next, true),
+    ));
+    let operator = Router::new()
         .route("/metrics", get(metrics_route))
-        .layer(axum::middleware::from_fn_with_state(
+        .route_layer(middleware::from_fn_with_state(
             state.clone(),
-            authenticate,
-        ))
-        .route(
-            "/healthz",
-            get(|| async { axum::Json(json!({"status": "ok"})) }),
-        )
+            |state, request, next| authenticate(state, request, next, false),
+        ));
+    let site = api
+        .merge(operator)
         // The playground page asks for the token itself, so it is outside authentication.
         .merge(crate::playground::router(
             &agents.iter().map(|a| a.path.as_str()).collect::<Vec<_>>(),
         ))
-        .layer(DefaultBodyLimit::max(options.max_body_bytes))
-        .with_state(state);
-    match cors(&options.cors_origins) {
-        Some(layer) => app.layer(layer),
-        None => app,
-    }
+        .layer(DefaultBodyLimit::max(options.max_body_bytes));
+    let site = match cors(&options.access) {
+        Some(layer) => site.layer(layer),
+        None => site,
+    };
+    // Outermost, so a refused page's preflight is refused too.
+    let site = site.layer(middleware::from_fn_with_state(state.clone(), check_site));
+    // Liveness for load balancers and orchestrators, which probe by any name or address; it
+    // answers a constant and does nothing, so it needs no check.
+    Router::new()
+        .route(
+            "/healthz",
+            get(|| async { axum::Json(json!({"status": "ok"})) }),
+        )
+        .merge(site)
+        .with_state(state)
 }
 
-fn cors(origins: &[String]) -> Option<CorsLayer> {
-    if origins.is_empty() {
-        return None;
-    }
-    let allow = if origins.iter().any(|o| o == "*") {
+/// Every route of one agent: `POST <path>` and `GET <path>/capabilities`. The router puts
+/// them behind [`check_site`] and [`authenticate`].
+fn agent_routes(mounted: &MountedAgent, access: &AccessPolicy) -> Router<AppState> {
+    let endpoint = Arc::new(Endpoint {
+        agent: mounted.agent.clone(),
+        capabilities: crate::capabilities::derive(&mounted.agent, mounted.demo, &mounted.sandbox),
+        owners: access.has_identities().then(|| {
+            Arc::new(ThreadOwners::new(
+                mounted.agent.options().save_dir.join("owners"),
+            ))
+        }),
+    });
+    let caps_path = if mounted.path == "/" {
+        "/capabilities".to_owned()
+    } else {
+        format!("{}/capabilities", mounted.path)
+    };
+    let run_endpoint = endpoint.clone();
+    Router::new()
+        .route(
+            &mounted.path,
+            post(
+                move |State(state): State<AppState>,
+                      Extension(caller): Extension<Caller>,
+                      headers: HeaderMap,
+                      body: Result<Bytes, BytesRejection>| {
+                    let endpoint = run_endpoint.clone();
+                    async move { run(state, endpoint, caller, headers, body).await }
+                },
+            ),
+        )
+        .route(
+            &caps_path,
+            get(move || async move { axum::Json(endpoint.capabilities.clone()).into_response() }),
+        )
+}
+
+fn cors(access: &AccessPolicy) -> Option<CorsLayer> {
+    let (any, origins) = access.cors_origins();
+    let allow = if any {
         AllowOrigin::any()
+    } else if origins.is_empty() {
+        return None;
     } else {
         AllowOrigin::list(origins.iter().filter_map(|o| HeaderValue::from_str(o).ok()))
     };
@@ -128,56 +170,121 @@ fn cors(origins: &[String]) -> Option<CorsLayer> {
 fn reject(metrics: &Metrics, status: StatusCode, error: &str, detail: String) -> Response {
     metrics.rejected(status.as_u16());
     tracing::info!(status = status.as_u16(), error, %detail, "request refused");
-    (
+    let mut response = (
         status,
         axum::Json(json!({"error": error, "detail": detail})),
     )
-        .into_response()
+        .into_response();
+    if status == StatusCode::UNAUTHORIZED {
+        response
+            .headers_mut()
+            .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+    }
+    response
 }
 
-async fn authenticate(State(state): State<AppState>, request: Request, next: Next) -> Response {
-    let Some(token) = &state.options.auth_token else {
-        return next.run(request).await;
-    };
+fn refused(metrics: &Metrics, refusal: Refusal) -> Response {
+    reject(metrics, refusal.status, refusal.error, refusal.detail)
+}
+
+/// The Host and Origin checks (see `access.rs`), on every route but `/healthz`.
+async fn check_site(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    match state
+        .options
+        .access
+        .check_site(request.headers(), request.uri(), request.version())
+    {
+        Ok(()) => next.run(request).await,
+        Err(refusal) => refused(&state.metrics, refusal),
+    }
+}
+
+/// The credentials check: sets the request's [`Caller`]. With `needs_identity` (agent routes),
+/// a configured `user_header` is required.
+async fn authenticate(
+    State(state): State<AppState>,
+    mut request: Request,
+    next: Next,
+    needs_identity: bool,
+) -> Response {
     if request.method() == Method::OPTIONS {
         return next.run(request).await;
     }
-    let presented = bearer_token(request.headers()).unwrap_or("");
-    if constant_time_eq(presented.as_bytes(), token.as_bytes()) {
-        return next.run(request).await;
+    match state
+        .options
+        .access
+        .authenticate(request.headers(), needs_identity)
+    {
+        Ok(caller) => {
+            request.extensions_mut().insert(caller);
+            next.run(request).await
+        }
+        Err(refusal) => refused(&state.metrics, refusal),
     }
-    let mut response = reject(
-        &state.metrics,
-        StatusCode::UNAUTHORIZED,
-        "unauthorized",
-        "send `Authorization: Bearer <token>` with the server's token".into(),
-    );
-    response
-        .headers_mut()
-        .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
-    response
 }
 
-/// The token of an `Authorization: Bearer <token>` header (the scheme is case-insensitive,
-/// RFC 9110 §11.1).
-fn bearer_token(headers: &HeaderMap) -> Option<&str> {
-    let (scheme, token) = headers
-        .get(header::AUTHORIZATION)?
-        .to_str()
-        .ok()?
-        .split_once(' ')?;
-    scheme
-        .eq_ignore_ascii_case("bearer")
-        .then(|| token.trim_start())
+/// Lets `caller` use `thread_id`, claiming it when nobody owns it; another identity's thread
+/// gets 404, as if it did not exist. Every handler that takes a thread id calls this once the
+/// id is valid (run; connect and stop too). Does nothing when callers have no identities.
+pub(crate) async fn admit_thread(
+    state: &AppState,
+    endpoint: &Endpoint,
+    caller: &Caller,
+    thread_id: &str,
+) -> Result<(), Response> {
+    let Some(owners) = &endpoint.owners else {
+        return Ok(());
+    };
+    let Some(identity) = caller.identity.as_deref() else {
+        // `authenticate` gives every caller an identity when threads have owners.
+        return Err(reject(
+            &state.metrics,
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+            "this server needs to know who is calling".into(),
+        ));
+    };
+    match owners.admit(thread_id, identity).await {
+        Ok(true) => Ok(()),
+        Ok(false) => {
+            tracing::info!(
+                thread_id,
+                identity,
+                "a thread of another identity was asked for"
+            );
+            Err(reject(
+                &state.metrics,
+                StatusCode::NOT_FOUND,
+                "thread not found",
+                format!(
+                    "there is no thread `{thread_id}` for you; start one with another threadId"
+                ),
+            ))
+        }
+        Err(e) => {
+            let error_ref = error_ref();
+            tracing::error!(%error_ref, thread_id, error = %e, "could not read or record a thread's owner");
+            Err(reject(
+                &state.metrics,
+                StatusCode::SERVICE_UNAVAILABLE,
+                "owner store unavailable",
+                format!("the thread's owner could not be checked (ref {error_ref})"),
+            ))
+        }
+    }
 }
 
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+/// A short random reference joining a client's error to the log line with its detail.
+fn error_ref() -> String {
+    let mut id = uuid::Uuid::new_v4().simple().to_string();
+    id.truncate(8);
+    id
 }
 
 async fn run(
     state: AppState,
     endpoint: Arc<Endpoint>,
+    caller: Caller,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
@@ -235,6 +342,9 @@ async fn run(
             "invalid RunAgentInput",
             format!("threadId: {detail}"),
         );
+    }
+    if let Err(response) = admit_thread(&state, &endpoint, &caller, &input.thread_id).await {
+        return response;
     }
     let encoding = Encoding::negotiate(headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()));
     let agent = &endpoint.agent;
@@ -302,27 +412,5 @@ mod tests {
         for bad in ["", "../etc", "a/b", "x y", "..", "日本", &"a".repeat(201)] {
             assert!(valid_thread_id(bad).is_err(), "{bad}");
         }
-    }
-
-    #[test]
-    fn bearer_tokens_are_read_whatever_the_scheme_case() {
-        let token = |value: &'static str| {
-            let mut headers = HeaderMap::new();
-            headers.insert(header::AUTHORIZATION, HeaderValue::from_static(value));
-            bearer_token(&headers).map(str::to_owned)
-        };
-        assert_eq!(token("Bearer s3cret").as_deref(), Some("s3cret"));
-        assert_eq!(token("bearer s3cret").as_deref(), Some("s3cret"));
-        assert_eq!(token("BEARER  s3cret").as_deref(), Some("s3cret"));
-        assert_eq!(token("Basic czNjcmV0"), None);
-        assert_eq!(token("Bearer"), None);
-        assert_eq!(bearer_token(&HeaderMap::new()), None);
-    }
-
-    #[test]
-    fn tokens_compare_exactly() {
-        assert!(constant_time_eq(b"secret", b"secret"));
-        assert!(!constant_time_eq(b"secret", b"secreT"));
-        assert!(!constant_time_eq(b"secret", b"secret2"));
     }
 }

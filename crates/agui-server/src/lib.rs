@@ -23,6 +23,7 @@
 //! `examples/minimal.rs` is this as a program; `examples/dojo` serves the AG-UI dojo's demo
 //! agents (server tools with shared state and interrupts, its own offline script).
 
+pub mod access;
 pub mod build;
 mod capabilities;
 pub mod cli;
@@ -33,7 +34,9 @@ mod error;
 pub mod http;
 pub mod metrics;
 pub mod model_proxy;
+mod owners;
 pub mod playground;
+pub mod sandbox;
 mod stream;
 
 use std::collections::HashMap;
@@ -48,8 +51,8 @@ use tokio::sync::watch;
 pub use build::{MountedAgent, Runtime};
 pub use capabilities::derive as capabilities;
 pub use config::{
-    AgentSettings, BuiltinToolChoice, FileConfig, LogFormat, ServerConfig, SystemInstructionsMode,
-    ThinkingLevel,
+    AgentSettings, AuthTokens, BuiltinToolChoice, FileConfig, LogFormat, SandboxMode, ServerConfig,
+    SystemInstructionsMode, ThinkingLevel,
 };
 pub use error::ServerError;
 
@@ -110,6 +113,7 @@ pub struct Server {
     config: ServerConfig,
     tools: HashMap<String, ToolRegistry>,
     demo_script: Option<gemini_script::Script>,
+    launcher: Option<harness_client::sandbox::Launcher>,
 }
 
 impl Server {
@@ -119,6 +123,7 @@ impl Server {
             config,
             tools: HashMap::new(),
             demo_script: None,
+            launcher: None,
         }
     }
 
@@ -144,19 +149,35 @@ impl Server {
         self
     }
 
+    /// Starts sandboxes (`sandbox = "strict"`) with `launcher` — a program whose `main` calls
+    /// [`sandbox::launcher_if_asked`], e.g. [`sandbox::launcher_at`] the `agui-antigravity`
+    /// binary — instead of this program (which can only if its `main` calls it).
+    pub fn with_sandbox_launcher(mut self, launcher: harness_client::sandbox::Launcher) -> Self {
+        self.launcher = Some(launcher);
+        self
+    }
+
     /// Builds the agents (installing the harness if it is missing), binds and starts serving.
     pub async fn start(self) -> Result<RunningServer, ServerError> {
+        // Checked again here: an embedder may build the configuration by hand.
+        let access = access::AccessPolicy::new(&self.config)?;
+        if access.is_exposed_without_auth() {
+            tracing::warn!(
+                bind = %self.config.bind,
+                "serving a non-loopback address with no authentication (insecure_no_auth): anyone who reaches it can run commands through the agent, unless something in front authenticates every request"
+            );
+        }
         let tools = self.tools;
         let runtime = build::build(
             &self.config,
             |path| tools.get(path).cloned().unwrap_or_default(),
             self.demo_script,
+            self.launcher,
         )
         .await?;
         let metrics = Arc::new(metrics::Metrics::new());
         let options = http::HttpOptions {
-            auth_token: self.config.auth_token.clone(),
-            cors_origins: self.config.cors_origins.clone(),
+            access,
             max_body_bytes: self.config.max_body_bytes,
             keep_alive: self.config.keep_alive,
         };

@@ -6,6 +6,10 @@ use agui_server::cli::{Cli, Command};
 use agui_server::{Server, ServerConfig, init_logging};
 
 fn main() -> ExitCode {
+    // `agui-antigravity __sandbox-exec …`: this process is a sandbox launcher (before any thread).
+    if let Some(code) = agui_server::sandbox::launcher_if_asked() {
+        return code;
+    }
     let args: Vec<String> = std::env::args().collect();
     let cli = Cli::parse_args(args.clone());
     // Parsing read every variable the configuration takes: the secrets among them leave the

@@ -146,6 +146,10 @@ fn sample(key: &str) -> (&'static str, &'static str, Option<&'static str>) {
         "demo" => ("true", "true", None),
         "auth_token" => ("\"t\"", "t", None),
         "cors_origins" => ("[\"https://a.example\"]", "https://a.example", None),
+        "auth_tokens" => ("{ alice = \"t1\" }", "alice=t1", None),
+        "user_header" => ("\"X-Forwarded-User\"", "X-Forwarded-User", None),
+        "insecure_no_auth" => ("true", "true", None),
+        "allowed_hosts" => ("[\"app.example\"]", "app.example", None),
         "max_body_bytes" => ("1024", "1024", None),
         "path" => ("\"/p\"", "/p", None),
         "name" => ("\"n\"", "n", None),
@@ -196,6 +200,7 @@ fn sample(key: &str) -> (&'static str, &'static str, Option<&'static str>) {
         "busy_thread_wait_secs" => ("0", "0", None),
         "api_retries" => ("2", "2", None),
         "max_attachment_bytes" => ("1000", "1000", None),
+        "sandbox" => ("\"off\"", "off", None),
         other => panic!("no sample value for `{other}`: add one to this test"),
     }
 }
@@ -387,6 +392,7 @@ fn every_bad_value_of_an_enum_like_key_is_refused_naming_key_value_and_choices()
             "builtin_tools",
             "interrupt_reasons",
             "log_format",
+            "sandbox",
             "structured_output",
             "system_instructions_mode",
             "thinking_level",

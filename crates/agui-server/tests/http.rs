@@ -1,94 +1,14 @@
 //! The HTTP surface against the real harness: request checks, streaming, transports,
 //! capabilities, metrics, client disconnects and shutdown.
 
+mod support;
+
 use std::time::Duration;
 
-use agui_server::{RunningServer, Server, ServerConfig};
 use agui_types::{Encoding, Event, StreamVerifier};
 use gemini_script::{Reply, Script, ScriptedModel};
 use serde_json::{Value, json};
-
-struct Fixture {
-    server: RunningServer,
-    dir: tempfile::TempDir,
-    client: reqwest::Client,
-}
-
-impl Fixture {
-    async fn start(extra: &[&str]) -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let save = dir.path().join("save").to_string_lossy().into_owned();
-        let work = dir.path().join("w").to_string_lossy().into_owned();
-        let mut args = vec![
-            "agui-antigravity",
-            "--bind",
-            "127.0.0.1:0",
-            "--save-dir",
-            &save,
-            "--workspace-root",
-            &work,
-        ];
-        args.extend_from_slice(extra);
-        let config = ServerConfig::from_args(args).expect("valid flags");
-        let server = Server::new(config)
-            .start()
-            .await
-            .expect("the server starts");
-        Self {
-            server,
-            dir,
-            client: reqwest::Client::new(),
-        }
-    }
-
-    fn url(&self, path: &str) -> String {
-        format!("http://{}{path}", self.server.addr())
-    }
-
-    async fn post(&self, path: &str, body: Value) -> reqwest::Response {
-        self.client
-            .post(self.url(path))
-            .json(&body)
-            .send()
-            .await
-            .unwrap()
-    }
-
-    /// Runs to the end and decodes the events (checked with the client's ordering rules).
-    async fn run(&self, path: &str, body: Value) -> Vec<Event> {
-        let response = self.post(path, body).await;
-        assert_eq!(response.status(), 200);
-        assert_eq!(response.headers()["x-accel-buffering"], "no");
-        let bytes = tokio::time::timeout(Duration::from_secs(60), response.bytes())
-            .await
-            .expect("the run ends")
-            .unwrap();
-        let events = Encoding::Sse.decode_all(&bytes).expect("valid SSE");
-        StreamVerifier::verify_all(&events).unwrap_or_else(|v| panic!("{v}"));
-        events
-    }
-}
-
-fn input(thread: &str, messages: Value) -> Value {
-    json!({"threadId": thread, "runId": format!("run-{thread}-{}", messages.as_array().map_or(0, Vec::len)), "messages": messages})
-}
-
-fn user(id: &str, text: &str) -> Value {
-    json!({"id": id, "role": "user", "content": text})
-}
-
-fn text(events: &[Event]) -> String {
-    events
-        .iter()
-        .filter_map(|e| {
-            if let Event::TextMessageContent(c) = e {
-                Some(c.delta.as_str())
-            } else {
-                None
-            }
-        })
-        .collect()
-}
+use support::{Fixture, harnesses_in, input, text, user};
 
 #[tokio::test]
 async fn the_demo_agent_serves_a_valid_stream_with_a_server_tool() {
@@ -267,7 +187,8 @@ async fn bad_requests_are_refused_before_a_run_starts() {
         401,
         "metrics need the token",
     );
-    // A browser's preflight carries no token: CORS answers it, for the configured origins only.
+    // A browser's preflight carries no token: CORS answers it for the configured origins; other
+    // sites' pages are refused.
     for (origin, allowed) in [
         ("http://app.example", true),
         ("http://other.example", false),
@@ -284,7 +205,11 @@ async fn bad_requests_are_refused_before_a_run_starts() {
             .send()
             .await
             .unwrap();
-        check(preflight.status(), 200, "preflight");
+        check(
+            preflight.status(),
+            if allowed { 200 } else { 403 },
+            "preflight",
+        );
         let allow_origin = preflight
             .headers()
             .get("access-control-allow-origin")
@@ -409,20 +334,6 @@ async fn shutdown_ends_parked_sessions_and_reaps_the_harness() {
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-}
-
-/// `localharness` processes working in `dir` (each agent's save dir is its harness's cwd).
-fn harnesses_in(dir: &std::path::Path) -> Vec<u32> {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|e| {
-            let pid = e.file_name().to_string_lossy().parse::<u32>().ok()?;
-            let cwd = std::fs::read_link(e.path().join("cwd")).ok()?;
-            let exe = std::fs::read_link(e.path().join("exe")).ok()?;
-            (cwd.starts_with(dir) && exe.ends_with("localharness")).then_some(pid)
-        })
-        .collect()
 }
 
 #[tokio::test]

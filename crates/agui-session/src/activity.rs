@@ -156,18 +156,10 @@ mod tests {
 
     fn step(index: u32, status: StepStatus, tool: Option<(&str, &str)>) -> Step {
         Step {
-            key: StepKey {
-                trajectory_id: "root".into(),
-                index,
-            },
-            parent_trajectory_id: None,
+            key: StepKey::new("root", index),
             status,
             source: StepSource::Model,
             target: StepTarget::Environment,
-            text: String::new(),
-            text_delta: String::new(),
-            thinking: String::new(),
-            thinking_delta: String::new(),
             action: tool.map(|(call_id, name)| {
                 StepAction::Tool(ToolAction {
                     name: name.into(),
@@ -178,8 +170,7 @@ mod tests {
                     result: Map::new(),
                 })
             }),
-            error: None,
-            request: None,
+            ..Step::default()
         }
     }
 

@@ -84,7 +84,6 @@ impl Agent {
             StoreLimits {
                 max_threads: options.max_remembered_threads,
                 ttl: options.remember_threads_for,
-                max_forwarded_per_thread: crate::session::FORWARDED_KEPT,
             },
         )?;
         let inner = Arc::new(AgentInner {

@@ -6,6 +6,7 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex};
 
+use agui_translate::ToolCallIds;
 use agui_types::{Context, Event, Interrupt};
 use serde_json::{Map, Value};
 use tokio::sync::{Notify, oneshot};
@@ -122,8 +123,6 @@ struct State {
     claims: HashMap<String, Claim>,
     tool_calls: u32,
     budget_exhausted: bool,
-    /// AG-UI tool call ids used on this thread, so a repeated harness id is never reused.
-    used_call_ids: HashSet<String>,
     /// Frontend calls announced from their steps before the harness called back for them
     /// (the harness calls parallel calls one at a time), by harness call id: the answer waits
     /// here for the callback.
@@ -136,6 +135,9 @@ struct State {
 /// Shared by a session's callbacks and its runs.
 pub(crate) struct Bridge {
     thread_id: String,
+    /// The AG-UI tool call ids used on this thread, by the session's own calls and by every
+    /// turn's translator (which shares it): a harness id is used unless already used here.
+    tool_call_ids: ToolCallIds,
     state: Mutex<State>,
     changed: Notify,
 }
@@ -144,6 +146,7 @@ impl Bridge {
     pub(crate) fn new(thread_id: String) -> Arc<Self> {
         Arc::new(Self {
             thread_id,
+            tool_call_ids: ToolCallIds::new(),
             state: Mutex::new(State {
                 shared_state: Value::Object(Map::new()),
                 ..State::default()
@@ -233,7 +236,7 @@ impl Bridge {
         if deduplicate && !matches!(state.claim(name, arguments), ClaimResult::First) {
             return false;
         }
-        let id = state.tool_call_id(harness_id);
+        let id = self.tool_call_id(harness_id);
         let answer = state.park_tool(id.clone(), name.to_owned(), trajectory);
         state.announced.insert(harness_id.to_owned(), answer);
         state.queue(Some(trajectory), tool_call_events(&id, name, arguments));
@@ -306,35 +309,30 @@ impl Bridge {
 
     /// The open interrupts, in the order they were raised.
     pub(crate) fn interrupts(&self) -> Vec<Interrupt> {
-        let mut state = self.lock();
-        prune(&mut state.parked);
-        state
-            .parked
-            .iter()
-            .filter_map(|p| match p {
-                Parked::Interrupt { interrupt, .. } => Some(interrupt.clone()),
-                Parked::FrontendTool { .. } => None,
-            })
-            .collect()
+        self.parked_where(|p| match p {
+            Parked::Interrupt { interrupt, .. } => Some(interrupt.clone()),
+            Parked::FrontendTool { .. } => None,
+        })
     }
 
     /// The frontend tool calls waiting for a tool message.
     pub(crate) fn pending_tool_calls(&self) -> Vec<PendingTool> {
+        self.parked_where(|p| match p {
+            Parked::FrontendTool {
+                tool_call_id, name, ..
+            } => Some(PendingTool {
+                tool_call_id: tool_call_id.clone(),
+                name: name.clone(),
+            }),
+            Parked::Interrupt { .. } => None,
+        })
+    }
+
+    /// What `pick` takes from each live parked request, in the order they were parked.
+    fn parked_where<T>(&self, pick: impl FnMut(&Parked) -> Option<T>) -> Vec<T> {
         let mut state = self.lock();
         prune(&mut state.parked);
-        state
-            .parked
-            .iter()
-            .filter_map(|p| match p {
-                Parked::FrontendTool {
-                    tool_call_id, name, ..
-                } => Some(PendingTool {
-                    tool_call_id: tool_call_id.clone(),
-                    name: name.clone(),
-                }),
-                Parked::Interrupt { .. } => None,
-            })
-            .collect()
+        state.parked.iter().filter_map(pick).collect()
     }
 
     /// Answers the interrupt `id`.
@@ -501,9 +499,16 @@ impl Bridge {
         self.lock().canceller = canceller;
     }
 
-    /// An AG-UI id for a tool call: the harness's id unless it was used before on this thread.
+    /// The AG-UI id of a tool call the session shows itself: the harness's id unless it was
+    /// used before on this thread, else a fresh UUID ([`ToolCallIds::assign`]).
     pub(crate) fn tool_call_id(&self, harness_id: &str) -> String {
-        self.lock().tool_call_id(harness_id)
+        self.tool_call_ids
+            .assign(Some(harness_id), || uuid::Uuid::new_v4().to_string())
+    }
+
+    /// The thread's record of used tool call ids, for each turn's translator to share.
+    pub(crate) fn tool_call_ids(&self) -> ToolCallIds {
+        self.tool_call_ids.clone()
     }
 }
 
@@ -563,16 +568,6 @@ impl State {
                 answer: rx,
             }
         }
-    }
-
-    fn tool_call_id(&mut self, harness_id: &str) -> String {
-        let id = if harness_id.is_empty() || self.used_call_ids.contains(harness_id) {
-            uuid::Uuid::new_v4().to_string()
-        } else {
-            harness_id.to_owned()
-        };
-        self.used_call_ids.insert(id.clone());
-        id
     }
 }
 

@@ -72,8 +72,12 @@ impl RunErrorCode {
 pub struct RunFailure {
     /// The code.
     pub code: RunErrorCode,
-    /// A message a user can act on.
+    /// A message a user can act on. Sent to the client: never a host path, a URL, a process id
+    /// or harness output.
     pub message: String,
+    /// What only the operator may see (paths, harness stderr, upstream errors): logged with a
+    /// reference that the client's message names.
+    pub detail: Option<String>,
 }
 
 impl RunFailure {
@@ -81,6 +85,61 @@ impl RunFailure {
         Self {
             code,
             message: message.into(),
+            detail: None,
         }
+    }
+
+    /// This failure with an internal `detail`, kept out of the client's message.
+    pub(crate) fn with_detail(mut self, detail: impl std::fmt::Display) -> Self {
+        self.detail = Some(detail.to_string());
+        self
+    }
+
+    /// The failure as the client gets it, logging it: with a detail, the log line carries the
+    /// detail under a fresh `error_ref`, and the message ends with `(ref <error_ref>)`.
+    pub(crate) fn published(self, elapsed_ms: u64) -> Self {
+        let code = self.code.as_str();
+        let Some(detail) = self.detail else {
+            tracing::warn!(code, message = %self.message, elapsed_ms, "run failed");
+            return self;
+        };
+        let error_ref = error_ref();
+        tracing::warn!(code, message = %self.message, %error_ref, %detail, elapsed_ms, "run failed");
+        let message = format!("{} (ref {error_ref}).", self.message.trim_end_matches('.'));
+        Self {
+            code: self.code,
+            message,
+            detail: None,
+        }
+    }
+}
+
+/// A short random reference joining a client's error message to the log line with its detail.
+fn error_ref() -> String {
+    let mut id = uuid::Uuid::new_v4().simple().to_string();
+    id.truncate(8);
+    id
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_published_failure_names_a_reference_instead_of_its_detail() {
+        let failure = RunFailure::new(RunErrorCode::HarnessLost, "The harness stopped.")
+            .with_detail("exit status: 2. Stderr tail:\n/home/me/.cache/localharness: panic");
+        let published = failure.published(0);
+        assert_eq!(published.detail, None);
+        let (text, reference) = published.message.split_once(" (ref ").expect("a reference");
+        assert_eq!(text, "The harness stopped");
+        let reference = reference.strip_suffix(").").expect("closed");
+        assert!(
+            reference.len() == 8 && reference.chars().all(|c| c.is_ascii_hexdigit()),
+            "{reference}"
+        );
+        // Without a detail, the message is sent as it is.
+        let plain = RunFailure::new(RunErrorCode::ThreadBusy, "Busy.").published(0);
+        assert_eq!(plain.message, "Busy.");
     }
 }

@@ -37,6 +37,7 @@ pub mod defaults;
 mod error;
 mod interrupts;
 mod options;
+mod placement;
 mod prompt;
 mod run;
 mod session;

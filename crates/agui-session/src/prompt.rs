@@ -1,12 +1,15 @@
 //! What a run sends to the harness.
 //!
-//! - [`newest_unforwarded`] picks the user message a run forwards (reference I-1/I-2: by
-//!   identity, newest first, each message once) and converts it.
+//! - [`newest_unforwarded`] picks the user message a run forwards and converts it: messages
+//!   are matched by id, never by position or content; the newest unforwarded one is sent (older
+//!   ones sent in the same request are not), a blank one is skipped, and each is sent once.
 //! - [`convert_user_message`] turns a user message into a harness `UserInput`: text and inline
-//!   media in order, and a one-line note in the text wherever an attachment cannot be
-//!   forwarded (reference A-1…A-4; legacy `binary` parts are converted too, closing A-5).
+//!   media in order (legacy `binary` parts too), and a one-line note in the text wherever an
+//!   attachment cannot be forwarded (a URL or file reference instead of inline data, a missing
+//!   or unsupported media type, data that is empty or not base64, a part over the size cap),
+//!   so the model knows something was attached.
 //! - [`tool_result_text`] is what a frontend tool's `ToolMessage` returns to the model, with
-//!   `ToolMessage.error` kept as an error (closing gap 2.2 #8).
+//!   `ToolMessage.error` kept as an error rather than passed off as a result.
 //!
 //! Everything here is pure and total: no input makes it panic.
 
@@ -25,7 +28,7 @@ use serde_json::Value;
 #[cfg(test)]
 mod tests;
 
-/// Media types forwarded inline: what the Antigravity SDK 0.1.22 accepts (reference A-4), plus
+/// Media types forwarded inline: what the Antigravity SDK 0.1.22 accepts, plus
 /// common aliases of the same formats. Compared lowercase and without parameters; the part's
 /// kind (`image`, `document`, …) is not checked against it, only the type itself. GIF is
 /// deliberately absent: the SDK rejects it.

@@ -23,6 +23,7 @@ use crate::callbacks::SessionCallbacks;
 use crate::contract::Contract;
 use crate::error::{RunErrorCode, RunFailure};
 use crate::options::ConcurrentRuns;
+use crate::placement::Placement;
 use crate::prompt::{self, Prompt, PromptLimits};
 use crate::session::{Session, SessionState};
 use crate::turn::Turn;
@@ -48,15 +49,13 @@ pub(crate) async fn execute(
     check_protocol_version(input.protocol_version.as_deref());
     let started = Instant::now();
     let result = run.body(&input).await;
-    let terminal = run.terminal(result);
-    if let Event::RunError(e) = &terminal {
-        tracing::warn!(code = ?e.code, message = %e.message, elapsed_ms = started.elapsed().as_millis() as u64, "run failed");
-    } else {
-        tracing::info!(
-            elapsed_ms = started.elapsed().as_millis() as u64,
-            "run finished"
-        );
+    let elapsed_ms = started.elapsed().as_millis() as u64;
+    // A failure's detail goes to the log only, under a reference its message names.
+    let result = result.map_err(|failure| failure.published(elapsed_ms));
+    if result.is_ok() {
+        tracing::info!(elapsed_ms, "run finished");
     }
+    let terminal = run.terminal(result);
     run.emit(terminal).await;
 }
 
@@ -351,7 +350,7 @@ impl Run {
                     && change.status == harness_client::TrajectoryStatus::Running
                 {
                     tracing::info!("the harness started a turn of its own");
-                    self.start_turn(state);
+                    self.start_turn(state, bridge);
                 }
                 if let Some(turn) = state.turn.as_mut() {
                     let events = turn.trajectory(&change);
@@ -408,17 +407,22 @@ impl Run {
         }
     }
 
+    /// The harness's turn error: its kind and the model's HTTP status for the client, the
+    /// whole text (which names the model's URL) for the log.
     fn turn_failure(&self, error: &str) -> RunFailure {
         let code = self
             .last_failure
             .as_ref()
             .map(|f| f.http_code)
-            .filter(|c| *c != 0);
-        let message = match code {
-            Some(code) => format!("The agent failed: {error} (HTTP {code})"),
-            None => format!("The agent failed: {error}"),
+            .filter(|c| (100..600).contains(c));
+        let kind = error_kind(error);
+        let message = match (kind, code) {
+            (Some(kind), Some(code)) => format!("The agent failed: {kind} (HTTP {code})."),
+            (Some(kind), None) => format!("The agent failed: {kind}."),
+            (None, Some(code)) => format!("The agent failed (HTTP {code})."),
+            (None, None) => "The agent failed.".to_owned(),
         };
-        RunFailure::new(RunErrorCode::AgentError, message)
+        RunFailure::new(RunErrorCode::AgentError, message).with_detail(error)
     }
 
     fn connection_closed(&mut self, state: &mut SessionState, reason: CloseReason) -> RunFailure {
@@ -431,11 +435,9 @@ impl Run {
                 state.harness_lost = Some(info.status.clone());
                 RunFailure::new(
                     RunErrorCode::HarnessLost,
-                    format!(
-                        "The Antigravity harness stopped ({}); the next run starts a new one.",
-                        info.status
-                    ),
+                    "The Antigravity harness stopped unexpectedly; the next run starts a new one.",
                 )
+                .with_detail(info)
             }
             CloseReason::ClosedByHarness { turn_error, .. } => self.turn_failure(
                 turn_error
@@ -444,8 +446,9 @@ impl Run {
             ),
             CloseReason::ConnectionLost(error) => RunFailure::new(
                 RunErrorCode::HarnessLost,
-                format!("The connection to the Antigravity harness broke: {error}"),
-            ),
+                "The connection to the Antigravity harness broke.",
+            )
+            .with_detail(error),
             CloseReason::ClosedByHost => RunFailure::new(
                 RunErrorCode::Cancelled,
                 "The Antigravity session was closed while the run was in progress.",
@@ -504,16 +507,24 @@ impl Run {
         if state.conversation.is_some() {
             return Ok(());
         }
-        std::fs::create_dir_all(&state.workspace).map_err(|e| {
-            RunFailure::new(
-                RunErrorCode::AgentError,
-                format!(
-                    "could not create the workspace {}: {e}",
-                    state.workspace.display()
-                ),
-            )
-        })?;
         let options = &self.agent.options;
+        let placement = Placement::new(
+            &options.save_dir,
+            &state.workspace,
+            self.agent.backend.process_per_thread(),
+        );
+        placement
+            .prepare(&options.save_dir, &state.conversation_id)
+            .map_err(|e| {
+                RunFailure::new(
+                    RunErrorCode::AgentError,
+                    "Could not prepare the thread's directories.",
+                )
+                .with_detail(format_args!(
+                    "could not prepare the thread's directories (workspace {}): {e}",
+                    state.workspace.display()
+                ))
+            })?;
         let config = contract
             .harness_config(
                 options,
@@ -521,21 +532,28 @@ impl Run {
                 &state.workspace,
                 &state.conversation_id,
             )
-            .map_err(|e| RunFailure::new(RunErrorCode::AgentError, e.to_string()))?;
+            .map_err(|e| {
+                RunFailure::new(
+                    RunErrorCode::AgentError,
+                    "The agent's configuration could not be applied.",
+                )
+                .with_detail(e)
+            })?;
         let callbacks = Arc::new(SessionCallbacks {
             bridge: session.bridge.clone(),
             tools: self.agent.tools.clone(),
             policy: contract.callback_policy(options),
         });
         self.agent.reserve_conversation(&session.thread_id).await?;
-        let conversation = match self.agent.backend.open(config, callbacks).await {
+        let conversation = match self.agent.backend.open(&placement, config, callbacks).await {
             Ok(conversation) => conversation,
             Err(e) => {
                 self.agent.release_conversation();
                 return Err(RunFailure::new(
                     RunErrorCode::AgentError,
-                    format!("Could not start the Antigravity conversation: {e}"),
-                ));
+                    "Could not start the Antigravity conversation.",
+                )
+                .with_detail(e));
             }
         };
         let resumed = conversation.init_info().history.len();
@@ -563,14 +581,15 @@ impl Run {
         answered: &[String],
     ) -> Result<(), RunFailure> {
         session.bridge.new_turn();
-        self.start_turn(state);
+        self.start_turn(state, &session.bridge);
         let conversation = state.conversation.as_mut().expect("ensured before sending");
         if let Err(e) = conversation.send(prompt.input).await {
             state.turn = None;
             return Err(RunFailure::new(
                 RunErrorCode::HarnessLost,
-                format!("Could not send the message to the harness: {e}"),
-            ));
+                "Could not send the message to the harness.",
+            )
+            .with_detail(e));
         }
         tracing::info!(message_id = %prompt.message_id, "user message sent");
         state.record_forwarded(prompt.message_id);
@@ -583,7 +602,7 @@ impl Run {
     }
 
     /// A fresh translation state for a turn that starts now.
-    fn start_turn(&self, state: &mut SessionState) {
+    fn start_turn(&self, state: &mut SessionState, bridge: &Bridge) {
         let names = state
             .contract
             .as_ref()
@@ -592,6 +611,7 @@ impl Run {
         state.turn = Some(Turn::new(crate::turn::translator(
             &self.agent.options,
             names,
+            bridge.tool_call_ids(),
         )));
     }
 
@@ -659,6 +679,17 @@ impl Run {
     }
 }
 
+/// The kind of a harness error, when its text starts with one in plain words (`model
+/// unreachable: …` gives `model unreachable`); what follows may name hosts and is not shown.
+fn error_kind(error: &str) -> Option<&str> {
+    let (kind, _) = error.split_once(':')?;
+    let kind = kind.trim();
+    (!kind.is_empty()
+        && kind.len() <= 40
+        && kind.chars().all(|c| c.is_ascii_alphabetic() || c == ' '))
+    .then_some(kind)
+}
+
 /// Resolves once the agent shuts down, also when that happened before the receiver was made
 /// (`changed()` would miss it).
 async fn shut_down(receiver: &mut tokio::sync::watch::Receiver<bool>) {
@@ -710,5 +741,26 @@ fn with_late_results(prompt: Option<Prompt>, notes: &[String], consumed: &[Strin
             input: harness_proto::lh::UserInput { parts: vec![text] },
             notes: Vec::new(),
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::error_kind;
+
+    #[test]
+    fn only_a_plain_leading_kind_of_a_harness_error_is_shown() {
+        assert_eq!(
+            error_kind("model unreachable: Post \"http://10.0.0.1/v1\": dial tcp"),
+            Some("model unreachable")
+        );
+        for hidden in [
+            "Error 400, Message: bad request",
+            "open /srv/agui/save/x.db: permission denied",
+            "no colon at all",
+            ": empty kind",
+        ] {
+            assert_eq!(error_kind(hidden), None, "{hidden}");
+        }
     }
 }

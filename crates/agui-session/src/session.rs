@@ -1,7 +1,6 @@
 //! One AG-UI thread's session: its harness conversation (or none while hibernated), the
 //! current turn, and what was already forwarded.
 
-use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -12,12 +11,8 @@ use harness_proto::lh::UsageMetadata;
 use crate::backend::ConversationHandle;
 use crate::bridge::Bridge;
 use crate::contract::Contract;
-use crate::store::{PendingTool, ThreadRecord};
+use crate::store::{ForwardedIds, PendingTool, ThreadRecord};
 use crate::turn::Turn;
-
-/// How many forwarded message ids a thread remembers (scanning stops at the newest one, so
-/// only recent ids matter).
-pub(crate) const FORWARDED_KEPT: usize = 512;
 
 /// A thread's session. Runs hold [`Session::state`] for their whole duration, which
 /// serialises runs of one thread and keeps the sweeper away from a run in flight.
@@ -38,7 +33,7 @@ pub(crate) struct SessionState {
     pub(crate) workspace: PathBuf,
     /// The contract of the open conversation.
     pub(crate) contract: Option<Contract>,
-    forwarded: VecDeque<String>,
+    forwarded: ForwardedIds,
     /// The turn in flight (sent and not yet ended), spanning runs.
     pub(crate) turn: Option<Turn>,
     /// Why the harness process of this thread died, for the warning of the run that starts
@@ -68,7 +63,7 @@ impl Session {
                     record.workspace
                 },
                 contract: None,
-                forwarded: record.forwarded.into_iter().collect(),
+                forwarded: record.forwarded,
                 turn: None,
                 harness_lost: None,
                 restart_pending: record.pending_frontend_tools,
@@ -79,7 +74,7 @@ impl Session {
                 conversation_id: uuid::Uuid::new_v4().simple().to_string(),
                 workspace: fresh_workspace,
                 contract: None,
-                forwarded: VecDeque::new(),
+                forwarded: ForwardedIds::default(),
                 turn: None,
                 harness_lost: None,
                 restart_pending: Vec::new(),
@@ -120,25 +115,21 @@ impl Session {
 }
 
 impl SessionState {
+    /// Whether the user message `message_id` was already sent to the harness.
     pub(crate) fn is_forwarded(&self, message_id: &str) -> bool {
-        self.forwarded.iter().any(|id| id == message_id)
+        self.forwarded.contains(message_id)
     }
 
+    /// Records the user message `message_id` as sent (see [`ForwardedIds`]).
     pub(crate) fn record_forwarded(&mut self, message_id: String) {
-        if self.is_forwarded(&message_id) {
-            return;
-        }
-        self.forwarded.push_back(message_id);
-        while self.forwarded.len() > FORWARDED_KEPT {
-            self.forwarded.pop_front();
-        }
+        self.forwarded.record(message_id);
     }
 
     /// The record persisted for this thread.
     pub(crate) fn record(&self, pending: Vec<PendingTool>) -> ThreadRecord {
         ThreadRecord {
             conversation_id: self.conversation_id.clone(),
-            forwarded: self.forwarded.iter().cloned().collect(),
+            forwarded: self.forwarded.clone(),
             pending_frontend_tools: pending,
             workspace: self.workspace.clone(),
             ..ThreadRecord::default()

@@ -1,7 +1,7 @@
 //! The persistent thread map: what a restarted server needs to continue a thread.
 //!
-//! The reference keeps `thread → (conversation id, forwarded message ids)` in memory and
-//! unbounded, so a restart starts every thread over and re-sends its last message (gap 2.2 #5).
+//! A thread's conversation id and forwarded message ids must outlive the process: kept only in
+//! memory, a restart would start every thread over and send its last message again.
 //! [`ThreadStore`] keeps one small JSON file per thread under the agent's save dir, bounded by
 //! count (least recently updated evicted first) and age.
 //!
@@ -16,7 +16,7 @@
 //!   fsyncs, never awaited by a run).
 //! - One store per directory: two processes sharing a directory are not coordinated.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::ffi::OsStr;
 use std::fmt;
 use std::fs::{self, File};
@@ -53,20 +53,82 @@ pub(crate) struct StoreLimits {
     pub(crate) max_threads: usize,
     /// A record not updated for longer than this is dropped (at open, on sweep, on read).
     pub(crate) ttl: Duration,
-    /// Most forwarded message ids kept per thread (at least 1), the most recent ones. Only the
-    /// newest few matter: clients resend the transcript, and the scan stops at the newest
-    /// forwarded message.
-    pub(crate) max_forwarded_per_thread: usize,
 }
 
 impl Default for StoreLimits {
-    /// 10 000 threads, 30 days, 256 forwarded ids per thread.
+    /// 10 000 threads, 30 days.
     fn default() -> Self {
         Self {
             max_threads: 10_000,
             ttl: Duration::from_secs(30 * 24 * 60 * 60),
-            max_forwarded_per_thread: 256,
         }
+    }
+}
+
+/// The ids of the user messages a thread already sent to the harness, most recently recorded
+/// last: the one record of what was forwarded, kept by the thread's session and persisted in
+/// its [`ThreadRecord`].
+///
+/// Recording an id it holds moves that id to the end; beyond [`ForwardedIds::KEPT`] ids the
+/// oldest are dropped. Only the newest few matter: clients resend the transcript, and the scan
+/// for the message to send stops at the newest forwarded one. Read from a file, it keeps the
+/// last [`ForwardedIds::KEPT`] ids listed.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "Vec<String>", into = "Vec<String>")]
+pub(crate) struct ForwardedIds(VecDeque<String>);
+
+impl ForwardedIds {
+    /// How many ids are kept at most.
+    pub(crate) const KEPT: usize = 512;
+
+    /// Whether `message_id` was forwarded.
+    pub(crate) fn contains(&self, message_id: &str) -> bool {
+        self.0.iter().any(|id| id == message_id)
+    }
+
+    /// Records `message_id` as forwarded, as the most recent id.
+    pub(crate) fn record(&mut self, message_id: impl Into<String>) {
+        let message_id = message_id.into();
+        self.0.retain(|id| *id != message_id);
+        self.0.push_back(message_id);
+        while self.0.len() > Self::KEPT {
+            self.0.pop_front();
+        }
+    }
+
+    /// The ids, oldest first.
+    #[cfg(test)]
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &str> {
+        self.0.iter().map(String::as_str)
+    }
+
+    /// How many ids are kept.
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.0.len()
+    }
+}
+
+impl<S: Into<String>> FromIterator<S> for ForwardedIds {
+    /// The ids recorded in order.
+    fn from_iter<I: IntoIterator<Item = S>>(ids: I) -> Self {
+        let mut forwarded = Self::default();
+        for id in ids {
+            forwarded.record(id);
+        }
+        forwarded
+    }
+}
+
+impl From<Vec<String>> for ForwardedIds {
+    fn from(ids: Vec<String>) -> Self {
+        ids.into_iter().collect()
+    }
+}
+
+impl From<ForwardedIds> for Vec<String> {
+    fn from(ids: ForwardedIds) -> Self {
+        ids.0.into()
     }
 }
 
@@ -89,9 +151,9 @@ pub(crate) struct PendingTool {
 pub(crate) struct ThreadRecord {
     /// The harness conversation to resume.
     pub(crate) conversation_id: String,
-    /// Ids of the user messages already sent to the harness, most recent last.
+    /// Ids of the user messages already sent to the harness.
     #[serde(default)]
-    pub(crate) forwarded: Vec<String>,
+    pub(crate) forwarded: ForwardedIds,
     /// Frontend tool calls awaiting a `ToolMessage`.
     #[serde(default)]
     pub(crate) pending_frontend_tools: Vec<PendingTool>,
@@ -101,21 +163,6 @@ pub(crate) struct ThreadRecord {
     /// When the record was last written (Unix seconds); set by [`ThreadStore::put`].
     #[serde(default)]
     pub(crate) updated_at: u64,
-}
-
-impl ThreadRecord {
-    /// Records a message id as forwarded (once; a repeat moves it to the end).
-    #[cfg(test)]
-    pub(crate) fn record_forwarded(&mut self, message_id: &str) {
-        self.forwarded.retain(|id| id != message_id);
-        self.forwarded.push(message_id.to_owned());
-    }
-
-    /// True when the message id was forwarded.
-    #[cfg(test)]
-    pub(crate) fn is_forwarded(&self, message_id: &str) -> bool {
-        self.forwarded.iter().any(|id| id == message_id)
-    }
 }
 
 /// The file as written: the format version and thread id around the record.
@@ -163,7 +210,6 @@ impl ThreadStore {
     ) -> Result<Self, SessionError> {
         let limits = StoreLimits {
             max_threads: limits.max_threads.max(1),
-            max_forwarded_per_thread: limits.max_forwarded_per_thread.max(1),
             ..limits
         };
         fs::create_dir_all(dir).map_err(io_error("create the thread store directory", dir))?;
@@ -267,18 +313,12 @@ impl ThreadStore {
 
     /// Saves a thread's record, replacing any previous one.
     ///
-    /// `updated_at` is set to now and `forwarded` is cut to its most recent
-    /// `max_forwarded_per_thread` ids. When this makes more than `max_threads` records, the
-    /// least recently updated ones are dropped.
+    /// `updated_at` is set to now. When this makes more than `max_threads` records, the least
+    /// recently updated ones are dropped.
     pub(crate) fn put(&self, thread_id: &str, record: &ThreadRecord) -> Result<(), SessionError> {
         let now = self.now();
         let mut record = record.clone();
         record.updated_at = now;
-        let excess = record
-            .forwarded
-            .len()
-            .saturating_sub(self.limits.max_forwarded_per_thread);
-        record.forwarded.drain(..excess);
         let path = self.path_of(thread_id);
         let file = RecordFile {
             version: FORMAT_VERSION,

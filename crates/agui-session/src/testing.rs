@@ -80,6 +80,7 @@ impl FakeHarness {
 impl ConversationSource for FakeHarness {
     async fn open(
         &self,
+        _placement: &crate::placement::Placement,
         config: HarnessConfig,
         callbacks: Arc<dyn Callbacks>,
     ) -> Result<Box<dyn ConversationHandle>, HarnessError> {
@@ -209,21 +210,11 @@ impl FakeConversation {
     /// A blank root step snapshot to fill in.
     pub fn step(&self, index: u32, source: StepSource, target: StepTarget) -> Step {
         Step {
-            key: StepKey {
-                trajectory_id: self.id.clone(),
-                index,
-            },
-            parent_trajectory_id: None,
+            key: StepKey::new(self.id.clone(), index),
             status: StepStatus::Active,
             source,
             target,
-            text: String::new(),
-            text_delta: String::new(),
-            thinking: String::new(),
-            thinking_delta: String::new(),
-            action: None,
-            error: None,
-            request: None,
+            ..Step::default()
         }
     }
 

@@ -4,7 +4,8 @@
 use std::collections::BTreeSet;
 
 use agui_translate::{
-    StepFailure, StructuredOutput, TrajectoryChange, Translator, TranslatorOptions, UuidIds,
+    StepFailure, StructuredOutput, ToolCallIds, TrajectoryChange, Translator, TranslatorOptions,
+    UuidIds,
 };
 use agui_types::Event;
 use harness_client::{TrajectoryState, Usage};
@@ -19,8 +20,14 @@ pub(crate) struct Turn {
     activity: TurnActivity,
 }
 
-/// A translator for a new turn; `session_tools` are emitted by the session itself.
-pub(crate) fn translator(options: &AgentOptions, session_tools: BTreeSet<String>) -> Translator {
+/// A translator for a new turn; `session_tools` are emitted by the session itself, and
+/// `tool_call_ids` is the thread's record of used tool call ids, shared with the session's own
+/// calls so that no id is given twice on the thread.
+pub(crate) fn translator(
+    options: &AgentOptions,
+    session_tools: BTreeSet<String>,
+    tool_call_ids: ToolCallIds,
+) -> Translator {
     let structured = match options.response_schema {
         Some((_, StructuredOutputMode::Custom)) => StructuredOutput::Custom,
         _ => StructuredOutput::StateSnapshot,
@@ -30,7 +37,7 @@ pub(crate) fn translator(options: &AgentOptions, session_tools: BTreeSet<String>
         suppressed_tools: session_tools,
         structured_output: structured,
     };
-    Translator::new(options, Box::new(UuidIds))
+    Translator::new(options, Box::new(UuidIds)).sharing_tool_call_ids(tool_call_ids)
 }
 
 impl Turn {

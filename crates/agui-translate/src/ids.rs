@@ -1,9 +1,11 @@
 //! Where the ids of emitted messages, reasoning spans and tool calls come from.
 
+use std::collections::HashSet;
 use std::collections::hash_map::RandomState;
 use std::fmt::Write as _;
 use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 
 /// What an id will name; deterministic sources use it to produce readable ids.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -104,6 +106,48 @@ impl IdSource for SequentialIds {
     }
 }
 
+/// The AG-UI tool call ids used in one scope, and the rule that keeps them unique there: a
+/// harness call id is used as the AG-UI id unless it is empty or already used in the scope,
+/// else a fresh id is taken.
+///
+/// This is the only place tool call ids are de-duplicated. A [`Translator`](crate::Translator)
+/// has its own record for its turn; a caller that also emits tool calls itself (as
+/// `agui-session` does for frontend and server tools) keeps one record per thread and shares
+/// it with each turn's translator
+/// ([`Translator::sharing_tool_call_ids`](crate::Translator::sharing_tool_call_ids)), so no two
+/// calls of the thread get the same id. Clones share the record.
+#[derive(Debug, Clone, Default)]
+pub struct ToolCallIds(Arc<Mutex<HashSet<String>>>);
+
+impl ToolCallIds {
+    /// An empty record.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The AG-UI id of a call the harness identified as `harness_id` (`None` or empty when it
+    /// gave none), recorded as used: `harness_id` if it is free, else the first id of `fresh`
+    /// that is (a taken one is retried with a numbered suffix, so even a source that repeats
+    /// itself cannot produce a duplicate).
+    pub fn assign(&self, harness_id: Option<&str>, mut fresh: impl FnMut() -> String) -> String {
+        let mut used = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let id = match harness_id {
+            Some(id) if !id.is_empty() && !used.contains(id) => id.to_owned(),
+            _ => {
+                let mut id = fresh();
+                let mut attempt = 0;
+                while used.contains(&id) {
+                    attempt += 1;
+                    id = format!("{}-{attempt}", fresh());
+                }
+                id
+            }
+        };
+        used.insert(id.clone());
+        id
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -116,6 +160,23 @@ mod tests {
         assert_eq!(ids.next_id(IdKind::ToolCall), "t2.tool-1");
         assert_eq!(ids.next_id(IdKind::Reasoning), "t2.reasoning-1");
         assert_eq!(ids.next_id(IdKind::ToolResult), "t2.result-1");
+    }
+
+    #[test]
+    fn a_harness_id_is_used_once_then_fresh_ids_are_taken() {
+        let ids = ToolCallIds::new();
+        let shared = ids.clone();
+        let mut fresh = SequentialIds::new();
+        let mut next = || fresh.next_id(IdKind::ToolCall);
+        assert_eq!(ids.assign(Some("abc"), &mut next), "abc");
+        assert_eq!(
+            shared.assign(Some("abc"), &mut next),
+            "tool-1",
+            "clones share the record"
+        );
+        assert_eq!(ids.assign(Some(""), &mut next), "tool-2");
+        assert_eq!(ids.assign(None, &mut next), "tool-3");
+        assert_eq!(ids.assign(None, || "tool-1".to_owned()), "tool-1-1");
     }
 
     #[test]

@@ -51,7 +51,9 @@
 //!   at DONE come `TOOL_CALL_END` and `TOOL_CALL_RESULT` (fresh `messageId`). Built-in results
 //!   are the fields the harness filled at DONE (one field: its value; several: an object), and
 //!   failures and "no output" are stated in words. Built-in and MCP calls get fresh ids; custom
-//!   tools keep the harness call id. A tool step in ERROR is its call's result, not a failure.
+//!   tools keep the harness call id unless it was already used ([`ToolCallIds`]: per turn,
+//!   or per thread when the caller shares its record). A tool step in ERROR is its call's
+//!   result, not a failure.
 //! * **Subagents.** An `invoke_subagent` step and the subagent trajectories it starts are
 //!   bracketed by `STEP_STARTED`/`STEP_FINISHED` named `subagent:<label>` (`#2`, `#3` for a
 //!   repeated label), held open until the invocation is final and its subagents are idle, so
@@ -93,7 +95,7 @@ use agui_types::Event;
 use harness_proto::lh::TrajectoryStateUpdate;
 use harness_proto::step::{StepKey, StepSource};
 
-pub use ids::{IdKind, IdSource, SequentialIds, UuidIds};
+pub use ids::{IdKind, IdSource, SequentialIds, ToolCallIds, UuidIds};
 pub use translator::Translator;
 
 /// Name of the `CUSTOM` event carrying structured output ([`StructuredOutput::Custom`]).

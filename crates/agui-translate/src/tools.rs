@@ -1,12 +1,12 @@
 //! Tool calls reported by steps: arguments once, the result at the end, per turn.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use agui_types::Event;
 use harness_proto::step::{StepError, StepKey, StepStatus, ToolAction};
 use serde_json::{Map, Value};
 
-use crate::ids::IdKind;
+use crate::ids::{IdKind, ToolCallIds};
 use crate::out::Out;
 
 /// Every tool call of the turn, keyed by the step that carries it (one call per step).
@@ -18,8 +18,9 @@ use crate::out::Out;
 #[derive(Debug, Default)]
 pub(crate) struct ToolCalls {
     calls: HashMap<StepKey, Call>,
-    /// Every AG-UI tool call id used this turn (harness ids may repeat or clash with ours).
-    used_ids: HashSet<String>,
+    /// The AG-UI tool call ids used so far (harness ids may repeat or clash with ours): this
+    /// turn's, or the caller's record when it shares one.
+    ids: ToolCallIds,
     /// Calls with `TOOL_CALL_END` still owed, in start order.
     open: Vec<StepKey>,
 }
@@ -46,10 +47,13 @@ impl ToolCalls {
         self.calls.contains_key(key)
     }
 
-    /// `TOOL_CALL_START` and the single `TOOL_CALL_ARGS` of a call seen for the first time.
-    ///
-    /// `harness_id` is used as the AG-UI id when the harness gave one that is not taken;
-    /// otherwise a fresh id is minted.
+    /// Records tool call ids in `ids` (shared with the caller) from now on.
+    pub(crate) fn share_ids(&mut self, ids: ToolCallIds) {
+        self.ids = ids;
+    }
+
+    /// `TOOL_CALL_START` and the single `TOOL_CALL_ARGS` of a call seen for the first time,
+    /// with the id [`ToolCallIds::assign`] gives `harness_id`.
     pub(crate) fn start(
         &mut self,
         key: &StepKey,
@@ -59,11 +63,7 @@ impl ToolCalls {
         arguments: &Map<String, Value>,
         out: &mut Out,
     ) {
-        let id = match harness_id {
-            Some(id) if !id.is_empty() && !self.used_ids.contains(id) => id.to_owned(),
-            _ => self.mint(out),
-        };
-        self.used_ids.insert(id.clone());
+        let id = self.ids.assign(harness_id, || out.id(IdKind::ToolCall));
         out.push(Event::tool_call_start(id.clone(), name, parent_message_id));
         let args = serde_json::to_string(arguments).unwrap_or_else(|_| "{}".to_owned());
         out.push(Event::tool_call_args(id.clone(), args));
@@ -119,17 +119,6 @@ impl ToolCalls {
             }
             false
         });
-    }
-
-    fn mint(&mut self, out: &mut Out) -> String {
-        // A misbehaving id source must not produce a duplicate open call.
-        let mut id = out.id(IdKind::ToolCall);
-        let mut attempt = 0;
-        while self.used_ids.contains(&id) {
-            attempt += 1;
-            id = format!("{}-{attempt}", out.id(IdKind::ToolCall));
-        }
-        id
     }
 }
 

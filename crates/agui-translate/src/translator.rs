@@ -9,7 +9,7 @@ use harness_proto::step::{
 };
 use serde_json::{Map, Value};
 
-use crate::ids::{IdSource, UuidIds};
+use crate::ids::{IdSource, ToolCallIds, UuidIds};
 use crate::out::{Out, fresh_part};
 use crate::reasoning::Reasoning;
 use crate::subagents::Subagents;
@@ -81,6 +81,15 @@ impl Translator {
             tools: ToolCalls::default(),
             subagents: Subagents::default(),
         }
+    }
+
+    /// This translator with `ids` as its record of used tool call ids, so that it never gives
+    /// a call an id already used in `ids`' scope, and records the ids it gives there (see
+    /// [`ToolCallIds`]). By default a translator keeps its own record for its turn.
+    #[must_use]
+    pub fn sharing_tool_call_ids(mut self, ids: ToolCallIds) -> Self {
+        self.tools.share_ids(ids);
+        self
     }
 
     /// The options this translator was created with.

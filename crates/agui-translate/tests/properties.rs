@@ -194,10 +194,7 @@ impl Turn {
         let mut queues: Vec<VecDeque<Input>> = Vec::new();
         let mut next_index = [0u32; 3];
         for plan in &self.plans {
-            let key = StepKey {
-                trajectory_id: TRAJECTORIES[plan.trajectory].to_owned(),
-                index: next_index[plan.trajectory],
-            };
+            let key = StepKey::new(TRAJECTORIES[plan.trajectory], next_index[plan.trajectory]);
             next_index[plan.trajectory] += 1;
             let parent = self.parent(plan.trajectory).filter(|_| !plan.no_parent);
             queues.push(snapshots(key, parent, plan).into());
@@ -256,13 +253,7 @@ fn base(key: &StepKey, parent: Option<&str>) -> Step {
         status: StepStatus::Active,
         source: StepSource::Model,
         target: StepTarget::User,
-        text: String::new(),
-        text_delta: String::new(),
-        thinking: String::new(),
-        thinking_delta: String::new(),
-        action: None,
-        error: None,
-        request: None,
+        ..Step::default()
     }
 }
 

@@ -1,6 +1,6 @@
-//! The stream verifier, rule by rule (agui-protocol.md §10.4), including the chunk expansion:
-//! each broken rule is reported at the right event, under the right rule, with a message that
-//! names the ids involved (the messages are snapshotted).
+//! The stream verifier, rule by rule (each [`Rule`] the official client enforces), including
+//! the chunk expansion: each broken rule is reported at the right event, under the right rule,
+//! with a message that names the ids involved (the messages are snapshotted).
 
 mod support;
 

@@ -14,6 +14,10 @@
 //! | anything else | streams a short thought, then an introduction with things to try |
 //!
 //! When a keyword's tool is not declared the model says so instead of calling it.
+//!
+//! The word lists and the rules every demo page shares (the weather, background and page-tool
+//! calls, their results, harness injections) are public, so a script for other demo pages (the
+//! dojo example's) is built from the same rules.
 
 use serde_json::json;
 
@@ -26,11 +30,16 @@ use crate::{
 /// Pause between streamed events, so the stream is visible in a UI.
 const DELAY_MS: u64 = 30;
 
-const LIST_WORDS: &[&str] = &["list", "files", "folder", "directory", "workspace"];
-const WEATHER_WORDS: &[&str] = &["weather", "forecast", "temperature"];
-const BACKGROUND_WORDS: &[&str] = &["background", "color", "colour", "theme"];
-const FRONTEND_WORDS: &[&str] = &["frontend", "client tool", "page tool", "ui tool"];
-const REASONING_WORDS: &[&str] = &["think", "reason", "explain", "why", "how"];
+/// Words of a prompt asking to list the workspace.
+pub const LIST_WORDS: &[&str] = &["list", "files", "folder", "directory", "workspace"];
+/// Words of a prompt asking for the weather.
+pub const WEATHER_WORDS: &[&str] = &["weather", "forecast", "temperature"];
+/// Words of a prompt asking to change the page's background.
+pub const BACKGROUND_WORDS: &[&str] = &["background", "color", "colour", "theme"];
+/// Words of a prompt asking to call one of the page's own tools.
+pub const FRONTEND_WORDS: &[&str] = &["frontend", "client tool", "page tool", "ui tool"];
+/// Words of a prompt asking for an explanation (answered with reasoning first).
+pub const REASONING_WORDS: &[&str] = &["think", "reason", "explain", "why", "how"];
 
 /// The frontend tool the demo page is expected to offer.
 pub const FRONTEND_TOOL: &str = "change_background";
@@ -52,18 +61,98 @@ Gemini endpoint) what to do next. I stream back thoughts and text, or ask for to
 tools run inside the harness, server tools run in the server, and frontend tools are sent back \
 to your browser. Every step flows back to you as AG-UI events.";
 
-fn streamed(reply: Reply) -> Reply {
+/// `reply` streamed two words at a time, paced so the stream is visible in a UI.
+pub fn streamed(reply: Reply) -> Reply {
     reply.chunk_words(2).delay_ms(DELAY_MS)
 }
 
-fn prompt(words: &[&str]) -> Matcher {
+/// A user prompt (not a harness injection) containing one of `words`.
+pub fn prompt(words: &[&str]) -> Matcher {
     Matcher::user_text()
         .system_message(false)
         .keywords(words.iter().copied())
 }
 
-fn always(name: &str, reply: Reply, matcher: Matcher) -> Entry {
+/// An entry named `name` answering every request `matcher` accepts with `reply`
+/// ([`streamed`]), forever: a script made of these is stateless.
+pub fn always(name: &str, reply: Reply, matcher: Matcher) -> Entry {
     streamed(reply).when(matcher).forever().named(name)
+}
+
+/// A prompt containing one of `words`: answered with `text` alone (a feature this agent
+/// cannot show, with where to find it).
+pub fn text_reply(name: &str, words: &[&str], text: &str) -> Entry {
+    always(name, Reply::text(text), prompt(words))
+}
+
+/// After [`FRONTEND_TOOL`]'s result: confirms the change.
+pub fn background_result() -> Entry {
+    always(
+        "background result",
+        Reply::text("Done! I changed the background. Ask me again for another look."),
+        Matcher::function_response_to(FRONTEND_TOOL),
+    )
+}
+
+/// After any other tool's result: shows it as it came.
+pub fn other_tool_result() -> Entry {
+    always(
+        "other tool result",
+        Reply::text("The `{{tool_name}}` tool returned:\n\n```\n{{tool_output}}\n```"),
+        Matcher::function_response(),
+    )
+}
+
+/// A weather prompt to an agent that declares [`SERVER_TOOL`]: calls it for the prompt's
+/// location.
+pub fn weather_call() -> Entry {
+    always(
+        "weather",
+        Reply::default()
+            .with_call(Call::new(SERVER_TOOL, json!({"location": "{{location}}"})).fill_required())
+            .thought("I'll look up the weather in {{location}} with the get_weather tool."),
+        prompt(WEATHER_WORDS).declares(SERVER_TOOL),
+    )
+}
+
+/// A background prompt to a page that declares [`FRONTEND_TOOL`]: calls it with a gradient.
+pub fn background_call() -> Entry {
+    always(
+        "background",
+        Reply::default()
+            .with_call(
+                Call::new(
+                    FRONTEND_TOOL,
+                    json!({"background": "linear-gradient(135deg, #667eea 0%, #764ba2 100%)"}),
+                )
+                .fill_required(),
+            )
+            .thought("The page offers change_background. I'll pick a purple gradient."),
+        prompt(BACKGROUND_WORDS).declares(FRONTEND_TOOL),
+    )
+}
+
+/// A prompt asking for a page tool: calls the first declared tool that is neither built in
+/// nor one of `server_tools`, with its required arguments filled in.
+pub fn page_tool_call(server_tools: &[&str]) -> Entry {
+    always(
+        "frontend tool",
+        Reply::calls([Call::first_declared_except(
+            server_tools.iter().copied(),
+            json!({}),
+        )])
+        .thought("I'll call one of the tools this page provides."),
+        prompt(FRONTEND_WORDS),
+    )
+}
+
+/// A message the harness injects as the user's (`<SYSTEM_MESSAGE>`): acknowledged briefly.
+pub fn system_message() -> Entry {
+    always(
+        "system message",
+        Reply::text("Noted."),
+        Matcher::user_text().system_message(true),
+    )
 }
 
 /// The demo script. Its default reply is the introduction.
@@ -91,69 +180,36 @@ pub fn script() -> Script {
             ),
             Matcher::function_response_to(SERVER_TOOL),
         ))
-        .then(always(
-            "background result",
-            Reply::text("Done! I changed the background. Ask me again for another look."),
-            Matcher::function_response_to(FRONTEND_TOOL),
-        ))
-        .then(always(
-            "other tool result",
-            Reply::text("The `{{tool_name}}` tool returned:\n\n```\n{{tool_output}}\n```"),
-            Matcher::function_response(),
-        ))
+        .then(background_result())
+        .then(other_tool_result())
         .then(always(
             "list files",
             Reply::call("list_dir", json!({"DirectoryPath": "{{workspace}}"}))
                 .thought("The user wants to see the workspace. I'll list its directory."),
             prompt(LIST_WORDS).declares("list_dir"),
         ))
-        .then(always(
-            "weather",
-            Reply::default()
-                .with_call(
-                    Call::new(SERVER_TOOL, json!({"location": "{{location}}"})).fill_required(),
-                )
-                .thought("I'll look up the weather in {{location}} with the get_weather tool."),
-            prompt(WEATHER_WORDS).declares(SERVER_TOOL),
-        ))
-        .then(always(
-            "background",
-            Reply::default()
-                .with_call(
-                    Call::new(
-                        FRONTEND_TOOL,
-                        json!({"background": "linear-gradient(135deg, #667eea 0%, #764ba2 100%)"}),
-                    )
-                    .fill_required(),
-                )
-                .thought("The page offers change_background. I'll pick a purple gradient."),
-            prompt(BACKGROUND_WORDS).declares(FRONTEND_TOOL),
-        ))
-        .then(always(
-            "frontend tool",
-            Reply::calls([Call::first_declared_except([SERVER_TOOL], json!({}))])
-                .thought("I'll call one of the tools this page provides."),
-            prompt(FRONTEND_WORDS),
-        ))
-        .then(always(
+        .then(weather_call())
+        .then(background_call())
+        .then(page_tool_call(&[SERVER_TOOL]))
+        .then(text_reply(
             "list files unavailable",
-            Reply::text("I'd list your workspace, but the `list_dir` tool isn't enabled for this agent."),
-            prompt(LIST_WORDS),
+            LIST_WORDS,
+            "I'd list your workspace, but the `list_dir` tool isn't enabled for this agent.",
         ))
-        .then(always(
+        .then(text_reply(
             "weather unavailable",
-            Reply::text("I'd check the weather, but no `get_weather` tool is available right now."),
-            prompt(WEATHER_WORDS),
+            WEATHER_WORDS,
+            "I'd check the weather, but no `get_weather` tool is available right now.",
         ))
-        .then(always(
+        .then(text_reply(
             "background unavailable",
-            Reply::text("I can't change the background: this page doesn't offer a `change_background` tool."),
-            prompt(BACKGROUND_WORDS),
+            BACKGROUND_WORDS,
+            "I can't change the background: this page doesn't offer a `change_background` tool.",
         ))
-        .then(always(
+        .then(text_reply(
             "frontend tool unavailable",
-            Reply::text("This page doesn't offer any frontend tools right now, so there's nothing for me to call."),
-            prompt(FRONTEND_WORDS),
+            FRONTEND_WORDS,
+            "This page doesn't offer any frontend tools right now, so there's nothing for me to call.",
         ))
         .then(always(
             "reasoning",
@@ -163,11 +219,7 @@ pub fn script() -> Script {
             ]),
             prompt(REASONING_WORDS),
         ))
-        .then(always(
-            "system message",
-            Reply::text("Noted."),
-            Matcher::user_text().system_message(true),
-        ))
+        .then(system_message())
         .then(always("introduction", intro(), Matcher::any()))
         .default_reply(streamed(intro()))
 }

@@ -1,6 +1,6 @@
 //! Read-only helpers over a Gemini `generateContent` request body.
 //!
-//! They encode the harness's conventions (§16.1 of the protocol notes): user
+//! They encode how the harness builds its model requests: user
 //! text wrapped in `<USER_REQUEST>`, tool results as `functionResponse` parts in
 //! a `role: "model"` content, system injections as user text starting with a
 //! `<SYSTEM_MESSAGE>` preamble, and the workspace list in the system prompt.

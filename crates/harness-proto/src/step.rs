@@ -14,12 +14,22 @@ use crate::lh::{StepUpdate, UserQuestionsRequest, step_update};
 /// Identity of a step: its trajectory and its index in that trajectory.
 ///
 /// Indices restart at 0 in every (sub)trajectory, so the index alone is not an identity.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct StepKey {
     /// The trajectory (the conversation id for the root agent, another id for subagents).
     pub trajectory_id: String,
     /// Position of the step in its trajectory; never reused within a conversation.
     pub index: u32,
+}
+
+impl StepKey {
+    /// Step `index` of `trajectory_id`.
+    pub fn new(trajectory_id: impl Into<String>, index: u32) -> Self {
+        Self {
+            trajectory_id: trajectory_id.into(),
+            index,
+        }
+    }
 }
 
 impl std::fmt::Display for StepKey {
@@ -29,7 +39,7 @@ impl std::fmt::Display for StepKey {
 }
 
 /// Lifecycle state of a step.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub enum StepStatus {
     /// Still being produced.
     Active,
@@ -40,11 +50,12 @@ pub enum StepStatus {
     /// Failed (model error, denied or failed tool, invalid model output).
     Error,
     /// A state this version does not know.
+    #[default]
     Unknown,
 }
 
 /// Who produced a step.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub enum StepSource {
     /// The user (the echo of a user input).
     User,
@@ -53,11 +64,12 @@ pub enum StepSource {
     /// The harness itself (errors, injected system messages, subagent notices).
     System,
     /// A source this version does not know.
+    #[default]
     Unknown,
 }
 
 /// Who a step is addressed to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub enum StepTarget {
     /// Shown to the user (answers, errors).
     User,
@@ -66,6 +78,7 @@ pub enum StepTarget {
     /// Executed in the environment (tool calls).
     Environment,
     /// A target this version does not know.
+    #[default]
     Unknown,
 }
 
@@ -139,7 +152,11 @@ pub enum UserRequest {
 }
 
 /// One snapshot of one step.
-#[derive(Debug, Clone, PartialEq)]
+///
+/// The default is what an all-default `StepUpdate` converts to: step 0 of trajectory `""`,
+/// state, source and target unknown, no text, action, error or request. Tests build the
+/// snapshots they need from it with struct update syntax.
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Step {
     /// Identity of the step.
     pub key: StepKey,
@@ -363,19 +380,18 @@ mod tests {
     }
 
     #[test]
+    fn the_default_step_is_an_empty_update() {
+        assert_eq!(Step::default(), Step::from(StepUpdate::default()));
+    }
+
+    #[test]
     fn a_builtin_splits_request_and_result() {
         let s = step(
             json!({"trajectoryId": "t", "stepIndex": 2, "state": "STATE_DONE", "source": "SOURCE_MODEL",
             "target": "TARGET_ENVIRONMENT", "text": "s", "runCommand": {"commandLine": "pwd", "workingDir": "/w",
             "exitCode": 0, "combinedOutput": "/w\n"}}),
         );
-        assert_eq!(
-            s.key,
-            StepKey {
-                trajectory_id: "t".into(),
-                index: 2
-            }
-        );
+        assert_eq!(s.key, StepKey::new("t", 2));
         assert!(s.is_final());
         let tool = s.tool().unwrap();
         assert_eq!(tool.name, "run_command");

@@ -139,19 +139,16 @@ impl Printer {
         };
         let declared = match map_entries.get(f.type_name()) {
             Some(entry) if f.label() == Label::Repeated => {
-                let key = entry
-                    .field
-                    .iter()
-                    .find(|e| e.number() == 1)
-                    .map(type_name)
-                    .unwrap_or_default();
-                let value = entry
-                    .field
-                    .iter()
-                    .find(|e| e.number() == 2)
-                    .map(type_name)
-                    .unwrap_or_default();
-                format!("map<{key}, {value}>")
+                // A map entry message: field 1 is the key, field 2 the value.
+                let of = |number| {
+                    entry
+                        .field
+                        .iter()
+                        .find(|e| e.number() == number)
+                        .map(type_name)
+                        .unwrap_or_default()
+                };
+                format!("map<{}, {}>", of(1), of(2))
             }
             _ => {
                 let label = match f.label() {

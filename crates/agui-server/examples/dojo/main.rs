@@ -150,35 +150,11 @@ fn string_arg<'a>(args: &'a Map<String, Value>, name: &str) -> Result<&'a str, T
         .ok_or_else(|| ToolError::new(format!("`{name}` must be a non-empty string")))
 }
 
-/// `get_weather(location)`: canned but location-dependent weather, in the fields the dojo's
+/// `get_weather(location)`: the demo's weather tool, whose result has the fields the dojo's
 /// weather card reads.
 fn weather_tools() -> ToolRegistry {
     let mut tools = ToolRegistry::new();
-    tools.register(FnTool::new(
-        "get_weather",
-        "Get the current weather for a location.",
-        json!({
-            "type": "object",
-            "properties": {"location": {"type": "string", "description": "A city name"}},
-            "required": ["location"]
-        }),
-        |_ctx, args| async move {
-            let location = string_arg(&args, "location")?;
-            let seed = location.bytes().fold(7u32, |acc, b| {
-                acc.wrapping_mul(31).wrapping_add(u32::from(b))
-            });
-            let conditions = ["Sunny", "Partly cloudy", "Light rain", "Windy", "Clear"];
-            let temperature = 8 + seed % 20;
-            Ok(json!({
-                "location": location,
-                "temperature": temperature,
-                "feelsLike": temperature.saturating_sub(seed % 4),
-                "conditions": conditions[seed as usize % conditions.len()],
-                "humidity": 35 + seed % 55,
-                "windSpeed": 3 + seed % 25,
-            }))
-        },
-    ));
+    tools.register(agui_server::demo::weather_tool());
     tools
 }
 
@@ -339,8 +315,12 @@ fn split_base_path(args: Vec<String>) -> Result<(String, Vec<String>), String> {
     Ok((base, rest))
 }
 
-#[tokio::main]
-async fn main() -> ExitCode {
+fn main() -> ExitCode {
+    // The program is also the sandbox launcher of its agents' harness processes.
+    agui_server::sandbox::main(serve)
+}
+
+async fn serve() -> ExitCode {
     let (base, args) = match split_base_path(std::env::args().collect()) {
         Ok(split) => split,
         Err(e) => {

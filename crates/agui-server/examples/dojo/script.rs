@@ -1,7 +1,8 @@
 //! The dojo's offline model: a scripted stand-in for Gemini that exercises every dojo feature.
 //!
-//! Like `gemini_script::demo::script()` it is stateless: every entry repeats forever and looks
-//! only at the request (the prompt's words, the declared tools, the last tool result), so any
+//! It is built from the rules of `gemini_script::demo` (its word lists, and its weather,
+//! background, page-tool and harness-injection entries) plus the dojo's own, and like the demo
+//! script it is stateless: every entry repeats forever and looks only at the request (the prompt's words, the declared tools, the last tool result), so any
 //! number of threads on any of the dojo's agents share one scripted model. Which agent is asking
 //! shows in the tools it declares.
 //!
@@ -16,16 +17,15 @@
 //! | any | think / reason / explain / why / how | streams reasoning, then an explanation |
 //! | any | anything else | introduces the agent it is talking as, with things to try |
 
-use gemini_script::{Call, Entry, Matcher, Reply, Script};
+use gemini_script::demo::{
+    REASONING_WORDS, WEATHER_WORDS, always, background_call, background_result, other_tool_result,
+    page_tool_call, prompt, streamed, system_message, text_reply, weather_call,
+};
+use gemini_script::{Matcher, Reply, Script};
 use serde_json::json;
 
 /// The frontend tool the dojo's human-in-the-loop page declares.
 pub(crate) const STEPS_TOOL: &str = "generate_task_steps";
-/// The frontend tool the dojo's agentic chat page declares.
-pub(crate) const BACKGROUND_TOOL: &str = "change_background";
-
-/// Pause between streamed events, so streaming is visible in a UI.
-const DELAY_MS: u64 = 20;
 
 const MEETING_WORDS: &[&str] = &["meeting", "schedule", "book", "appointment", "calendar"];
 const RESEARCH_WORDS: &[&str] = &[
@@ -35,33 +35,14 @@ const RESEARCH_WORDS: &[&str] = &[
     "look into",
     "find out",
 ];
-const WEATHER_WORDS: &[&str] = &["weather", "forecast", "temperature"];
 const STEPS_WORDS: &[&str] = &[
     "plan", "step", "task", "trip", "make", "build", "prepare", "organi", "help me",
 ];
-const BACKGROUND_WORDS: &[&str] = &["background", "color", "colour", "theme"];
-const FRONTEND_WORDS: &[&str] = &["frontend", "client tool", "page tool", "ui tool"];
-const REASONING_WORDS: &[&str] = &["think", "reason", "explain", "why", "how"];
 
 const EXPLANATION: &str = "Your message went over AG-UI to the dojo server, which handed it to \
 the Antigravity harness of this agent. The harness asked its model (me, a scripted stand-in for \
 Gemini) what to do. I answer in text or ask for tools: server tools run in the dojo server, page \
 tools are sent back to your browser, and everything comes back to you as AG-UI events.";
-
-fn streamed(reply: Reply) -> Reply {
-    reply.chunk_words(2).delay_ms(DELAY_MS)
-}
-
-/// A user prompt (not a harness injection) containing one of `words`.
-fn prompt(words: &[&str]) -> Matcher {
-    Matcher::user_text()
-        .system_message(false)
-        .keywords(words.iter().copied())
-}
-
-fn always(name: &str, reply: Reply, matcher: Matcher) -> Entry {
-    streamed(reply).when(matcher).forever().named(name)
-}
 
 /// The steps proposed to the human-in-the-loop page, all enabled; the user unticks some.
 fn proposed_steps() -> serde_json::Value {
@@ -121,16 +102,8 @@ pub(crate) fn script() -> Script {
             ),
             Matcher::function_response_to(STEPS_TOOL),
         ))
-        .then(always(
-            "change_background result",
-            Reply::text("Done! I changed the background. Ask me again for another look."),
-            Matcher::function_response_to(BACKGROUND_TOOL),
-        ))
-        .then(always(
-            "other tool result",
-            Reply::text("The `{{tool_name}}` tool returned:\n\n```\n{{tool_output}}\n```"),
-            Matcher::function_response(),
-        ))
+        .then(background_result())
+        .then(other_tool_result())
         // Calls, when the agent has the tool.
         .then(always(
             "schedule_meeting",
@@ -147,59 +120,35 @@ pub(crate) fn script() -> Script {
                 .thought("I'll delegate this to the research agent."),
             prompt(RESEARCH_WORDS).declares("research_agent"),
         ))
-        .then(always(
-            "get_weather",
-            Reply::call("get_weather", json!({"location": "{{location}}"}))
-                .thought("I'll look up the weather in {{location}} with get_weather."),
-            prompt(WEATHER_WORDS).declares("get_weather"),
-        ))
+        .then(weather_call())
         .then(always(
             "generate_task_steps",
             Reply::call(STEPS_TOOL, json!({"steps": proposed_steps()}))
                 .thought("I'll propose steps and let the user choose which to keep."),
             prompt(STEPS_WORDS).declares(STEPS_TOOL),
         ))
-        .then(always(
-            "change_background",
-            Reply::default()
-                .with_call(
-                    Call::new(
-                        BACKGROUND_TOOL,
-                        json!({"background": "linear-gradient(135deg, #667eea 0%, #764ba2 100%)"}),
-                    )
-                    .fill_required(),
-                )
-                .thought("The page offers change_background. I'll pick a purple gradient."),
-            prompt(BACKGROUND_WORDS).declares(BACKGROUND_TOOL),
-        ))
-        .then(always(
-            "page tool",
-            Reply::calls([Call::first_declared_except(
-                ["get_weather", "research_agent", "schedule_meeting"],
-                json!({}),
-            )
-            .fill_required()])
-            .thought("I'll call one of the tools this page provides."),
-            prompt(FRONTEND_WORDS),
-        ))
+        .then(background_call())
+        .then(page_tool_call(&[
+            "get_weather",
+            "research_agent",
+            "schedule_meeting",
+        ]))
         // The same words on an agent without the tool: say where the feature lives.
-        .then(always(
+        .then(text_reply(
             "schedule_meeting elsewhere",
-            Reply::text("Meetings are booked by the **interrupt** agent (`/interrupt`)."),
-            prompt(MEETING_WORDS),
+            MEETING_WORDS,
+            "Meetings are booked by the **interrupt** agent (`/interrupt`).",
         ))
-        .then(always(
+        .then(text_reply(
             "research_agent elsewhere",
-            Reply::text("Research is delegated by the **shared state** agent (`/shared_state`)."),
-            prompt(RESEARCH_WORDS),
+            RESEARCH_WORDS,
+            "Research is delegated by the **shared state** agent (`/shared_state`).",
         ))
-        .then(always(
+        .then(text_reply(
             "get_weather elsewhere",
-            Reply::text(
-                "The weather tool belongs to the **backend tool rendering** agent \
+            WEATHER_WORDS,
+            "The weather tool belongs to the **backend tool rendering** agent \
                  (`/backend_tool_rendering`).",
-            ),
-            prompt(WEATHER_WORDS),
         ))
         .then(always(
             "reasoning",
@@ -209,11 +158,7 @@ pub(crate) fn script() -> Script {
             ]),
             prompt(REASONING_WORDS),
         ))
-        .then(always(
-            "system message",
-            Reply::text("Noted."),
-            Matcher::user_text().system_message(true),
-        ))
+        .then(system_message())
         // Introductions, by agent.
         .then(always(
             "interrupt intro",

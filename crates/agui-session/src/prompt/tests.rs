@@ -119,7 +119,7 @@ fn the_newest_unforwarded_user_message_is_the_prompt() {
         Messages(json!([user("m1", json!("hi"))]), &[]),
         &["id: m1", r#"text: "hi""#],
     );
-    // Two new messages in one request: only the newest is sent (I-2).
+    // Two new messages in one request: only the newest is sent, the older one never.
     check(
         Messages(
             json!([user("m1", json!("one")), user("m2", json!("two"))]),
@@ -171,7 +171,7 @@ fn the_newest_unforwarded_user_message_is_the_prompt() {
         ),
         &["id: m2", r#"text: "second""#],
     );
-    // A blank newest message is skipped, not sent (I-1)…
+    // A blank newest message is skipped, not sent…
     check(
         Messages(
             json!([user("m1", json!("real")), user("m2", json!("  \n "))]),

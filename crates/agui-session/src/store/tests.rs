@@ -63,7 +63,7 @@ impl Fixture {
 fn record(conversation_id: &str) -> ThreadRecord {
     ThreadRecord {
         conversation_id: conversation_id.to_owned(),
-        forwarded: vec!["m1".to_owned(), "m2".to_owned()],
+        forwarded: ["m1", "m2"].into_iter().collect(),
         pending_frontend_tools: vec![PendingTool {
             tool_call_id: "call-1".to_owned(),
             name: "set_colour".to_owned(),
@@ -218,38 +218,47 @@ fn the_sweep_drops_only_what_expired() {
 
 #[test]
 fn forwarded_ids_are_bounded_keeping_the_newest() {
-    let fixture = Fixture::new();
-    let store = fixture.open(StoreLimits {
-        max_forwarded_per_thread: 3,
-        ..StoreLimits::default()
-    });
-    let mut thread = record("c");
-    thread.forwarded = (1..=5).map(|n| format!("m{n}")).collect();
-    store.put("t", &thread).expect("put");
-    assert_eq!(
-        store.get("t").expect("record").forwarded,
-        ["m3", "m4", "m5"]
+    let mut forwarded: ForwardedIds = (1..=ForwardedIds::KEPT + 2)
+        .map(|n| format!("m{n}"))
+        .collect();
+    assert_eq!(forwarded.len(), ForwardedIds::KEPT);
+    assert!(!forwarded.contains("m1") && !forwarded.contains("m2"));
+    assert!(forwarded.contains("m3"));
+    forwarded.record("m3");
+    forwarded.record("new");
+    assert_eq!(forwarded.len(), ForwardedIds::KEPT);
+    assert!(
+        forwarded.contains("m3") && !forwarded.contains("m4"),
+        "a recorded again id is the most recent"
     );
 
-    // A zero limit would forget every message, so it is read as one.
+    // The store keeps the record's ids as they are, and reads back at most the newest KEPT.
     let fixture = Fixture::new();
-    let store = fixture.open(StoreLimits {
-        max_forwarded_per_thread: 0,
-        ..StoreLimits::default()
-    });
+    let store = fixture.open(StoreLimits::default());
+    let mut thread = record("c");
+    thread.forwarded = forwarded.clone();
     store.put("t", &thread).expect("put");
-    assert_eq!(store.get("t").expect("record").forwarded, ["m5"]);
+    assert_eq!(store.get("t").expect("record").forwarded, forwarded);
+    let long: Vec<String> = (0..ForwardedIds::KEPT + 5)
+        .map(|n| format!("x{n}"))
+        .collect();
+    let read: ForwardedIds =
+        serde_json::from_value(serde_json::json!(long)).expect("a list of ids");
+    assert_eq!(
+        read.iter().collect::<Vec<_>>(),
+        long[5..].iter().map(String::as_str).collect::<Vec<_>>()
+    );
 }
 
 #[test]
-fn record_forwarded_keeps_each_id_once_most_recent_last() {
-    let mut thread = ThreadRecord::default();
+fn forwarded_ids_keep_each_id_once_most_recent_last() {
+    let mut forwarded = ForwardedIds::default();
     for id in ["a", "b", "a", "c"] {
-        thread.record_forwarded(id);
+        forwarded.record(id);
     }
-    assert_eq!(thread.forwarded, ["b", "a", "c"]);
-    assert!(thread.is_forwarded("a"));
-    assert!(!thread.is_forwarded("d"));
+    assert_eq!(forwarded.iter().collect::<Vec<_>>(), ["b", "a", "c"]);
+    assert!(forwarded.contains("a"));
+    assert!(!forwarded.contains("d"));
 }
 
 #[test]
@@ -454,7 +463,7 @@ fn concurrent_puts_from_threads() {
                 for n in 0..25 {
                     // Each writer has its own threads and shares one with every other writer.
                     let mut own = record(&format!("w{writer}-{n}"));
-                    own.forwarded = vec![format!("m{n}")];
+                    own.forwarded = [format!("m{n}")].into_iter().collect();
                     store.put(&format!("w{writer}-{n}"), &own).expect("put");
                     store
                         .put("shared", &record(&format!("w{writer}")))
@@ -473,7 +482,10 @@ fn concurrent_puts_from_threads() {
             let got = store.get(&format!("w{writer}-{n}")).expect("record");
             assert_eq!(
                 (got.conversation_id, got.forwarded),
-                (format!("w{writer}-{n}"), vec![format!("m{n}")])
+                (
+                    format!("w{writer}-{n}"),
+                    [format!("m{n}")].into_iter().collect()
+                )
             );
         }
     }

@@ -144,7 +144,7 @@ mod tests {
     fn record(conversation_id: &str) -> ThreadRecord {
         ThreadRecord {
             conversation_id: conversation_id.into(),
-            forwarded: vec!["m1".into()],
+            forwarded: ["m1"].into_iter().collect(),
             pending_frontend_tools: Vec::new(),
             workspace: "/ws".into(),
             updated_at: 0,

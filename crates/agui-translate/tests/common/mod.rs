@@ -278,21 +278,11 @@ pub(crate) fn script(inputs: &[Input]) -> Vec<Input> {
 /// An ACTIVE MODEL→USER snapshot of step `index` of `trajectory`, with nothing in it.
 pub(crate) fn step(trajectory: &str, index: u32) -> Input {
     Input::Step(Box::new(Step {
-        key: StepKey {
-            trajectory_id: trajectory.to_owned(),
-            index,
-        },
-        parent_trajectory_id: None,
+        key: StepKey::new(trajectory, index),
         status: StepStatus::Active,
         source: StepSource::Model,
         target: StepTarget::User,
-        text: String::new(),
-        text_delta: String::new(),
-        thinking: String::new(),
-        thinking_delta: String::new(),
-        action: None,
-        error: None,
-        request: None,
+        ..Step::default()
     }))
 }
 

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::{EventBase, attributable};
-use crate::input::Content;
+use crate::input::{Content, Role};
 
 /// Roles a streamed text message may take (never `tool`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -21,25 +21,28 @@ pub enum TextMessageRole {
 }
 
 impl TextMessageRole {
-    /// The wire value.
-    pub const fn as_str(self) -> &'static str {
+    /// Every text message role.
+    pub const ALL: [TextMessageRole; 4] =
+        [Self::Developer, Self::System, Self::Assistant, Self::User];
+
+    /// The message [`Role`] it is.
+    pub const fn role(self) -> Role {
         match self {
-            Self::Developer => "developer",
-            Self::System => "system",
-            Self::Assistant => "assistant",
-            Self::User => "user",
+            Self::Developer => Role::Developer,
+            Self::System => Role::System,
+            Self::Assistant => Role::Assistant,
+            Self::User => Role::User,
         }
+    }
+
+    /// The wire value (its [`Role`]'s).
+    pub const fn as_str(self) -> &'static str {
+        self.role().as_str()
     }
 
     /// Parses a wire value.
     pub fn from_wire(value: &str) -> Option<Self> {
-        match value {
-            "developer" => Some(Self::Developer),
-            "system" => Some(Self::System),
-            "assistant" => Some(Self::Assistant),
-            "user" => Some(Self::User),
-            _ => None,
-        }
+        Self::ALL.into_iter().find(|role| role.as_str() == value)
     }
 }
 

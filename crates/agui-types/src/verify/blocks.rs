@@ -2,8 +2,59 @@
 //! subagents. The functions take ids rather than events so that the chunk expansion can
 //! feed its synthesized starts and ends through the same checks.
 
+use std::collections::BTreeSet;
+
 use super::{Check, Owner, Rule, StreamVerifier, owned, owner_check, owner_name};
 use crate::events::{EncryptedValueSubtype, ReasoningEncryptedValue, SubagentStarted};
+
+/// A kind of block, as a continuation names it: what the block is (in messages), what its
+/// owner record is of (spans share the reasoning messages' record), and the order rule a
+/// continuation of a block that is not open breaks.
+struct Block(&'static str, &'static str, &'static str);
+
+const TEXT: Block = Block(
+    "text message",
+    "text message",
+    "TEXT_MESSAGE_START must come first, and nothing may follow TEXT_MESSAGE_END",
+);
+const TOOL: Block = Block(
+    "tool call",
+    "tool call",
+    "TOOL_CALL_START must come first, and nothing may follow TOOL_CALL_END",
+);
+const SPAN: Block = Block(
+    "reasoning span",
+    "reasoning message",
+    "REASONING_START must come first",
+);
+const REASONING: Block = Block(
+    "reasoning message",
+    "reasoning message",
+    "REASONING_MESSAGE_START must come first",
+);
+
+impl Block {
+    /// A continuation of block `id` (its end when `closing`): the block must be among `open`,
+    /// and `tag` must match its `owner`; the end removes it from `open`.
+    fn continued(
+        &self,
+        open: &mut BTreeSet<String>,
+        owner: Option<&Owner>,
+        id: &str,
+        tag: Option<&str>,
+        closing: bool,
+    ) -> Check {
+        let Block(what, owned_as, order) = self;
+        if !open.contains(id) {
+            return Err((Rule::NotOpen, format!("no open {what} '{id}' ({order})")));
+        }
+        owner_check(tag, owner, owned_as, id)?;
+        if closing {
+            open.remove(id);
+        }
+        Ok(())
+    }
+}
 
 impl StreamVerifier {
     pub(super) fn text_start(&mut self, id: &str, tag: Option<&str>) -> Check {
@@ -27,19 +78,8 @@ impl StreamVerifier {
     }
 
     pub(super) fn text_continue(&mut self, id: &str, tag: Option<&str>, closing: bool) -> Check {
-        if !self.run.text.contains(id) {
-            return Err((
-                Rule::NotOpen,
-                format!(
-                    "no open text message '{id}' (TEXT_MESSAGE_START must come first, and nothing may follow TEXT_MESSAGE_END)"
-                ),
-            ));
-        }
-        owner_check(tag, self.run.owners.message.get(id), "text message", id)?;
-        if closing {
-            self.run.text.remove(id);
-        }
-        Ok(())
+        let owner = self.run.owners.message.get(id);
+        TEXT.continued(&mut self.run.text, owner, id, tag, closing)
     }
 
     pub(super) fn tool_start(
@@ -97,19 +137,8 @@ impl StreamVerifier {
     }
 
     pub(super) fn tool_continue(&mut self, id: &str, tag: Option<&str>, closing: bool) -> Check {
-        if !self.run.tools.contains(id) {
-            return Err((
-                Rule::NotOpen,
-                format!(
-                    "no open tool call '{id}' (TOOL_CALL_START must come first, and nothing may follow TOOL_CALL_END)"
-                ),
-            ));
-        }
-        owner_check(tag, self.run.owners.tool_call.get(id), "tool call", id)?;
-        if closing {
-            self.run.tools.remove(id);
-        }
-        Ok(())
+        let owner = self.run.owners.tool_call.get(id);
+        TOOL.continued(&mut self.run.tools, owner, id, tag, closing)
     }
 
     /// `REASONING_START` (`span`) or `REASONING_MESSAGE_START`.
@@ -148,35 +177,13 @@ impl StreamVerifier {
         tag: Option<&str>,
         closing: bool,
     ) -> Check {
-        let (open, what, opener) = if span {
-            (&self.run.spans, "reasoning span", "REASONING_START")
+        let (open, block) = if span {
+            (&mut self.run.spans, &SPAN)
         } else {
-            (
-                &self.run.reasoning,
-                "reasoning message",
-                "REASONING_MESSAGE_START",
-            )
+            (&mut self.run.reasoning, &REASONING)
         };
-        if !open.contains(id) {
-            return Err((
-                Rule::NotOpen,
-                format!("no open {what} '{id}' ({opener} must come first)"),
-            ));
-        }
-        owner_check(
-            tag,
-            self.run.owners.reasoning.get(id),
-            "reasoning message",
-            id,
-        )?;
-        if closing {
-            if span {
-                self.run.spans.remove(id);
-            } else {
-                self.run.reasoning.remove(id);
-            }
-        }
-        Ok(())
+        let owner = self.run.owners.reasoning.get(id);
+        block.continued(open, owner, id, tag, closing)
     }
 
     pub(super) fn encrypted_value(&mut self, event: &ReasoningEncryptedValue) -> Check {

@@ -119,7 +119,7 @@ fn expanded(event_type: EventType, (rule, message): (Rule, String)) -> (Rule, St
     (rule, format!("chunk expansion ({event_type}): {message}"))
 }
 
-fn chunk_error(message: String) -> Check {
+fn chunk_error<T>(message: String) -> Result<T, (Rule, String)> {
     Err((Rule::Chunk, message))
 }
 
@@ -276,33 +276,25 @@ impl StreamVerifier {
             }
             _ => None,
         };
-        let (id, opener) = match open {
-            Some(open) => open,
-            None => {
-                self.close_lane(&lane)?;
-                let Some(id) = chunk.message_id.clone() else {
-                    return chunk_error(format!(
-                        "the first {ty} of a message must carry messageId"
-                    ));
-                };
-                self.text_start(&id, tag)
-                    .map_err(|e| expanded(EventType::TextMessageStart, e))?;
-                let pending = Pending::Text {
-                    id: id.clone(),
-                    role: chunk.role.unwrap_or_default(),
-                    name: chunk.name.clone(),
-                    tag: owned(tag),
-                };
-                self.run.lanes.0.push((lane, pending));
-                (id, owned(tag))
-            }
+        let start = |this: &mut Self| {
+            let Some(id) = chunk.message_id.clone() else {
+                return chunk_error(format!("the first {ty} of a message must carry messageId"));
+            };
+            this.text_start(&id, tag)
+                .map_err(|e| expanded(EventType::TextMessageStart, e))?;
+            let pending = Pending::Text {
+                id: id.clone(),
+                role: chunk.role.unwrap_or_default(),
+                name: chunk.name.clone(),
+                tag: owned(tag),
+            };
+            Ok((id, pending))
         };
-        if chunk.delta.is_some() || !chunk.base.is_empty() {
-            let owner = tag.or(opener.as_deref());
-            self.text_continue(&id, owner, false)
-                .map_err(|e| expanded(EventType::TextMessageContent, e))?;
-        }
-        Ok(())
+        let content = chunk.delta.is_some() || !chunk.base.is_empty();
+        self.expand(lane, tag, open, start, content, |this, id, owner| {
+            this.text_continue(id, owner, false)
+                .map_err(|e| expanded(EventType::TextMessageContent, e))
+        })
     }
 
     pub(super) fn tool_chunk(&mut self, chunk: &ToolCallChunk) -> Check {
@@ -335,34 +327,28 @@ impl StreamVerifier {
             }
             _ => None,
         };
-        let (id, opener) = match open {
-            Some(open) => open,
-            None => {
-                self.close_lane(&lane)?;
-                let (Some(id), Some(name)) = (&chunk.tool_call_id, &chunk.tool_call_name) else {
-                    return chunk_error(format!(
-                        "the first {ty} of a call must carry toolCallId and toolCallName"
-                    ));
-                };
-                let parent = chunk.parent_message_id.clone();
-                self.tool_start(id, tag, parent.as_deref())
-                    .map_err(|e| expanded(EventType::ToolCallStart, e))?;
-                let pending = Pending::Tool {
-                    id: id.clone(),
-                    name: name.clone(),
-                    parent,
-                    tag: owned(tag),
-                };
-                self.run.lanes.0.push((lane, pending));
-                (id.clone(), owned(tag))
-            }
+        let start = |this: &mut Self| {
+            let (Some(id), Some(name)) = (&chunk.tool_call_id, &chunk.tool_call_name) else {
+                return chunk_error(format!(
+                    "the first {ty} of a call must carry toolCallId and toolCallName"
+                ));
+            };
+            let parent = chunk.parent_message_id.clone();
+            this.tool_start(id, tag, parent.as_deref())
+                .map_err(|e| expanded(EventType::ToolCallStart, e))?;
+            let pending = Pending::Tool {
+                id: id.clone(),
+                name: name.clone(),
+                parent,
+                tag: owned(tag),
+            };
+            Ok((id.clone(), pending))
         };
-        if chunk.delta.is_some() || !chunk.base.is_empty() {
-            let owner = tag.or(opener.as_deref());
-            self.tool_continue(&id, owner, false)
-                .map_err(|e| expanded(EventType::ToolCallArgs, e))?;
-        }
-        Ok(())
+        let content = chunk.delta.is_some() || !chunk.base.is_empty();
+        self.expand(lane, tag, open, start, content, |this, id, owner| {
+            this.tool_continue(id, owner, false)
+                .map_err(|e| expanded(EventType::ToolCallArgs, e))
+        })
     }
 
     pub(super) fn reasoning_chunk(&mut self, chunk: &ReasoningMessageChunk) -> Check {
@@ -377,31 +363,49 @@ impl StreamVerifier {
             }
             _ => None,
         };
+        let start = |this: &mut Self| {
+            let Some(id) = chunk.message_id.clone() else {
+                return chunk_error(format!("the first {ty} of a message must carry messageId"));
+            };
+            this.reasoning_open(false, &id, tag)
+                .map_err(|e| expanded(EventType::ReasoningMessageStart, e))?;
+            let pending = Pending::Reasoning {
+                id: id.clone(),
+                tag: owned(tag),
+            };
+            Ok((id, pending))
+        };
+        let content = chunk.delta.is_some() || !chunk.base.is_empty();
+        self.expand(lane, tag, open, start, content, |this, id, owner| {
+            this.reasoning_continue(false, id, owner, false)
+                .map_err(|e| expanded(EventType::ReasoningMessageContent, e))
+        })
+    }
+
+    /// The end of every chunk's expansion: the chunk continues `lane`'s stream when it is
+    /// `open` (its id and its opener's tag); otherwise the lane's stream is closed and `start`
+    /// opens another (its id and what to remember of it). A chunk with `content` then adds it
+    /// to the stream, attributed to its own tag or else the opener's.
+    fn expand(
+        &mut self,
+        lane: Owner,
+        tag: Option<&str>,
+        open: Option<(String, Owner)>,
+        start: impl FnOnce(&mut Self) -> Result<(String, Pending), (Rule, String)>,
+        content: bool,
+        add: impl FnOnce(&mut Self, &str, Option<&str>) -> Check,
+    ) -> Check {
         let (id, opener) = match open {
             Some(open) => open,
             None => {
                 self.close_lane(&lane)?;
-                let Some(id) = chunk.message_id.clone() else {
-                    return chunk_error(format!(
-                        "the first {ty} of a message must carry messageId"
-                    ));
-                };
-                self.reasoning_open(false, &id, tag)
-                    .map_err(|e| expanded(EventType::ReasoningMessageStart, e))?;
-                self.run.lanes.0.push((
-                    lane,
-                    Pending::Reasoning {
-                        id: id.clone(),
-                        tag: owned(tag),
-                    },
-                ));
+                let (id, pending) = start(self)?;
+                self.run.lanes.0.push((lane, pending));
                 (id, owned(tag))
             }
         };
-        if chunk.delta.is_some() || !chunk.base.is_empty() {
-            let owner = tag.or(opener.as_deref());
-            self.reasoning_continue(false, &id, owner, false)
-                .map_err(|e| expanded(EventType::ReasoningMessageContent, e))?;
+        if content {
+            add(self, &id, tag.or(opener.as_deref()))?;
         }
         Ok(())
     }

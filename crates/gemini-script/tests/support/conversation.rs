@@ -1,4 +1,6 @@
-//! One WebSocket conversation with the harness (protocol notes §3, §5–§8).
+//! One WebSocket conversation with the harness: connect with the API key header, send the
+//! `config` frame and wait for `initializeConversationResponse`, send user input, answer the
+//! harness's requests, and read frames until the root trajectory goes idle.
 
 use std::collections::{BTreeMap, BTreeSet};
 

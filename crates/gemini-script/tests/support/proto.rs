@@ -1,6 +1,8 @@
-//! Hand-written protobuf for the stdio handshake (protocol notes §2.3–2.4).
-//! Only the fields the tests need: `InputConfig.storage_directory` (1) and
-//! `client_info` (4); `OutputConfig.port` (1) and `api_key` (2).
+//! Hand-written protobuf for the stdio handshake: the host writes a length-prefixed
+//! `InputConfig` to the harness's stdin, and the harness answers with a length-prefixed
+//! `OutputConfig` (its WebSocket port and API key) on stdout. Only the fields the tests need:
+//! `InputConfig.storage_directory` (1) and `client_info` (4); `OutputConfig.port` (1) and
+//! `api_key` (2).
 
 fn varint(mut n: u64, out: &mut Vec<u8>) {
     loop {
@@ -92,7 +94,7 @@ fn handshake_encoding_round_trips() {
         Some(frame.len() - 4)
     );
     assert_eq!(&frame[4..6], &[0x0a, 6]);
-    // The OutputConfig example from the protocol notes (port 38307).
+    // An OutputConfig as the harness writes it: port 38307 and a 32-character key.
     let mut output = vec![0x08, 0xa3, 0xab, 0x02, 0x12, 0x20];
     output.extend_from_slice(b"a10a1c85b33f66aea654cc246e48491a");
     assert_eq!(

@@ -10,7 +10,10 @@ use super::messages::{
 use super::value::{from_pb_struct, opt_from_pb, opt_to_pb, req_from_pb, to_pb, to_pb_struct};
 use crate::error::Result;
 use crate::events::*;
+use crate::input::{Message, RunAgentInput};
 use crate::proto as pb;
+use prost_types::{Struct, Value as PbValue};
+use serde_json::{Map, Value};
 
 /// An event payload with a protobuf counterpart.
 pub(super) trait ProtoPayload: Sized {
@@ -30,16 +33,58 @@ fn text_role(role: Option<String>) -> Result<Option<TextMessageRole>> {
     .transpose()
 }
 
-/// Payloads whose protobuf message has exactly the same fields (ids and strings).
+fn text_role_to_pb(role: &Option<TextMessageRole>) -> Option<String> {
+    role.map(|r| r.as_str().to_owned())
+}
+
+/// A required JSON payload (absent on the wire reads as `null`).
+fn value_to_pb(value: &Value) -> Option<PbValue> {
+    Some(to_pb(value))
+}
+
+#[allow(clippy::unnecessary_wraps)] // the shape every `convert` reader has
+fn value_from_pb(value: Option<PbValue>) -> Result<Value> {
+    Ok(req_from_pb(value))
+}
+
+fn struct_to_pb(map: &Map<String, Value>) -> Option<Struct> {
+    Some(to_pb_struct(map))
+}
+
+#[allow(clippy::unnecessary_wraps)] // the shape every `convert` reader has
+fn struct_from_pb(map: Option<Struct>) -> Result<Map<String, Value>> {
+    Ok(map.map(from_pb_struct).unwrap_or_default())
+}
+
+fn messages_to_pb(messages: &[Message]) -> Vec<pb::Message> {
+    messages.iter().map(message_to_pb).collect()
+}
+
+fn run_input_to_pb(input: &Option<Box<RunAgentInput>>) -> Option<pb::RunAgentInput> {
+    input.as_deref().map(input_to_pb)
+}
+
+fn run_input_from_pb(input: Option<pb::RunAgentInput>) -> Result<Option<Box<RunAgentInput>>> {
+    Ok(input.map(input_from_pb).transpose()?.map(Box::new))
+}
+
+/// Payloads whose protobuf message has the same fields: ids and strings copied as they are,
+/// and, after `convert`, fields mapped by a pair of functions (`to(&field) -> proto field`,
+/// `from(proto field) -> Result<field>`).
 macro_rules! plain {
-    ($payload:ident => $proto:ident { $($field:ident),* }) => {
+    ($payload:ident => $proto:ident { $($field:ident),* $(,)? }
+        $(convert { $($conv:ident: $to:path, $from:path);* $(;)? })?) => {
         impl ProtoPayload for $payload {
             type Proto = pb::$proto;
             fn to_proto(&self, base: pb::BaseEvent) -> Self::Proto {
-                pb::$proto { base_event: Some(base), $($field: self.$field.clone(),)* }
+                pb::$proto {
+                    base_event: Some(base),
+                    $($field: self.$field.clone(),)*
+                    $($($conv: $to(&self.$conv),)*)?
+                }
             }
             fn from_proto(p: Self::Proto, base: EventBase) -> Result<Self> {
-                Ok(Self { base, $($field: p.$field,)* })
+                Ok(Self { base, $($field: p.$field,)* $($($conv: $from(p.$conv)?,)*)? })
             }
         }
     };
@@ -69,52 +114,29 @@ plain!(SubagentStarted => SubagentStartedEvent {
     parent_message_id
 });
 plain!(SubagentError => SubagentErrorEvent { subagent_run_id, message, code });
-
-impl ProtoPayload for TextMessageStart {
-    type Proto = pb::TextMessageStartEvent;
-    fn to_proto(&self, base: pb::BaseEvent) -> Self::Proto {
-        pb::TextMessageStartEvent {
-            base_event: Some(base),
-            message_id: self.message_id.clone(),
-            role: self.role.map(|r| r.as_str().to_owned()),
-            name: self.name.clone(),
-            subagent_run_id: self.subagent_run_id.clone(),
-        }
-    }
-    fn from_proto(p: Self::Proto, base: EventBase) -> Result<Self> {
-        Ok(Self {
-            message_id: p.message_id,
-            role: text_role(p.role)?,
-            name: p.name,
-            subagent_run_id: p.subagent_run_id,
-            base,
-        })
-    }
+plain!(TextMessageStart => TextMessageStartEvent { message_id, name, subagent_run_id }
+    convert { role: text_role_to_pb, text_role });
+plain!(TextMessageChunk => TextMessageChunkEvent { message_id, delta, name, subagent_run_id }
+    convert { role: text_role_to_pb, text_role });
+plain!(StateSnapshot => StateSnapshotEvent { subagent_run_id }
+    convert { snapshot: value_to_pb, value_from_pb });
+plain!(StateDelta => StateDeltaEvent { subagent_run_id }
+    convert { delta: patch_to_pb, patch_from_pb });
+plain!(MessagesSnapshot => MessagesSnapshotEvent {}
+    convert { messages: messages_to_pb, messages_from_pb });
+plain!(ActivitySnapshot => ActivitySnapshotEvent {
+    message_id, activity_type, replace, subagent_run_id
 }
-
-impl ProtoPayload for TextMessageChunk {
-    type Proto = pb::TextMessageChunkEvent;
-    fn to_proto(&self, base: pb::BaseEvent) -> Self::Proto {
-        pb::TextMessageChunkEvent {
-            base_event: Some(base),
-            message_id: self.message_id.clone(),
-            role: self.role.map(|r| r.as_str().to_owned()),
-            delta: self.delta.clone(),
-            name: self.name.clone(),
-            subagent_run_id: self.subagent_run_id.clone(),
-        }
-    }
-    fn from_proto(p: Self::Proto, base: EventBase) -> Result<Self> {
-        Ok(Self {
-            message_id: p.message_id,
-            role: text_role(p.role)?,
-            delta: p.delta,
-            name: p.name,
-            subagent_run_id: p.subagent_run_id,
-            base,
-        })
-    }
-}
+    convert { content: struct_to_pb, struct_from_pb });
+plain!(ActivityDelta => ActivityDeltaEvent { message_id, activity_type, subagent_run_id }
+    convert { patch: patch_to_pb, patch_from_pb });
+plain!(Raw => RawEvent { source, subagent_run_id }
+    convert { event: value_to_pb, value_from_pb });
+plain!(Custom => CustomEvent { name, subagent_run_id }
+    convert { value: value_to_pb, value_from_pb });
+plain!(RunStarted => RunStartedEvent { thread_id, run_id, parent_run_id, protocol_version }
+    convert { input: run_input_to_pb, run_input_from_pb });
+plain!(RunError => RunErrorEvent { code, message } convert { usage: usage_to_pb, usage_from_pb });
 
 impl ProtoPayload for ToolCallResult {
     type Proto = pb::ToolCallResultEvent;
@@ -146,168 +168,6 @@ impl ProtoPayload for ToolCallResult {
             content: content_from_pb(p.content, p.content_parts)?,
             role,
             subagent_run_id: p.subagent_run_id,
-            base,
-        })
-    }
-}
-
-impl ProtoPayload for StateSnapshot {
-    type Proto = pb::StateSnapshotEvent;
-    fn to_proto(&self, base: pb::BaseEvent) -> Self::Proto {
-        pb::StateSnapshotEvent {
-            base_event: Some(base),
-            snapshot: Some(to_pb(&self.snapshot)),
-            subagent_run_id: self.subagent_run_id.clone(),
-        }
-    }
-    fn from_proto(p: Self::Proto, base: EventBase) -> Result<Self> {
-        Ok(Self {
-            snapshot: req_from_pb(p.snapshot),
-            subagent_run_id: p.subagent_run_id,
-            base,
-        })
-    }
-}
-
-impl ProtoPayload for StateDelta {
-    type Proto = pb::StateDeltaEvent;
-    fn to_proto(&self, base: pb::BaseEvent) -> Self::Proto {
-        pb::StateDeltaEvent {
-            base_event: Some(base),
-            delta: patch_to_pb(&self.delta),
-            subagent_run_id: self.subagent_run_id.clone(),
-        }
-    }
-    fn from_proto(p: Self::Proto, base: EventBase) -> Result<Self> {
-        Ok(Self {
-            delta: patch_from_pb(p.delta)?,
-            subagent_run_id: p.subagent_run_id,
-            base,
-        })
-    }
-}
-
-impl ProtoPayload for MessagesSnapshot {
-    type Proto = pb::MessagesSnapshotEvent;
-    fn to_proto(&self, base: pb::BaseEvent) -> Self::Proto {
-        pb::MessagesSnapshotEvent {
-            base_event: Some(base),
-            messages: self.messages.iter().map(message_to_pb).collect(),
-        }
-    }
-    fn from_proto(p: Self::Proto, base: EventBase) -> Result<Self> {
-        Ok(Self {
-            messages: messages_from_pb(p.messages)?,
-            base,
-        })
-    }
-}
-
-impl ProtoPayload for ActivitySnapshot {
-    type Proto = pb::ActivitySnapshotEvent;
-    fn to_proto(&self, base: pb::BaseEvent) -> Self::Proto {
-        pb::ActivitySnapshotEvent {
-            base_event: Some(base),
-            subagent_run_id: self.subagent_run_id.clone(),
-            message_id: self.message_id.clone(),
-            activity_type: self.activity_type.clone(),
-            content: Some(to_pb_struct(&self.content)),
-            replace: self.replace,
-        }
-    }
-    fn from_proto(p: Self::Proto, base: EventBase) -> Result<Self> {
-        Ok(Self {
-            message_id: p.message_id,
-            activity_type: p.activity_type,
-            content: p.content.map(from_pb_struct).unwrap_or_default(),
-            replace: p.replace,
-            subagent_run_id: p.subagent_run_id,
-            base,
-        })
-    }
-}
-
-impl ProtoPayload for ActivityDelta {
-    type Proto = pb::ActivityDeltaEvent;
-    fn to_proto(&self, base: pb::BaseEvent) -> Self::Proto {
-        pb::ActivityDeltaEvent {
-            base_event: Some(base),
-            subagent_run_id: self.subagent_run_id.clone(),
-            message_id: self.message_id.clone(),
-            activity_type: self.activity_type.clone(),
-            patch: patch_to_pb(&self.patch),
-        }
-    }
-    fn from_proto(p: Self::Proto, base: EventBase) -> Result<Self> {
-        Ok(Self {
-            message_id: p.message_id,
-            activity_type: p.activity_type,
-            patch: patch_from_pb(p.patch)?,
-            subagent_run_id: p.subagent_run_id,
-            base,
-        })
-    }
-}
-
-impl ProtoPayload for Raw {
-    type Proto = pb::RawEvent;
-    fn to_proto(&self, base: pb::BaseEvent) -> Self::Proto {
-        pb::RawEvent {
-            base_event: Some(base),
-            event: Some(to_pb(&self.event)),
-            source: self.source.clone(),
-            subagent_run_id: self.subagent_run_id.clone(),
-        }
-    }
-    fn from_proto(p: Self::Proto, base: EventBase) -> Result<Self> {
-        Ok(Self {
-            event: req_from_pb(p.event),
-            source: p.source,
-            subagent_run_id: p.subagent_run_id,
-            base,
-        })
-    }
-}
-
-impl ProtoPayload for Custom {
-    type Proto = pb::CustomEvent;
-    fn to_proto(&self, base: pb::BaseEvent) -> Self::Proto {
-        pb::CustomEvent {
-            base_event: Some(base),
-            name: self.name.clone(),
-            value: Some(to_pb(&self.value)),
-            subagent_run_id: self.subagent_run_id.clone(),
-        }
-    }
-    fn from_proto(p: Self::Proto, base: EventBase) -> Result<Self> {
-        Ok(Self {
-            name: p.name,
-            value: req_from_pb(p.value),
-            subagent_run_id: p.subagent_run_id,
-            base,
-        })
-    }
-}
-
-impl ProtoPayload for RunStarted {
-    type Proto = pb::RunStartedEvent;
-    fn to_proto(&self, base: pb::BaseEvent) -> Self::Proto {
-        pb::RunStartedEvent {
-            base_event: Some(base),
-            thread_id: self.thread_id.clone(),
-            run_id: self.run_id.clone(),
-            parent_run_id: self.parent_run_id.clone(),
-            input: self.input.as_deref().map(input_to_pb),
-            protocol_version: self.protocol_version.clone(),
-        }
-    }
-    fn from_proto(p: Self::Proto, base: EventBase) -> Result<Self> {
-        Ok(Self {
-            thread_id: p.thread_id,
-            run_id: p.run_id,
-            parent_run_id: p.parent_run_id,
-            protocol_version: p.protocol_version,
-            input: p.input.map(input_from_pb).transpose()?.map(Box::new),
             base,
         })
     }
@@ -366,26 +226,6 @@ impl ProtoPayload for RunFinished {
             run_id: p.run_id,
             result: opt_from_pb(p.result),
             outcome,
-            usage: usage_from_pb(p.usage)?,
-            base,
-        })
-    }
-}
-
-impl ProtoPayload for RunError {
-    type Proto = pb::RunErrorEvent;
-    fn to_proto(&self, base: pb::BaseEvent) -> Self::Proto {
-        pb::RunErrorEvent {
-            base_event: Some(base),
-            code: self.code.clone(),
-            message: self.message.clone(),
-            usage: usage_to_pb(&self.usage),
-        }
-    }
-    fn from_proto(p: Self::Proto, base: EventBase) -> Result<Self> {
-        Ok(Self {
-            message: p.message,
-            code: p.code,
             usage: usage_from_pb(p.usage)?,
             base,
         })

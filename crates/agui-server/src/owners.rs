@@ -1,0 +1,158 @@
+//! Thread ownership: when callers have identities (`auth_tokens`, `user_header`), a thread
+//! belongs to the identity that first used it, and other identities are told it does not
+//! exist. Owners are kept in `<save_dir>/owners/`, one small JSON file per thread named by the
+//! SHA-256 of its id, written once (a claim is a hard link, which never replaces an owner), so
+//! they survive restarts and two claims of a new thread cannot both win.
+
+use std::collections::HashMap;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+/// Owners kept in memory at most; past it, the cache starts over (the files stay).
+const CACHED: usize = 10_000;
+
+/// The owners of one agent's threads.
+#[derive(Debug)]
+pub(crate) struct ThreadOwners {
+    dir: PathBuf,
+    known: Mutex<HashMap<String, String>>,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct OwnerRecord {
+    thread_id: String,
+    owner: String,
+}
+
+impl ThreadOwners {
+    /// Owners kept in `dir` (created on the first claim).
+    pub(crate) fn new(dir: impl Into<PathBuf>) -> Self {
+        Self {
+            dir: dir.into(),
+            known: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Whether `identity` may use `thread_id`: it owns it, or nobody does and it now claims
+    /// it. Fails only when the owner cannot be read or recorded.
+    pub(crate) async fn admit(
+        self: &Arc<Self>,
+        thread_id: &str,
+        identity: &str,
+    ) -> std::io::Result<bool> {
+        if let Some(owner) = self.cached(thread_id) {
+            return Ok(owner == identity);
+        }
+        let owners = self.clone();
+        let (thread, claimant) = (thread_id.to_owned(), identity.to_owned());
+        let owner = tokio::task::spawn_blocking(move || owners.owner_or_claim(&thread, &claimant))
+            .await
+            .map_err(std::io::Error::other)??;
+        let mut known = self.known.lock().unwrap_or_else(|p| p.into_inner());
+        if known.len() >= CACHED {
+            known.clear();
+        }
+        known.insert(thread_id.to_owned(), owner.clone());
+        Ok(owner == identity)
+    }
+
+    fn cached(&self, thread_id: &str) -> Option<String> {
+        let known = self.known.lock().unwrap_or_else(|p| p.into_inner());
+        known.get(thread_id).cloned()
+    }
+
+    /// The thread's owner, which is `claimant` if it had none.
+    fn owner_or_claim(&self, thread_id: &str, claimant: &str) -> std::io::Result<String> {
+        let path = self.dir.join(file_name(thread_id));
+        if let Some(owner) = read_owner(&path)? {
+            return Ok(owner);
+        }
+        std::fs::create_dir_all(&self.dir)?;
+        let record = serde_json::to_vec(&OwnerRecord {
+            thread_id: thread_id.to_owned(),
+            owner: claimant.to_owned(),
+        })?;
+        let temp = self
+            .dir
+            .join(format!(".{}.tmp", uuid::Uuid::new_v4().simple()));
+        let written = (|| {
+            let mut file = std::fs::File::create_new(&temp)?;
+            file.write_all(&record)?;
+            file.sync_all()?;
+            // A link never replaces an existing file: of two claims, one wins.
+            std::fs::hard_link(&temp, &path)
+        })();
+        let _ = std::fs::remove_file(&temp);
+        match written {
+            Ok(()) => {
+                if let Ok(dir) = std::fs::File::open(&self.dir) {
+                    let _ = dir.sync_all();
+                }
+                Ok(claimant.to_owned())
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => read_owner(&path)?
+                .ok_or_else(|| std::io::Error::other("an owner record vanished while claimed")),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+/// The owner recorded at `path`, if any.
+fn read_owner(path: &Path) -> std::io::Result<Option<String>> {
+    match std::fs::read(path) {
+        Ok(bytes) => {
+            let record: OwnerRecord = serde_json::from_slice(&bytes)?;
+            Ok(Some(record.owner))
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// A thread's file: the SHA-256 of its id, so any id makes a safe name of fixed length.
+fn file_name(thread_id: &str) -> String {
+    let digest = Sha256::digest(thread_id.as_bytes());
+    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    format!("{hex}.json")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_thread_belongs_to_its_first_user_also_after_a_restart() {
+        let dir = tempfile::tempdir().unwrap();
+        let owners = Arc::new(ThreadOwners::new(dir.path().join("owners")));
+        assert!(owners.admit("t1", "alice").await.unwrap(), "claimed");
+        assert!(owners.admit("t1", "alice").await.unwrap(), "owned");
+        assert!(!owners.admit("t1", "bob").await.unwrap(), "someone else's");
+        assert!(owners.admit("t2", "bob").await.unwrap());
+        let restarted = Arc::new(ThreadOwners::new(dir.path().join("owners")));
+        assert!(!restarted.admit("t1", "bob").await.unwrap());
+        assert!(restarted.admit("t1", "alice").await.unwrap());
+        assert!(restarted.admit("t2", "bob").await.unwrap());
+    }
+
+    #[tokio::test]
+    async fn of_two_simultaneous_claims_one_wins() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = Arc::new(ThreadOwners::new(dir.path()));
+        let b = Arc::new(ThreadOwners::new(dir.path()));
+        let (x, y) = tokio::join!(a.admit("t", "alice"), b.admit("t", "bob"));
+        assert!(
+            x.unwrap() ^ y.unwrap(),
+            "exactly one identity owns the thread"
+        );
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names, [file_name("t")], "no temporary file is left");
+    }
+}
