@@ -5,13 +5,14 @@
 // One server and one model serve every test of this file; each test has its own thread and its
 // own prompt tag, which the script keys its replies on, so tests stay independent.
 import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import { E2EAgent, buildResumeArray, ofType, outcome, reasoning, refused, run, text, toolCalls } from "./lib/client.mjs";
 import { checkCapabilities } from "./lib/capabilities.mjs";
 import { GEMINI, NEEDS_SCRIPT, modelFlags } from "./lib/mode.mjs";
-import { startModel, startServer, stopAll, tempDir } from "./lib/procs.mjs";
+import { startModel, startServer, stopAll } from "./lib/procs.mjs";
 
 const STREAMED = "The quick brown fox jumps over the lazy dog, one piece at a time.";
 
@@ -82,9 +83,19 @@ const LIST_DIR = /^list_dir(ectory)?$/;
 
 let model;
 let server;
-/** A directory with known files for list_dir (absolute, outside any workspace; its name
- * carries the script's `e2e-list` tag, so the scripted prompt is just the path). */
-let fixtures;
+/**
+ * A directory with known files for list_dir in the workspace of `threadId` (a confined agent
+ * reaches nothing else): `<workspace root>/<first 10 hex digits of sha256(threadId)>`, where the
+ * server puts a thread's workspace. Its name carries the script's `e2e-list` tag, so the
+ * scripted prompt is just the path.
+ */
+function fixturesFor(threadId) {
+  const workspace = createHash("sha256").update(threadId).digest("hex").slice(0, 10);
+  const dir = path.join(server.dir, "w", workspace, "e2e-list");
+  fs.mkdirSync(dir, { recursive: true });
+  for (const name of ["alpha.txt", "beta.md"]) fs.writeFileSync(path.join(dir, name), `${name}\n`);
+  return dir;
+}
 
 const agent = (opts = {}) => new E2EAgent({ url: server.url, ...opts });
 const go = (a, params, opts) => run(a, params, { log: server.log, ...opts });
@@ -102,13 +113,11 @@ describe("one agent", () => {
     // Two quick retries make the scripted 429 cheap; real Gemini keeps the default retry policy.
     const retries = GEMINI ? [] : ["--api-retries", "2"];
     server = await startServer({ label: "agent server", args: [...args, ...tools, ...retries], env });
-    fixtures = tempDir("e2e-list");
-    for (const name of ["alpha.txt", "beta.md"]) fs.writeFileSync(path.join(fixtures, name), `${name}\n`);
   });
 
   after(async () => {
     // Everything stops even if a test failed; the server's stop fails if a harness is left.
-    const [stopped] = await stopAll(server, model, fixtures && { stop: () => fs.rmSync(fixtures, { recursive: true, force: true }) });
+    const [stopped] = await stopAll(server, model);
     if (stopped) assert.ok(stopped.harnesses.length > 0, "the leak check saw the server's harness processes");
   });
 
@@ -150,6 +159,7 @@ describe("one agent", () => {
 
   test("built-in tool with its result (list_dir)", async () => {
     const a = agent();
+    const fixtures = fixturesFor(a.threadId);
     a.say(GEMINI ? `Use the list_dir tool on the directory ${fixtures} and tell me the file names you find there.` : fixtures);
     const rec = await go(a);
     assert.equal(outcome(rec), "success");
@@ -244,11 +254,11 @@ describe("one agent", () => {
   test("protobuf transport", async () => {
     // The same conversation over SSE and protobuf: the binary run is negotiated by Accept,
     // decoded by the official @ag-ui/proto path, and carries the same events.
-    const prompt = GEMINI ? `Use the list_dir tool on ${fixtures}, then name the files.` : fixtures;
     const runs = {};
     for (const transport of ["sse", "proto"]) {
       const a = agent({ transport });
-      a.say(prompt);
+      const fixtures = fixturesFor(a.threadId);
+      a.say(GEMINI ? `Use the list_dir tool on ${fixtures}, then name the files.` : fixtures);
       runs[transport] = await go(a);
       assert.equal(outcome(runs[transport]), "success");
       assert.ok(toolCalls(runs[transport]).some((c) => LIST_DIR.test(c.name) && /alpha\.txt/.test(c.result ?? "")), `${transport}: tool call and result`);

@@ -169,7 +169,20 @@ fn digest(path: &Path) -> anyhow::Result<Value> {
             )
         })
         .collect();
+    // Answers to concurrent requests (a tool's result and another call's hook decision) and the
+    // requests themselves interleave by timing; compare them as sets within each user turn.
+    sort_within_turns(&mut inbound);
+    others.sort_by_cached_key(Value::to_string);
     Ok(json!({"in": inbound, "steps": steps, "states": states, "other": others}))
+}
+
+/// Sorts each run of host answers between two turn boundaries (a config or a user input).
+fn sort_within_turns(inbound: &mut [Value]) {
+    let boundary =
+        |frame: &Value| frame.get("config").is_some() || frame.get("userInput").is_some();
+    for run in inbound.split_mut(boundary) {
+        run.sort_by_cached_key(Value::to_string);
+    }
 }
 
 fn take_str(map: &mut Map<String, Value>, key: &str) -> String {
@@ -226,5 +239,26 @@ mod tests {
             }
         });
         assert_ne!(changed, original);
+    }
+
+    #[test]
+    fn answers_to_concurrent_requests_compare_in_any_order() {
+        let fixture = "custom_and_builtin_calls_with_pre_tool_hook.jsonl";
+        let original = digest_edited(fixture, |_| {});
+        let answer = |line: &String| {
+            line.starts_with(r#"{"in":{"toolResponse""#)
+                || line.starts_with(r#"{"in":{"callHookResponse""#)
+        };
+        let swapped = digest_edited(fixture, |lines| {
+            let last = lines.iter().rposition(answer).unwrap();
+            lines.swap(last - 1, last);
+        });
+        assert_eq!(swapped, original);
+        // A different answer is still content.
+        let denied = digest_edited(fixture, |lines| {
+            let last = lines.iter().rposition(answer).unwrap();
+            lines[last] = lines[last].replace("ALLOW", "DENY");
+        });
+        assert_ne!(denied, original);
     }
 }

@@ -5,14 +5,14 @@ use std::path::PathBuf;
 use anyhow::bail;
 use serde::Serialize;
 
-use crate::workloads::{w1, w2, w3, w4};
+use crate::workloads::{w1, w2, w3, w4, w5};
 
 /// `agui-bench`: the benchmark of record (`cargo xtask bench` builds the binaries and runs it).
 #[derive(Debug, clap::Parser)]
 #[command(name = "agui-bench", version, about)]
 pub(crate) struct Args {
     /// Workloads to run, comma-separated (W1 latency, W2 concurrency, W3 idle memory, W4
-    /// frontend-tool park/resume).
+    /// frontend-tool park/resume, W5 commands; W5 runs only when asked for).
     #[arg(long, default_value = "W1,W2,W3,W4", value_delimiter = ',')]
     pub(crate) workloads: Vec<String>,
     /// A ~2-minute run: fewer runs, levels and iterations, shorter settles (explicit flags win).
@@ -21,6 +21,10 @@ pub(crate) struct Args {
     /// Skip the raw floor (harness-client driven directly).
     #[arg(long)]
     pub(crate) no_floor: bool,
+    /// The servers' `--sandbox` (`strict` or `off`; default: the server's default). The raw
+    /// floor is never confined.
+    #[arg(long)]
+    pub(crate) sandbox: Option<String>,
     /// Repeat W1 and W2 this many times (each repeat reported apart).
     #[arg(long, default_value_t = 1)]
     pub(crate) repeats: usize,
@@ -87,6 +91,9 @@ pub(crate) struct Args {
     /// W4: iterations (default 20; quick 5).
     #[arg(long)]
     pub(crate) w4_iters: Option<usize>,
+    /// W5: text-only and command turn pairs (default 20; quick 8).
+    #[arg(long)]
+    pub(crate) w5_runs: Option<usize>,
     /// W4 floor: wait before answering the tool call, ms (the resume then starts from an idle
     /// harness, as run 2 does).
     #[arg(long, default_value_t = 200)]
@@ -100,6 +107,7 @@ pub(crate) enum Workload {
     W2,
     W3,
     W4,
+    W5,
 }
 
 /// Everything a run does, resolved from the flags.
@@ -116,6 +124,8 @@ pub(crate) struct Plan {
     pub(crate) w2: w2::Params,
     pub(crate) w3: w3::Params,
     pub(crate) w4: w4::Params,
+    pub(crate) w5: w5::Params,
+    pub(crate) sandbox: Option<String>,
 }
 
 /// The quick value in quick mode, else the full one.
@@ -134,8 +144,9 @@ impl Args {
                 "W2" => Workload::W2,
                 "W3" => Workload::W3,
                 "W4" => Workload::W4,
+                "W5" => Workload::W5,
                 "" => continue,
-                other => bail!("unknown workload `{other}` (W1, W2, W3, W4)"),
+                other => bail!("unknown workload `{other}` (W1, W2, W3, W4, W5)"),
             };
             if !workloads.contains(&w) {
                 workloads.push(w);
@@ -181,6 +192,11 @@ impl Args {
                 iterations: self.w4_iters.unwrap_or(pick(q, 5, 20)).max(1),
                 floor_answer_delay_ms: self.w4_floor_answer_delay_ms,
             },
+            w5: w5::Params {
+                runs: self.w5_runs.unwrap_or(pick(q, 8, 20)).max(1),
+                warmup: 2,
+            },
+            sandbox: self.sandbox.clone(),
         };
         if plan
             .w2

@@ -54,7 +54,7 @@ use serde_json::{Value, json};
 use crate::cli::{Args, Plan, Workload};
 use crate::launch::{Binaries, Model};
 use crate::report::Table;
-use crate::workloads::{Ctx, w1, w2, w3, w4};
+use crate::workloads::{Ctx, w1, w2, w3, w4, w5};
 
 fn main() -> anyhow::Result<()> {
     tracing_subscriber::fmt()
@@ -122,8 +122,9 @@ async fn run(args: &Args, plan: &Plan) -> anyhow::Result<()> {
     };
     let load_start = procfs::loadavg();
     eprintln!(
-        "[agui-bench] {} mode; load average at start {:?}; scratch {}",
+        "[agui-bench] {} mode, sandbox {}; load average at start {:?}; scratch {}",
         if plan.quick { "quick" } else { "full" },
+        plan.sandbox.as_deref().unwrap_or("(server default)"),
         load_start,
         scratch.display()
     );
@@ -139,6 +140,7 @@ async fn run(args: &Args, plan: &Plan) -> anyhow::Result<()> {
         scratch,
         timeout: Duration::from_secs_f64(plan.timeout_s),
         floor: plan.floor,
+        sandbox: plan.sandbox.clone(),
     };
     let mut results = serde_json::Map::new();
     let mut elapsed = serde_json::Map::new();
@@ -190,6 +192,11 @@ async fn run(args: &Args, plan: &Plan) -> anyhow::Result<()> {
                 let w = w4::run(&ctx, plan.w4).await?;
                 show(report::w4(&w), &mut tables);
                 ("W4", serde_json::to_value(&w)?)
+            }
+            Workload::W5 => {
+                let w = w5::run(&ctx, plan.w5).await?;
+                show(report::w5(&w), &mut tables);
+                ("W5", serde_json::to_value(&w)?)
             }
         };
         results.insert(name.into(), value);

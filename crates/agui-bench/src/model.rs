@@ -48,8 +48,11 @@ pub(crate) fn split_text(text: &str, n: usize) -> Vec<String> {
     out
 }
 
+/// A prompt holding this makes the model run `true` with `run_command` before its reply.
+pub(crate) const RUN_COMMAND_TAG: &str = "BENCH_RUN_COMMAND";
+
 /// The script for a reply of `tokens` words in `chunks` events; `tools` are the names
-/// `BENCH_CALL_TOOL:<name>` may ask for.
+/// `BENCH_CALL_TOOL:<name>` may ask for; [`RUN_COMMAND_TAG`] asks for a command.
 pub(crate) fn script(tokens: usize, chunks: usize, tools: &[&str]) -> Script {
     let usage = |out: usize| json!({"promptTokenCount": 1000, "candidatesTokenCount": out, "totalTokenCount": 1000 + out});
     let text = Reply::text(split_text(&reply_text(tokens), chunks)).usage(usage(tokens));
@@ -58,6 +61,14 @@ pub(crate) fn script(tokens: usize, chunks: usize, tools: &[&str]) -> Script {
             .when(Matcher::function_response())
             .forever()
             .named("after a tool result"),
+    );
+    let command = json!({"CommandLine": "true", "Cwd": "{{workspace}}", "WaitMsBeforeAsync": 5000, "toolSummary": "Bench command", "toolAction": "Running true"});
+    script = script.then(
+        Reply::calls([Call::new("run_command", command).exact_args()])
+            .usage(usage(10))
+            .when(Matcher::any().user_text_contains(RUN_COMMAND_TAG))
+            .forever()
+            .named("run a command"),
     );
     for name in tools {
         let args = json!({"choice": "yes", "toolSummary": "Bench tool", "toolAction": "Asking the client"});
@@ -73,7 +84,8 @@ pub(crate) fn script(tokens: usize, chunks: usize, tools: &[&str]) -> Script {
 }
 
 /// What the harness asked the model in one request, reduced to what its config decides: the
-/// system prompt (the workspace, the host's scratch directory and the conversation id masked),
+/// system prompt (the workspace, the thread's directories, the host's scratch directory and the
+/// conversation id masked),
 /// the declared tools and the generation config. Equal shapes for ours and the floor mean the
 /// same harness config.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -101,6 +113,10 @@ impl RequestShape {
         let mut prompt = request.system_instruction();
         if let Some(ws) = gemini_script::inspect::workspace(body).filter(|w| !w.is_empty()) {
             prompt = prompt.replace(&ws, "<workspace>");
+            // The thread's own directories (its app data dir) are named like its workspace.
+            if let Some(name) = std::path::Path::new(&ws).file_name() {
+                prompt = prompt.replace(&*name.to_string_lossy(), "<thread>");
+            }
         }
         let root = root.display().to_string();
         if !root.is_empty() {

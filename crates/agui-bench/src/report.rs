@@ -9,6 +9,7 @@ use crate::workloads::w1::{self, W1};
 use crate::workloads::w2::{Level, W2};
 use crate::workloads::w3::{Pass, W3};
 use crate::workloads::w4::W4;
+use crate::workloads::w5::W5;
 use crate::workloads::{Cost, FloorSeries, Series};
 
 /// A table with a title and free-form columns.
@@ -611,6 +612,35 @@ pub(crate) fn w4(w: &W4) -> Vec<Table> {
         t.notes
             .extend(errors_note("floor (think time)", &f.delayed.failures));
     }
+    vec![t]
+}
+
+pub(crate) fn w5(w: &W5) -> Vec<Table> {
+    let mut t = Table::new(
+        format!(
+            "W5 commands: {} text-only and `run_command true` turns, alternating on one thread (ms)",
+            w.params.runs
+        ),
+        &["metric", "text-only turn", "command turn", "command − text"],
+    );
+    for p in PCTS {
+        t.row(vec![
+            format!("RUN_FINISHED {p}"),
+            num(w.text.terminal_ms.get(p), 1),
+            num(w.command.terminal_ms.get(p), 1),
+            num(w.command_minus_text_ms.get(p), 1),
+        ]);
+    }
+    t.row(vec![
+        "runs ok".into(),
+        format!("{}/{}", w.text.ok, w.text.runs),
+        format!("{}/{}", w.command.ok, w.command.runs),
+        String::new(),
+    ]);
+    t.notes
+        .extend(errors_note("text-only turns", &w.text.errors));
+    t.notes
+        .extend(errors_note("command turns", &w.command.errors));
     vec![t]
 }
 

@@ -33,8 +33,12 @@ pub fn server(config: ServerConfig) -> Server {
     Server::new(config).with_tools("/", tools)
 }
 
-#[tokio::main]
-async fn main() -> ExitCode {
+fn main() -> ExitCode {
+    // The program is also the sandbox launcher of its agents' harness processes.
+    agui_server::sandbox::main(serve)
+}
+
+async fn serve() -> ExitCode {
     let config = match ServerConfig::from_args(std::env::args()) {
         Ok(config) => config,
         Err(e) => {

@@ -6,13 +6,17 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use agui_session::{Agent, AgentOptions, Backend, ConcurrentRuns, ToolRegistry};
+use harness_client::sandbox::{Launcher, SandboxSupport};
 use harness_client::{HarnessPool, ModelEndpoint, PoolOptions, ProcessOptions, SystemInstructions};
 
 use crate::config::{
-    AgentSettings, ServerConfig, SystemInstructionsMode, builtin_tools, choice_name, slug,
+    AgentSettings, SandboxMode, ServerConfig, SystemInstructionsMode, builtin_tools, choice_name,
+    slug,
 };
 use crate::error::ServerError;
-use crate::{defaults, demo};
+use crate::model_proxy::{self, ModelProxy};
+use crate::sandbox::SandboxStatus;
+use crate::{defaults, demo, sandbox};
 
 /// An agent mounted at a path.
 #[derive(Debug, Clone)]
@@ -23,6 +27,8 @@ pub struct MountedAgent {
     pub agent: Agent,
     /// Served by the demo model.
     pub demo: bool,
+    /// How its harness processes are confined.
+    pub sandbox: SandboxStatus,
 }
 
 /// Everything the configured agents run on; keep it alive while serving.
@@ -31,6 +37,8 @@ pub struct Runtime {
     pub agents: Vec<MountedAgent>,
     /// The embedded demo model, when an agent uses it.
     pub demo_model: Option<gemini_script::Handle>,
+    /// The harnesses' model endpoint, which holds the real keys.
+    pub model_proxy: ModelProxy,
 }
 
 impl std::fmt::Debug for Runtime {
@@ -42,10 +50,18 @@ impl std::fmt::Debug for Runtime {
 }
 
 impl Runtime {
-    /// Closes every session (checkpointing conversations) and stops every harness.
+    /// Closes every session (checkpointing conversations) and stops every harness, then the
+    /// model proxy.
     pub async fn shutdown(&self) {
         let stops = self.agents.iter().map(|a| a.agent.shutdown());
         futures_util::future::join_all(stops).await;
+        self.model_proxy.stop();
+    }
+
+    /// The loopback address every harness sends its model requests to: the only model address
+    /// a harness needs to reach.
+    pub fn model_proxy_addr(&self) -> std::net::SocketAddr {
+        self.model_proxy.addr()
     }
 }
 
@@ -66,12 +82,25 @@ pub fn default_data_dir() -> PathBuf {
 /// Builds every configured agent. `tools_for(path)` gives each agent its server tools (the
 /// binary has none; embedders and examples add theirs). `demo_script` replaces the embedded
 /// demo script for agents served by the demo model; without it they run
-/// [`gemini_script::demo::script`] and get its `get_weather` tool.
+/// [`gemini_script::demo::script`] and get its `get_weather` tool. `launcher` starts the
+/// sandboxes of agents with `sandbox = "strict"` (default: this program, if its `main` calls
+/// [`sandbox::launcher_if_asked`]); the machine is probed once, before the first such agent.
 pub async fn build(
     config: &ServerConfig,
     tools_for: impl Fn(&str) -> ToolRegistry,
     mut demo_script: Option<gemini_script::Script>,
+    launcher: Option<Launcher>,
 ) -> Result<Runtime, ServerError> {
+    let launcher = launcher.or_else(sandbox::registered_launcher);
+    let mut support: Option<SandboxSupport> = None;
+    let reach = sandbox::Reach {
+        hidden: config
+            .config_file
+            .iter()
+            .filter_map(|file| std::fs::canonicalize(file).ok())
+            .collect(),
+        extra_ports: Vec::new(),
+    };
     // The built-in demo tools exist for the built-in script; a custom script brings its own.
     let demo_tools = demo_script.is_none();
     let mut demo_model = None;
@@ -82,6 +111,7 @@ pub async fn build(
     let mut agents = Vec::new();
     let mut claimed = ClaimedDirs::new();
     let data = default_data_dir();
+    let model_proxy = ModelProxy::start(config.model_proxy_port).await?;
     for settings in &config.agents {
         let path = settings.path.clone().unwrap_or_else(|| "/".into());
         let demo = config.demo || !settings.has_endpoint();
@@ -96,8 +126,19 @@ pub async fn build(
         } else {
             None
         };
-        let options = options(settings, &path, &data, endpoint_url)?;
+        let mut options = options(settings, &path, &data, endpoint_url)?;
         claim_dirs(&mut claimed, &path, &options)?;
+        if model_proxy::uses_ambient_credentials(&options.endpoint) {
+            tracing::warn!(path = %path, "Vertex without api_key: the harness authenticates itself with its ambient credentials and calls Vertex directly, not through the model proxy; set api_key to keep credentials out of the agent's reach");
+        } else {
+            // The harness gets the proxy's address and a token; the key and headers stay here.
+            // An OpenAI-compatible endpoint has no headers of its own: the proxy adds them.
+            let extra = match &options.endpoint {
+                ModelEndpoint::OpenAiCompatible { .. } => model_headers(settings),
+                _ => BTreeMap::new(),
+            };
+            options.endpoint = model_proxy.register(&options.name, &options.endpoint, &extra)?;
+        }
         let binary = match binaries.get(&settings.harness_path) {
             Some(binary) => binary.clone(),
             None => {
@@ -140,15 +181,72 @@ pub async fn build(
         };
         let mut process = ProcessOptions::new(options.save_dir.clone());
         process.binary = Some(binary);
+        let mode = settings.sandbox.unwrap_or(defaults::SANDBOX);
+        if mode == SandboxMode::Strict && support.is_none() {
+            support = Some(match &launcher {
+                Some(launcher) => harness_client::sandbox::probe(launcher).await,
+                None => sandbox::no_launcher(),
+            });
+        }
+        let status = sandbox::apply(
+            mode,
+            support.as_ref().unwrap_or(&sandbox::no_launcher()),
+            launcher.as_ref(),
+            &reach,
+            &mut options,
+            &mut process,
+        );
+        log_sandbox(&path, &status);
         let mut tools = tools_for(&path);
         if demo && demo_tools {
             demo::add_demo_tools(&mut tools);
         }
         let agent = Agent::new(options, Backend::harness(pool, process), tools)?;
-        tracing::info!(path = %path, agent = %agent.options().name, model = %agent.options().model, demo, "agent ready");
-        agents.push(MountedAgent { path, agent, demo });
+        tracing::info!(path = %path, agent = %agent.options().name, model = %agent.options().model, demo, confined = status.confined, "agent ready");
+        agents.push(MountedAgent {
+            path,
+            agent,
+            demo,
+            sandbox: status,
+        });
     }
-    Ok(Runtime { agents, demo_model })
+    Ok(Runtime {
+        agents,
+        demo_model,
+        model_proxy,
+    })
+}
+
+/// Says loudly when an agent runs unconfined or without some of its tools.
+fn log_sandbox(path: &str, status: &SandboxStatus) {
+    let reason = status.reason.as_deref().unwrap_or_default();
+    let fix = status.fix.as_deref().unwrap_or_default();
+    if status.confined {
+        match &status.tcp_ports {
+            Some(ports) => {
+                tracing::info!(
+                    path,
+                    ?ports,
+                    "each thread's harness runs confined to its own directories; commands may connect to these TCP ports only"
+                )
+            }
+            None => tracing::warn!(
+                path,
+                "each thread's harness runs confined to its own directories, but {reason}. To limit them: {fix}"
+            ),
+        }
+    } else if status.mode == "off" {
+        tracing::warn!(
+            path,
+            "SANDBOX OFF: {reason}. Do not expose this agent to users you do not trust; to confine it: {fix}"
+        );
+    } else {
+        tracing::error!(
+            path,
+            withheld = ?status.withheld_tools,
+            "SANDBOX UNAVAILABLE: {reason}. Withholding the tools that run commands or write files;              the read tools stay, limited by the harness's workspace check. To enable them: {fix}"
+        );
+    }
 }
 
 /// Checks `config` as [`build`] would, without starting anything: every agent's options and
@@ -196,6 +294,16 @@ fn claim_dirs(
     Ok(())
 }
 
+/// The `model_headers` of an agent.
+fn model_headers(settings: &AgentSettings) -> BTreeMap<String, String> {
+    settings
+        .model_headers
+        .clone()
+        .unwrap_or_default()
+        .into_iter()
+        .collect()
+}
+
 /// The session options of one agent.
 pub fn options(
     settings: &AgentSettings,
@@ -204,12 +312,7 @@ pub fn options(
     demo_url: Option<String>,
 ) -> Result<AgentOptions, ServerError> {
     let bad = |m: String| ServerError::Config(format!("agent at `{path}`: {m}"));
-    let headers: BTreeMap<String, String> = settings
-        .model_headers
-        .clone()
-        .unwrap_or_default()
-        .into_iter()
-        .collect();
+    let headers = model_headers(settings);
     let endpoint = if let Some(url) = demo_url {
         ModelEndpoint::gemini(url, "demo")
     } else if let Some(base_url) = &settings.openai_base_url {

@@ -11,8 +11,11 @@ use agui_types::{
 use harness_client::BuiltinTool;
 use serde_json::{Map, Value, json};
 
-/// The capabilities of `agent`; `demo` marks an agent served by the scripted demo model.
-pub fn derive(agent: &Agent, demo: bool) -> AgentCapabilities {
+use crate::sandbox::SandboxStatus;
+
+/// The capabilities of `agent`; `demo` marks an agent served by the scripted demo model,
+/// `sandbox` says how its harness processes are confined.
+pub fn derive(agent: &Agent, demo: bool, sandbox: &SandboxStatus) -> AgentCapabilities {
     let options = agent.options();
     let server_tools: Vec<agui_types::Tool> = agent
         .tools()
@@ -60,6 +63,10 @@ pub fn derive(agent: &Agent, demo: bool) -> AgentCapabilities {
         }
         custom.insert("interruptReasons".into(), Value::Object(reasons));
     }
+    custom.insert(
+        "sandbox".into(),
+        serde_json::to_value(sandbox).unwrap_or_default(),
+    );
     if demo {
         custom.insert("demo".into(), Value::Bool(true));
         custom.insert(
@@ -138,7 +145,7 @@ pub fn derive(agent: &Agent, demo: bool) -> AgentCapabilities {
         }),
         execution: Some(ExecutionCapabilities {
             code_execution: Some(options.builtin_tools.contains(&BuiltinTool::RunCommand)),
-            sandboxed: Some(false),
+            sandboxed: Some(sandbox.confined),
             max_iterations: options.max_tool_calls_per_turn.map(u64::from),
             ..Default::default()
         }),

@@ -70,6 +70,9 @@ pub struct ServeArgs {
     /// Log format; the level comes from `RUST_LOG` (default `info`).
     #[arg(long, env = "AGUI_LOG_FORMAT", value_enum)]
     pub log_format: Option<LogFormat>,
+    /// Loopback port of the model proxy, the harnesses' model endpoint (0: any free port).
+    #[arg(long, env = "AGUI_MODEL_PROXY_PORT")]
+    pub model_proxy_port: Option<u16>,
     /// Agent settings (defaults for every agent).
     #[command(flatten)]
     pub agent: AgentSettings,
@@ -124,5 +127,115 @@ impl Cli {
             args.insert(1.min(args.len()), "serve".into());
         }
         Self::try_parse_args(args).unwrap_or_else(|e| e.exit())
+    }
+}
+
+/// Variables read for a secret by [`ServeArgs`] (those whose values `--help` hides: the API key,
+/// the bearer token, model headers), plus `GOOGLE_API_KEY`, where Google's SDKs look for a key.
+/// The binary removes them from its environment once the configuration is read.
+pub fn secret_variables() -> Vec<String> {
+    let mut names: Vec<String> = secret_args()
+        .iter()
+        .filter_map(|arg| arg.get_env())
+        .map(|name| name.to_string_lossy().into_owned())
+        .collect();
+    names.push("GOOGLE_API_KEY".into());
+    names
+}
+
+/// A warning for each secret given as a flag in `args` (a command line, program name first):
+/// every local process can read it in `/proc/<pid>/cmdline`.
+pub fn secrets_on_command_line(args: &[String]) -> Vec<String> {
+    let mut warnings = Vec::new();
+    for arg in secret_args() {
+        let Some(long) = arg.get_long() else { continue };
+        let flag = format!("--{long}");
+        let given = args
+            .iter()
+            .skip(1)
+            .any(|a| *a == flag || a.starts_with(&format!("{flag}=")));
+        if !given {
+            continue;
+        }
+        let instead = match (arg.get_id().as_str(), arg.get_env()) {
+            ("api_key", Some(env)) => format!(
+                "use `api_key_file` (`--api-key-file`) or the `{}` variable",
+                env.to_string_lossy()
+            ),
+            (_, Some(env)) => format!(
+                "set it in the configuration file or by the `{}` variable",
+                env.to_string_lossy()
+            ),
+            (_, None) => "set it in the configuration file".into(),
+        };
+        warnings.push(format!(
+            "`{flag}` on the command line is readable by every local process (/proc/<pid>/cmdline); {instead}"
+        ));
+    }
+    warnings
+}
+
+/// The `serve` options whose values are secrets.
+fn secret_args() -> Vec<clap::Arg> {
+    let command = Cli::command();
+    command
+        .find_subcommand("serve")
+        .map(|serve| {
+            serve
+                .get_arguments()
+                .filter(|arg| arg.is_hide_env_values_set())
+                .cloned()
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_secret_variable_is_known() {
+        let names = secret_variables();
+        for name in [
+            "GEMINI_API_KEY",
+            "GOOGLE_API_KEY",
+            "AGUI_AUTH_TOKEN",
+            "AGUI_MODEL_HEADERS",
+        ] {
+            assert!(names.iter().any(|n| n == name), "{name} in {names:?}");
+        }
+        assert!(
+            !names.iter().any(|n| n == "AGUI_API_KEY_FILE"),
+            "a path is no secret"
+        );
+    }
+
+    #[test]
+    fn secrets_given_as_flags_are_warned_about() {
+        let args = |a: &[&str]| a.iter().map(ToString::to_string).collect::<Vec<_>>();
+        let warnings = secrets_on_command_line(&args(&[
+            "agui-antigravity",
+            "serve",
+            "--api-key",
+            "k",
+            "--auth-token=t",
+            "--model",
+            "m",
+        ]));
+        assert_eq!(warnings.len(), 2, "{warnings:?}");
+        let about = |flag: &str| {
+            warnings
+                .iter()
+                .find(|w| w.contains(&format!("`{flag}`")))
+                .unwrap_or_else(|| panic!("a warning about {flag}: {warnings:?}"))
+        };
+        assert!(about("--api-key").contains("`api_key_file`"));
+        assert!(about("--api-key").contains("`GEMINI_API_KEY`"));
+        assert!(about("--auth-token").contains("`AGUI_AUTH_TOKEN`"));
+        assert!(
+            secrets_on_command_line(&args(&["agui-antigravity", "--api-key-file", "/k"]))
+                .is_empty()
+        );
     }
 }

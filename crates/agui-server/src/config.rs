@@ -36,6 +36,12 @@ macro_rules! agent_settings {
         impl AgentSettings {
             /// These settings with every key `top` sets taking precedence.
             pub fn overlaid(mut self, top: &AgentSettings) -> Self {
+                // `api_key` and `api_key_file` are two spellings of one setting: a layer that
+                // gives either replaces both, so a lower layer's file cannot beat its key.
+                if top.api_key.is_some() || top.api_key_file.is_some() {
+                    self.api_key = None;
+                    self.api_key_file = None;
+                }
                 $( if top.$field.is_some() { self.$field = top.$field.clone(); } )*
                 self
             }
@@ -61,11 +67,15 @@ agent_settings! {
         /// Gemini API key.
         #[arg(long, env = "GEMINI_API_KEY", hide_env_values = true)]
         pub api_key: Option<String>,
+        /// A file holding the API key (read at start-up, surrounding blanks ignored); wins over
+        /// `api_key` given at the same level.
+        #[arg(long, env = "AGUI_API_KEY_FILE")]
+        pub api_key_file: Option<PathBuf>,
         /// Gemini API base URL (a gateway or a mock).
         #[arg(long, env = "AGUI_GEMINI_BASE_URL")]
         pub gemini_base_url: Option<String>,
         /// Extra HTTP headers on every model request (`name=value`, repeatable).
-        #[arg(long = "model-header", value_parser = parse_name_value, env = "AGUI_MODEL_HEADERS", value_delimiter = ',')]
+        #[arg(long = "model-header", value_parser = parse_name_value, env = "AGUI_MODEL_HEADERS", value_delimiter = ',', hide_env_values = true)]
         #[serde(default, deserialize_with = "headers")]
         pub model_headers: Option<Vec<(String, String)>>,
         /// Gemini thinking level.
@@ -181,6 +191,9 @@ agent_settings! {
         /// Events a run's client may fall behind by before it is detached.
         #[arg(long, env = "AGUI_CLIENT_BUFFER_EVENTS")]
         pub client_buffer_events: Option<usize>,
+        /// Confine each thread's harness process (`strict`) or run it unconfined (`off`).
+        #[arg(long, env = "AGUI_SANDBOX")]
+        pub sandbox: Option<SandboxMode>,
     }
 }
 
@@ -210,6 +223,7 @@ impl AgentSettings {
     /// Whether these settings name a real model endpoint (otherwise the demo model serves).
     pub fn has_endpoint(&self) -> bool {
         self.api_key.as_deref().is_some_and(|k| !k.is_empty())
+            || self.api_key_file.is_some()
             || self.gemini_base_url.is_some()
             || self.vertex_project.is_some()
             || self.openai_base_url.is_some()
@@ -234,6 +248,17 @@ pub enum SystemInstructionsMode {
     Append,
     /// Used instead of it.
     Replace,
+}
+
+/// How an agent's harness processes are confined.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum SandboxMode {
+    /// One process per thread, confined to the thread's directories (namespaces and Landlock);
+    /// where the machine cannot confine, the tools that need it are withheld.
+    Strict,
+    /// Shared, unconfined processes: commands run with the server's user and see what it sees.
+    Off,
 }
 
 /// Gemini's thinking levels (how much the model reasons before answering).
@@ -419,6 +444,8 @@ pub struct FileConfig {
     pub demo: Option<bool>,
     /// Log format.
     pub log_format: Option<LogFormat>,
+    /// Loopback port of the model proxy (0: any free port).
+    pub model_proxy_port: Option<u16>,
     /// Defaults for every agent.
     #[serde(default)]
     pub agent: AgentSettings,
@@ -490,8 +517,12 @@ pub struct ServerConfig {
     pub demo: bool,
     /// Log format.
     pub log_format: LogFormat,
+    /// Loopback port of the model proxy, the harnesses' model endpoint (0: any free port).
+    pub model_proxy_port: u16,
     /// The agents, with paths normalised (`/` or `/a/b`), in mount order.
     pub agents: Vec<AgentSettings>,
+    /// The configuration file it was read from (hidden from sandboxed agents).
+    pub config_file: Option<PathBuf>,
 }
 
 impl ServerConfig {
@@ -530,6 +561,9 @@ impl ServerConfig {
                 )));
             }
             agent.path = Some(path);
+            if let Some(file) = &agent.api_key_file {
+                agent.api_key = Some(read_key_file(file)?);
+            }
             agents.push(agent);
         }
         let bind = match cli.bind.or(file.bind) {
@@ -583,12 +617,36 @@ impl ServerConfig {
                 .log_format
                 .or(file.log_format)
                 .unwrap_or(defaults::LOG_FORMAT),
+            model_proxy_port: cli
+                .model_proxy_port
+                .or(file.model_proxy_port)
+                .unwrap_or(defaults::MODEL_PROXY_PORT),
             agents,
+            config_file: cli.config.clone(),
         };
         crate::access::AccessPolicy::new(&config)?;
         crate::build::check(&config)?;
         Ok(config)
     }
+}
+
+/// The API key in `path`: its text without surrounding blanks (a trailing newline), which must
+/// not be empty.
+fn read_key_file(path: &Path) -> Result<String, ServerError> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        ServerError::Config(format!(
+            "cannot read api_key_file `{}`: {e}",
+            path.display()
+        ))
+    })?;
+    let key = text.trim();
+    if key.is_empty() {
+        return Err(ServerError::Config(format!(
+            "api_key_file `{}` is empty",
+            path.display()
+        )));
+    }
+    Ok(key.to_owned())
 }
 
 /// What [`ServerConfig::redacted`] shows instead of a secret.
@@ -765,6 +823,34 @@ mod tests {
         let plain = ServerConfig::merge(FileConfig::default(), &crate::cli::ServeArgs::default())
             .expect("valid");
         assert_eq!(plain.redacted(), plain);
+    }
+
+    #[test]
+    fn a_layer_that_names_a_key_replaces_the_key_below_either_way() {
+        let key = |k: &str| AgentSettings {
+            api_key: Some(k.into()),
+            ..Default::default()
+        };
+        let file = |f: &str| AgentSettings {
+            api_key_file: Some(f.into()),
+            ..Default::default()
+        };
+        let over = key("below").overlaid(&file("/above"));
+        assert_eq!(
+            (over.api_key, over.api_key_file),
+            (None, Some("/above".into()))
+        );
+        let over = file("/below").overlaid(&key("above"));
+        assert_eq!(
+            (over.api_key, over.api_key_file),
+            (Some("above".into()), None)
+        );
+        let over = file("/below").overlaid(&AgentSettings::default());
+        assert_eq!(
+            over.api_key_file,
+            Some("/below".into()),
+            "a silent layer keeps it"
+        );
     }
 
     #[test]

@@ -3,10 +3,12 @@
 //! [`PoolOptions::default`]. [`documented`] shows them all as the README's configuration table
 //! does: `--help` prints it and a test compares it with the README, so neither can drift.
 
+use std::time::Duration;
+
 use agui_session::defaults as session;
 use harness_client::PoolOptions;
 
-use crate::config::{LogFormat, SystemInstructionsMode, choice_name};
+use crate::config::{LogFormat, SandboxMode, SystemInstructionsMode, choice_name};
 
 /// Listen address.
 pub const BIND: &str = "127.0.0.1:8027";
@@ -24,9 +26,24 @@ pub const INSECURE_NO_AUTH: bool = false;
 pub const MODEL: &str = "gemini-3-flash-preview";
 /// What `system_instructions` does to Antigravity's prompt.
 pub const SYSTEM_INSTRUCTIONS_MODE: SystemInstructionsMode = SystemInstructionsMode::Append;
+/// Loopback port of the model proxy: any free one, since only the server's own harnesses call it
+/// (they are told its address).
+pub const MODEL_PROXY_PORT: u16 = 0;
+/// How long the model proxy waits to connect to the model.
+pub const MODEL_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long the model proxy waits for the next bytes of a model's answer: generous, since a
+/// model may think for minutes before its first event, but a stream silent for this long is
+/// dead.
+pub const MODEL_READ_TIMEOUT: Duration = Duration::from_secs(600);
+/// Largest model request the proxy forwards. The harness sends the whole conversation,
+/// attachments included, in every request; this only bounds the memory one request may take.
+pub const MODEL_PROXY_MAX_BODY_BYTES: usize = 256 << 20;
 /// Start a spare harness before the live ones are full: the first run of a new thread is then
 /// fast, which a server wants (a library user of the pool may not).
 pub const PRESTART_HARNESS: bool = true;
+
+/// Confine each thread's harness process.
+pub const SANDBOX: SandboxMode = SandboxMode::Strict;
 
 /// Every key's default as the README's configuration table writes it, in the table's order:
 /// `(key, default)`. Keys with no default value say what happens instead (`none`, `discovered`,
@@ -48,8 +65,10 @@ pub fn documented() -> Vec<(&'static str, String)> {
         ("name", text("from the path")),
         ("keep_alive_secs", KEEP_ALIVE_SECS.to_string()),
         ("log_format", choice_name(&LOG_FORMAT)),
+        ("model_proxy_port", MODEL_PROXY_PORT.to_string()),
         ("model", text(MODEL)),
         ("api_key", text("none")),
+        ("api_key_file", text("none")),
         ("gemini_base_url", text("Google's")),
         ("model_headers", text("none")),
         ("thinking_level", text("model default")),
@@ -138,6 +157,7 @@ pub fn documented() -> Vec<(&'static str, String)> {
             "client_buffer_events",
             session::CLIENT_BUFFER_EVENTS.to_string(),
         ),
+        ("sandbox", choice_name(&SANDBOX)),
     ]
 }
 

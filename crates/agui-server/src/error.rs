@@ -16,6 +16,9 @@ pub enum ServerError {
     /// The embedded demo model could not start.
     #[error("the demo model could not start: {0}")]
     Demo(#[from] gemini_script::Error),
+    /// The model proxy could not start.
+    #[error("the model proxy could not start: {0}")]
+    ModelProxy(String),
     /// Binding or serving failed.
     #[error("could not {action}: {source}")]
     Io {

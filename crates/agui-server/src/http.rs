@@ -117,7 +117,7 @@ pub fn router(agents: &[MountedAgent], options: HttpOptions, metrics: Arc<Metric
 fn agent_routes(mounted: &MountedAgent, access: &AccessPolicy) -> Router<AppState> {
     let endpoint = Arc::new(Endpoint {
         agent: mounted.agent.clone(),
-        capabilities: crate::capabilities::derive(&mounted.agent, mounted.demo),
+        capabilities: crate::capabilities::derive(&mounted.agent, mounted.demo, &mounted.sandbox),
         owners: access.has_identities().then(|| {
             Arc::new(ThreadOwners::new(
                 mounted.agent.options().save_dir.join("owners"),
@@ -363,7 +363,7 @@ async fn stop(
     let metrics = &state.metrics;
     let body = match json_body(&state, &headers, body) {
         Ok(body) => body,
-        Err(response) => return response,
+        Err(response) => return *response,
     };
     #[derive(serde::Deserialize)]
     #[serde(rename_all = "camelCase")]
@@ -408,7 +408,7 @@ fn json_body(
     state: &AppState,
     headers: &HeaderMap,
     body: Result<Bytes, BytesRejection>,
-) -> Result<Bytes, Response> {
+) -> Result<Bytes, Box<Response>> {
     let metrics = &state.metrics;
     let content_type = headers
         .get(header::CONTENT_TYPE)
@@ -421,12 +421,12 @@ fn json_body(
         .trim()
         .to_ascii_lowercase();
     if media_type != "application/json" {
-        return Err(reject(
+        return Err(Box::new(reject(
             metrics,
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
             "unsupported media type",
             format!("send the body as `Content-Type: application/json` (got `{content_type}`)"),
-        ));
+        )));
     }
     body.map_err(|rejection| {
         let status = rejection.status();
@@ -438,7 +438,7 @@ fn json_body(
         } else {
             rejection.body_text()
         };
-        reject(metrics, status, "unreadable body", detail)
+        Box::new(reject(metrics, status, "unreadable body", detail))
     })
 }
 
@@ -452,7 +452,7 @@ async fn admitted_input(
     body: Result<Bytes, BytesRejection>,
 ) -> Result<RunAgentInput, Response> {
     let metrics = &state.metrics;
-    let body = json_body(state, headers, body)?;
+    let body = json_body(state, headers, body).map_err(|response| *response)?;
     let input = RunAgentInput::from_json(&body).map_err(|e| {
         reject(
             metrics,

@@ -33,8 +33,10 @@ pub mod demo;
 mod error;
 pub mod http;
 pub mod metrics;
+pub mod model_proxy;
 mod owners;
 pub mod playground;
+pub mod sandbox;
 mod stream;
 
 use std::collections::HashMap;
@@ -49,7 +51,7 @@ use tokio::sync::watch;
 pub use build::{MountedAgent, Runtime};
 pub use capabilities::derive as capabilities;
 pub use config::{
-    AgentSettings, AuthTokens, BuiltinToolChoice, FileConfig, LogFormat, ServerConfig,
+    AgentSettings, AuthTokens, BuiltinToolChoice, FileConfig, LogFormat, SandboxMode, ServerConfig,
     SystemInstructionsMode, ThinkingLevel,
 };
 pub use error::ServerError;
@@ -111,6 +113,7 @@ pub struct Server {
     config: ServerConfig,
     tools: HashMap<String, ToolRegistry>,
     demo_script: Option<gemini_script::Script>,
+    launcher: Option<harness_client::sandbox::Launcher>,
 }
 
 impl Server {
@@ -120,6 +123,7 @@ impl Server {
             config,
             tools: HashMap::new(),
             demo_script: None,
+            launcher: None,
         }
     }
 
@@ -145,6 +149,14 @@ impl Server {
         self
     }
 
+    /// Starts sandboxes (`sandbox = "strict"`) with `launcher` — a program whose `main` calls
+    /// [`sandbox::launcher_if_asked`], e.g. [`sandbox::launcher_at`] the `agui-antigravity`
+    /// binary — instead of this program (which can only if its `main` calls it).
+    pub fn with_sandbox_launcher(mut self, launcher: harness_client::sandbox::Launcher) -> Self {
+        self.launcher = Some(launcher);
+        self
+    }
+
     /// Builds the agents (installing the harness if it is missing), binds and starts serving.
     pub async fn start(self) -> Result<RunningServer, ServerError> {
         // Checked again here: an embedder may build the configuration by hand.
@@ -160,6 +172,7 @@ impl Server {
             &self.config,
             |path| tools.get(path).cloned().unwrap_or_default(),
             self.demo_script,
+            self.launcher,
         )
         .await?;
         let metrics = Arc::new(metrics::Metrics::new());
@@ -235,6 +248,11 @@ impl RunningServer {
     /// The agents and what they run on.
     pub fn runtime(&self) -> &Runtime {
         &self.runtime
+    }
+
+    /// The loopback address of the model proxy, where every harness sends its model requests.
+    pub fn model_proxy_addr(&self) -> SocketAddr {
+        self.runtime.model_proxy_addr()
     }
 
     /// Stops accepting, ends open runs (with `RUN_ERROR`), closes conversations so the harness

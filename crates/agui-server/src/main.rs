@@ -6,12 +6,20 @@ use agui_server::cli::{Cli, Command};
 use agui_server::{Server, ServerConfig, init_logging};
 
 fn main() -> ExitCode {
-    let cli = Cli::parse_args(std::env::args().collect());
-    let (check_only, args) = match cli.command {
+    // `agui-antigravity __sandbox-exec …`: this process is a sandbox launcher (before any thread).
+    if let Some(code) = agui_server::sandbox::launcher_if_asked() {
+        return code;
+    }
+    let args: Vec<String> = std::env::args().collect();
+    let cli = Cli::parse_args(args.clone());
+    // Parsing read every variable the configuration takes: the secrets among them leave the
+    // environment now, before any thread or child process exists.
+    scrub_environment(&agui_server::cli::secret_variables());
+    let (check_only, serve_args) = match cli.command {
         Command::Serve(args) => (false, args),
         Command::CheckConfig(args) => (true, args),
     };
-    let config = match ServerConfig::from_serve_args(&args) {
+    let config = match ServerConfig::from_serve_args(&serve_args) {
         Ok(config) => config,
         Err(e) => {
             eprintln!("agui-antigravity: {e}");
@@ -19,6 +27,9 @@ fn main() -> ExitCode {
         }
     };
     init_logging(config.log_format);
+    for warning in agui_server::cli::secrets_on_command_line(&args) {
+        tracing::warn!("{warning}");
+    }
     if check_only {
         println!("{:#?}", config.redacted());
         return ExitCode::SUCCESS;
@@ -50,4 +61,37 @@ fn main() -> ExitCode {
             }
         }
     })
+}
+
+/// Removes the variables `names` from this process's environment, and overwrites their text
+/// where the kernel shows it (`/proc/<pid>/environ` reads the block the process started with,
+/// which `unsetenv` leaves as it was).
+#[allow(unsafe_code)]
+fn scrub_environment(names: &[String]) {
+    use std::ffi::CStr;
+
+    // SAFETY: this runs at the start of `main`, before the async runtime or anything else has
+    // started a thread, so nothing reads or writes the environment meanwhile (the condition of
+    // `remove_var`). `environ` is the C runtime's NULL-terminated array of pointers to
+    // NUL-terminated `NAME=value` strings; we only read it, then write zeros over the bytes
+    // (not the terminator) of entries already unlinked from it, so nothing can reach them any
+    // more. Rust holds no reference into those strings: `std::env` copies what it reads.
+    unsafe {
+        let mut found: Vec<(*mut libc::c_char, usize)> = Vec::new();
+        let mut entry = libc::environ;
+        while !entry.is_null() && !(*entry).is_null() {
+            let text = CStr::from_ptr(*entry).to_bytes();
+            let name = text.split(|b| *b == b'=').next().unwrap_or_default();
+            if names.iter().any(|n| n.as_bytes() == name) {
+                found.push((*entry, text.len()));
+            }
+            entry = entry.add(1);
+        }
+        for name in names {
+            std::env::remove_var(name);
+        }
+        for (text, len) in found {
+            std::ptr::write_bytes(text, 0, len);
+        }
+    }
 }

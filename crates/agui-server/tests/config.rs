@@ -155,8 +155,11 @@ fn sample(key: &str) -> (&'static str, &'static str, Option<&'static str>) {
         "name" => ("\"n\"", "n", None),
         "keep_alive_secs" => ("5", "5", None),
         "log_format" => ("\"json\"", "json", None),
+        "model_proxy_port" => ("18999", "18999", None),
         "model" => ("\"m\"", "m", None),
         "api_key" => ("\"k\"", "k", None),
+        // A file `check_config` writes in the directory it runs in.
+        "api_key_file" => ("\"api.key\"", "api.key", None),
         "gemini_base_url" => (
             "\"http://127.0.0.1:1\"",
             "http://127.0.0.1:1",
@@ -200,6 +203,7 @@ fn sample(key: &str) -> (&'static str, &'static str, Option<&'static str>) {
         "on_disconnect" => ("\"cancel\"", "cancel", None),
         "turn_stall_timeout_secs" => ("60", "60", None),
         "client_buffer_events" => ("100", "100", None),
+        "sandbox" => ("\"off\"", "off", None),
         other => panic!("no sample value for `{other}`: add one to this test"),
     }
 }
@@ -223,9 +227,11 @@ enum Via {
 /// `check-config` with each `(key, value, via)` set: `value` is a TOML literal for
 /// [`Via::Toml`], else the flag's or variable's text.
 fn check_config(dir: &Path, setting: &[(&Key, &str, Via)]) -> Output {
+    std::fs::write(dir.join("api.key"), "k\n").expect("a key file");
     let mut command = Command::new(env!("CARGO_BIN_EXE_agui-antigravity"));
     command
         .arg("check-config")
+        .current_dir(dir)
         .env_clear()
         .env("AGUI_DATA_DIR", dir)
         .env("HOME", dir);
@@ -390,6 +396,7 @@ fn every_bad_value_of_an_enum_like_key_is_refused_naming_key_value_and_choices()
             "interrupt_reasons",
             "log_format",
             "on_disconnect",
+            "sandbox",
             "structured_output",
             "system_instructions_mode",
             "thinking_level",

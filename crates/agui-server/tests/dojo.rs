@@ -62,6 +62,10 @@ impl Live {
     async fn start(make: impl FnOnce(Vec<String>) -> Server) -> Self {
         let dir = tempfile::tempdir().expect("a scratch directory");
         let server = make(args(&dir, &[]))
+            // The binary is the sandbox launcher (this test program is not).
+            .with_sandbox_launcher(agui_server::sandbox::launcher_at(env!(
+                "CARGO_BIN_EXE_agui-antigravity"
+            )))
             .start()
             .await
             .expect("the server starts");

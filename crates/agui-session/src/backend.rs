@@ -11,6 +11,8 @@ use harness_client::{
 };
 use harness_proto::lh::{HarnessConfig, UserInput};
 
+use crate::placement::Placement;
+
 /// Where an agent's conversations come from: harness processes shared through a pool
 /// ([`Backend::harness`]) or, with the `testing` feature, `testing::FakeHarness`.
 #[derive(Clone)]
@@ -18,6 +20,13 @@ pub struct Backend(pub(crate) Arc<dyn ConversationSource>);
 
 impl Backend {
     /// Conversations on `localharness` processes started with `process`, shared through `pool`.
+    /// Each thread's storage dir (the agent's `save_dir`, unless confined) and `HOME` replace
+    /// `process`'s.
+    ///
+    /// With [`ProcessOptions::confinement`] set, every thread gets a process of its own,
+    /// confined to the thread's directories: its workspace and app data dir are added to the
+    /// confinement's writable directories, and its own storage dir and `HOME` (under
+    /// `<save_dir>/t/<thread>/`) are used.
     pub fn harness(pool: HarnessPool, process: ProcessOptions) -> Self {
         Self(Arc::new(HarnessBackend { pool, process }))
     }
@@ -38,9 +47,15 @@ pub(crate) trait ConversationSource: Send + Sync + 'static {
     /// answered by `callbacks`.
     async fn open(
         &self,
+        placement: &Placement,
         config: HarnessConfig,
         callbacks: Arc<dyn Callbacks>,
     ) -> Result<Box<dyn ConversationHandle>, HarnessError>;
+
+    /// Whether each thread gets a process of its own (with its own storage dir and `HOME`).
+    fn process_per_thread(&self) -> bool {
+        false
+    }
 
     /// Live harness processes, for metrics (0 for backends without processes).
     fn processes(&self) -> usize {
@@ -81,15 +96,40 @@ struct HarnessBackend {
     process: ProcessOptions,
 }
 
+impl HarnessBackend {
+    /// How the process of a thread placed at `placement` is started (its pool partition).
+    fn process_for(&self, placement: &Placement) -> ProcessOptions {
+        let mut process = self.process.clone();
+        process.storage_dir = placement.storage_dir.clone();
+        if placement.home_dir.is_some() {
+            process.home_dir = placement.home_dir.clone();
+        }
+        if let Some(confinement) = &mut process.confinement {
+            confinement
+                .read_write
+                .extend([placement.workspace.clone(), placement.app_data_dir.clone()]);
+        }
+        process
+    }
+}
+
 #[async_trait]
 impl ConversationSource for HarnessBackend {
     async fn open(
         &self,
+        placement: &Placement,
         config: HarnessConfig,
         callbacks: Arc<dyn Callbacks>,
     ) -> Result<Box<dyn ConversationHandle>, HarnessError> {
-        let conversation = self.pool.open(&self.process, config, callbacks).await?;
+        let conversation = self
+            .pool
+            .open(&self.process_for(placement), config, callbacks)
+            .await?;
         Ok(Box::new(conversation))
+    }
+
+    fn process_per_thread(&self) -> bool {
+        self.process.confinement.is_some()
     }
 
     fn processes(&self) -> usize {

@@ -127,7 +127,7 @@ impl Contract {
         config = config
             .builtin_tools(options.builtin_tools.iter().copied())
             .workspace(workspace)
-            .app_data_dir(options.save_dir.join("app"))
+            .app_data_dir(crate::placement::app_data_dir(&options.save_dir, workspace))
             .behavior(options.behavior.to_harness())
             .conversation_id(
                 conversation_id,
@@ -156,7 +156,11 @@ impl Contract {
         // otherwise every tool is allowed, unless the extra settings bring a policy (their own
         // or their base config's): allow-all only fills the gap.
         if !options.tool_approval && !has_policy(&config, options) {
-            config = config.policy(policy::allow_all());
+            config = config.policy(if options.workspace_containment {
+                policy::allow_all_in_workspace()
+            } else {
+                policy::allow_all()
+            });
         }
         for tool in server.iter() {
             config = config.tool(CustomTool {

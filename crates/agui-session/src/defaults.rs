@@ -42,6 +42,9 @@ pub const APP_STATE_TOOL: bool = false;
 pub const STRUCTURED_OUTPUT: StructuredOutputMode = StructuredOutputMode::State;
 /// Show built-in tool calls as tool-call events.
 pub const EMIT_BUILTIN_TOOL_CALLS: bool = true;
+/// The harness's own workspace containment of file tools (off: the sandbox confines them, or
+/// the operator chose to run unconfined).
+pub const WORKSPACE_CONTAINMENT: bool = false;
 /// Model API retries after the first attempt: with the doubling sleep below, about a minute
 /// before the run fails (the harness's own schedule keeps retrying for many minutes).
 pub const API_RETRIES: u32 = 6;

@@ -35,6 +35,7 @@ pub mod defaults;
 mod error;
 mod interrupts;
 mod options;
+mod placement;
 mod prompt;
 mod store;
 #[cfg(any(test, feature = "testing"))]

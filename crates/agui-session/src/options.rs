@@ -175,6 +175,11 @@ pub struct AgentOptions {
     /// Conversation storage (harness `storage_directory`) and the thread store; must be stable
     /// for conversations to resume.
     pub save_dir: PathBuf,
+    /// Let the harness refuse file-tool paths outside the workspace, the thread's app data dir
+    /// and `/tmp` (with the allow-all policy an agent without `tool_approval` gets). The
+    /// harness's own check: it resolves symlinks but is racy, so it is a filter for agents that
+    /// cannot run commands, not a boundary (confining the harness process is).
+    pub workspace_containment: bool,
     /// Model API retries for 429/503 and unreachable endpoints: `(max_retries,
     /// initial_sleep_ms)`, the sleep doubling each time. `None` leaves the harness's own
     /// schedule, which has no practical limit (still retrying after minutes, the run showing
@@ -242,6 +247,7 @@ impl AgentOptions {
             max_tool_calls_per_turn: None,
             workspace_root: data_dir.join("w"),
             save_dir: data_dir.join("save"),
+            workspace_containment: defaults::WORKSPACE_CONTAINMENT,
             api_retry: Some((defaults::API_RETRIES, defaults::API_RETRY_FIRST_SLEEP_MS)),
             harness_settings: None,
             session_timeout: defaults::SESSION_TIMEOUT,

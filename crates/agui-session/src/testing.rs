@@ -109,6 +109,7 @@ impl FakeHarness {
 impl ConversationSource for FakeHarness {
     async fn open(
         &self,
+        _placement: &crate::placement::Placement,
         config: HarnessConfig,
         callbacks: Arc<dyn Callbacks>,
     ) -> Result<Box<dyn ConversationHandle>, HarnessError> {

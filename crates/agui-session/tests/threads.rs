@@ -387,7 +387,7 @@ async fn a_conversation_the_harness_lost_is_reported_and_the_thread_starts_over(
     assert_eq!(fresh.next_input().await, "still there?");
     fresh.idle(None);
     assert_eq!(
-        types(&finish(run).await).split(' ').last(),
+        types(&finish(run).await).split(' ').next_back(),
         Some("RUN_FINISHED")
     );
 }

@@ -260,6 +260,17 @@ pub mod policy {
         }
     }
 
+    /// Allow every tool, with the harness's workspace containment enforced: file tools refuse
+    /// paths outside the workspaces, the app data dir and `/tmp` (like the SDK's
+    /// `allow_all(workspace_only=True)`). The check resolves symlinks but is racy, so it
+    /// filters mistakes rather than bounding an agent that can run commands.
+    pub fn allow_all_in_workspace() -> PolicyConfig {
+        PolicyConfig {
+            workspace_containment: Some(WorkspaceContainment::Enabled as i32),
+            ..allow_all()
+        }
+    }
+
     /// A static rule for `tool` (`*` for every tool).
     pub fn rule(tool: &str, decision: PolicyDecision, name: &str) -> PolicyRule {
         PolicyRule {

@@ -6,8 +6,9 @@
 //! typed builder ([`ConversationConfig`]), stream their typed steps and detect turn ends
 //! ([`ConversationEvent`]), answer the harness's callbacks ([`Callbacks`]) with no timeout,
 //! survive faults (a model error that closes the socket can be re-attached; a dead process
-//! fails its conversations at once with its stderr tail), shut down with escalation, and share
-//! processes between conversations ([`HarnessPool`]).
+//! fails its conversations at once with its stderr tail), shut down with escalation, share
+//! processes between conversations ([`HarnessPool`]), and confine a process to the directories
+//! of one thread ([`sandbox`]).
 //!
 //! ```no_run
 //! # async fn demo() -> harness_client::Result<()> {
@@ -44,6 +45,7 @@ pub mod input;
 mod link;
 mod pool;
 mod process;
+pub mod sandbox;
 pub mod values;
 
 pub use callbacks::{

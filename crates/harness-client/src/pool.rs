@@ -1,10 +1,15 @@
 //! Sharing harness processes between conversations.
 //!
 //! Conversations share a process when everything fixed at spawn time matches: the binary, the
-//! storage directory and the environment (the partition key). Per-conversation settings (tools,
-//! model, workspaces, hooks, policies) travel in each conversation's own config, so isolation
-//! survives pooling. A harness process uses ~90 MB; pooling 8 conversations per process is the
-//! difference between ~100 MB and ~750 MB for 8 idle threads.
+//! storage directory, `HOME`, the environment and the confinement (the partition key).
+//! Per-conversation settings (tools, model, workspaces, hooks, policies) travel in each
+//! conversation's own config. A harness process uses ~90 MB; pooling 8 conversations per process
+//! is the difference between ~100 MB and ~750 MB for 8 idle threads.
+//!
+//! A confined process ([`ProcessOptions::confinement`]) reaches only the directories it was
+//! started with, so a caller that confines per thread (its directories in the confinement) gets
+//! one process per thread: partitions never mix them, and no spare is prestarted for them (a
+//! spare could not know the next thread's directories).
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
@@ -19,6 +24,7 @@ use crate::discovery::SharedDiscovery;
 use crate::error::{HarnessError, Result};
 use crate::link::ConnectOptions;
 use crate::process::{HarnessProcess, ProcessOptions};
+use crate::sandbox::Confinement;
 
 /// A spare is wanted while a partition has fewer free slots than this ("near capacity": at
 /// most one left), or than one process holds, whichever is smaller — with one conversation per
@@ -40,7 +46,7 @@ pub struct PoolOptions {
     pub idle_grace: Duration,
     /// Start one spare process when the live ones have at most one free slot left, so a new
     /// conversation never waits for a harness to boot; while it is needed the spare is not
-    /// stopped by `idle_grace`.
+    /// stopped by `idle_grace`. Not for confined processes.
     pub prestart_spare: bool,
     /// Connection tuning for every conversation.
     pub connect: ConnectOptions,
@@ -72,7 +78,9 @@ pub struct PoolStats {
 struct PartitionKey {
     binary: PathBuf,
     storage_dir: PathBuf,
+    home_dir: Option<PathBuf>,
     env: BTreeMap<String, String>,
+    confinement: Option<Confinement>,
 }
 
 struct Slot {
@@ -308,7 +316,9 @@ impl HarnessPool {
         Ok(PartitionKey {
             binary,
             storage_dir: process.storage_dir.clone(),
+            home_dir: process.home_dir.clone(),
             env: process.env.clone(),
+            confinement: process.confinement.clone(),
         })
     }
 
@@ -397,7 +407,7 @@ impl HarnessPool {
     /// Boots a spare in the background when the live processes and the boots under way leave
     /// fewer free slots than [`spare_below_free_slots`].
     fn maybe_prestart(&self, key: &PartitionKey, options: &ProcessOptions) {
-        if !self.inner.options.prestart_spare {
+        if !self.inner.options.prestart_spare || key.confinement.is_some() {
             return;
         }
         let capacity = self.inner.options.max_conversations_per_process;

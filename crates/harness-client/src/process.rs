@@ -18,6 +18,7 @@ use tracing::Instrument as _;
 use crate::blocking::off_runtime;
 use crate::discovery::find_binary;
 use crate::error::{HarnessError, Result};
+use crate::sandbox::Confinement;
 
 /// Variables passed from the host's environment to the harness; everything else is removed, so
 /// the host's secrets (e.g. `GEMINI_API_KEY`) never reach the agent's shell commands.
@@ -61,6 +62,9 @@ pub struct ProcessOptions {
     pub boot_timeout: Duration,
     /// How many stderr lines to keep for error messages.
     pub stderr_tail_lines: usize,
+    /// Run the harness in a sandbox that reaches only these directories (plus the storage
+    /// directory and `HOME`); `None` runs it as a plain child process.
+    pub confinement: Option<Confinement>,
 }
 
 impl ProcessOptions {
@@ -77,6 +81,7 @@ impl ProcessOptions {
                 .collect(),
             boot_timeout: Duration::from_secs(60),
             stderr_tail_lines: 100,
+            confinement: None,
         }
     }
 
@@ -158,7 +163,8 @@ impl HarnessProcess {
             .ok_or_else(|| HarnessError::BootFailed {
                 reason: "the runtime shut down while looking for the harness binary".into(),
             })??;
-        let home = options.home();
+        let home = std::path::absolute(options.home())
+            .map_err(HarnessError::io("resolve the harness HOME"))?;
         for dir in [&options.storage_dir, &home] {
             tokio::fs::create_dir_all(dir)
                 .await
@@ -171,7 +177,10 @@ impl HarnessProcess {
             format!("resolve {}", options.storage_dir.display()),
         ))?;
 
-        let mut command = Command::new(&binary);
+        let mut command = match &options.confinement {
+            None => Command::new(&binary),
+            Some(confinement) => confinement.command(&binary, &storage_dir, &home)?,
+        };
         command.env_clear();
         for name in &options.passthrough_env {
             if let Some(value) = std::env::var_os(name) {
@@ -189,7 +198,8 @@ impl HarnessProcess {
             .process_group(0)
             .kill_on_drop(true);
         let mut child = command.spawn().map_err(|source| HarnessError::Spawn {
-            binary: binary.clone(),
+            // The launcher, when confined.
+            binary: command.as_std().get_program().into(),
             source,
         })?;
         let pid = child.id().unwrap_or_default();
@@ -266,7 +276,7 @@ impl HarnessProcess {
         });
         let (exit_tx, exit_rx) = watch::channel(None);
         tokio::spawn(monitor(child, pid, stderr.clone(), stderr_done, exit_tx).instrument(span));
-        tracing::info!(pid, port, binary = %binary.display(), "started localharness");
+        tracing::info!(pid, port, binary = %binary.display(), confined = options.confinement.is_some(), "started localharness");
         Ok(Self {
             inner: Arc::new(ProcessInner {
                 binary,

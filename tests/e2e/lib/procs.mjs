@@ -126,16 +126,28 @@ function procStat(pid) {
   return { comm: stat.slice(stat.indexOf("(") + 1, end), state, ppid: Number(ppid) };
 }
 
-/** PIDs of running `localharness` processes whose parent is `ppid` (from /proc). */
-function harnessChildren(ppid) {
-  return fs
+/**
+ * PIDs of running `localharness` processes descending from `root` (from /proc): its children,
+ * or, with `sandbox = "strict"`, the processes its sandbox launchers start.
+ */
+function harnessChildren(root) {
+  const stats = fs
     .readdirSync("/proc")
     .filter((entry) => /^\d+$/.test(entry))
     .map(Number)
-    .filter((pid) => {
-      const stat = procStat(pid);
-      return stat?.comm === "localharness" && stat.ppid === ppid;
-    });
+    .map((pid) => ({ pid, stat: procStat(pid) }))
+    .filter(({ stat }) => stat !== undefined);
+  const below = new Set([root]);
+  for (let grew = true; grew; ) {
+    grew = false;
+    for (const { pid, stat } of stats) {
+      if (!below.has(pid) && below.has(stat.ppid)) {
+        below.add(pid);
+        grew = true;
+      }
+    }
+  }
+  return stats.filter(({ pid, stat }) => pid !== root && below.has(pid) && stat.comm === "localharness").map(({ pid }) => pid);
 }
 
 /** Whether `pid` is still a live (not zombie) localharness process. */

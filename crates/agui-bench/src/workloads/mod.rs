@@ -1,10 +1,11 @@
-//! The workloads (W1–W4), each against the server over HTTP and, where one exists, against the
+//! The workloads (W1–W5), each against the server over HTTP and, where one exists, against the
 //! raw floor; shared measurement helpers.
 
 pub(crate) mod w1;
 pub(crate) mod w2;
 pub(crate) mod w3;
 pub(crate) mod w4;
+pub(crate) mod w5;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -31,6 +32,8 @@ pub(crate) struct Ctx {
     pub(crate) timeout: Duration,
     /// Also drive the raw floor.
     pub(crate) floor: bool,
+    /// The servers' `--sandbox` (their default when `None`).
+    pub(crate) sandbox: Option<String>,
 }
 
 impl Ctx {
@@ -40,11 +43,15 @@ impl Ctx {
         label: &str,
         settings: &ServerSettings,
     ) -> anyhow::Result<Server> {
+        let mut settings = settings.clone();
+        if let Some(mode) = &self.sandbox {
+            settings.extra.extend(["--sandbox".into(), mode.clone()]);
+        }
         Server::start(
             &self.bins,
             &self.model.base_url,
             &self.scratch.join(label),
-            settings,
+            &settings,
             &self.client,
         )
         .await

@@ -315,8 +315,12 @@ fn split_base_path(args: Vec<String>) -> Result<(String, Vec<String>), String> {
     Ok((base, rest))
 }
 
-#[tokio::main]
-async fn main() -> ExitCode {
+fn main() -> ExitCode {
+    // The program is also the sandbox launcher of its agents' harness processes.
+    agui_server::sandbox::main(serve)
+}
+
+async fn serve() -> ExitCode {
     let (base, args) = match split_base_path(std::env::args().collect()) {
         Ok(split) => split,
         Err(e) => {

@@ -43,6 +43,10 @@ impl Fixture {
         args.extend(extra.iter().map(|a| a.to_string()));
         let config = ServerConfig::from_args(args.clone()).expect("valid flags");
         let server = Server::new(config)
+            // The binary is the sandbox launcher (this test program is not).
+            .with_sandbox_launcher(agui_server::sandbox::launcher_at(env!(
+                "CARGO_BIN_EXE_agui-antigravity"
+            )))
             .start()
             .await
             .expect("the server starts");

@@ -13,6 +13,7 @@ use super::super::{Request, history};
 use super::Task;
 use crate::contract::Contract;
 use crate::error::{RunErrorCode, RunFailure};
+use crate::placement::Placement;
 use crate::turn::Turn;
 
 impl Task {
@@ -374,17 +375,24 @@ impl Task {
     }
 
     async fn open_conversation(&mut self, contract: Contract) -> Result<(), RunFailure> {
-        std::fs::create_dir_all(&self.workspace).map_err(|e| {
-            RunFailure::new(
-                RunErrorCode::AgentError,
-                "Could not create the thread's workspace.",
-            )
-            .with_detail(format_args!(
-                "could not create the workspace {}: {e}",
-                self.workspace.display()
-            ))
-        })?;
         let options = &self.agent.options;
+        let placement = Placement::new(
+            &options.save_dir,
+            &self.workspace,
+            self.agent.backend.0.process_per_thread(),
+        );
+        placement
+            .prepare(&options.save_dir, &self.conversation_id)
+            .map_err(|e| {
+                RunFailure::new(
+                    RunErrorCode::AgentError,
+                    "Could not prepare the thread's directories.",
+                )
+                .with_detail(format_args!(
+                    "could not prepare the thread's directories (workspace {}): {e}",
+                    self.workspace.display()
+                ))
+            })?;
         let config = contract
             .conversation_config(
                 options,
@@ -407,7 +415,13 @@ impl Task {
             policy: contract.callback_policy(options),
         });
         let slot = self.agent.reserve_live(&self.id).await?;
-        let handle = match self.agent.backend.0.open(config, callbacks).await {
+        let handle = match self
+            .agent
+            .backend
+            .0
+            .open(&placement, config, callbacks)
+            .await
+        {
             Ok(handle) => handle,
             Err(HarnessError::InitFailed { reason })
                 if self.known && lost_conversation(&reason) =>
