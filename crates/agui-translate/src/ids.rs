@@ -20,6 +20,8 @@ pub enum IdKind {
     ToolCall,
     /// The tool message minted by `TOOL_CALL_RESULT`.
     ToolResult,
+    /// An activity message (`ACTIVITY_SNAPSHOT`).
+    Activity,
 }
 
 /// A source of fresh ids.
@@ -73,12 +75,13 @@ impl IdSource for UuidIds {
     }
 }
 
-/// Counter-based ids (`text-1`, `reasoning-1`, `tool-1`, `result-1`, one counter per kind):
+/// Counter-based ids (`text-1`, `reasoning-1`, `tool-1`, `result-1`, `activity-1`, one counter
+/// per kind):
 /// deterministic, for tests and snapshots.
 #[derive(Debug, Clone, Default)]
 pub struct SequentialIds {
     prefix: String,
-    counters: [u64; 4],
+    counters: [u64; 5],
 }
 
 impl SequentialIds {
@@ -92,7 +95,7 @@ impl SequentialIds {
     pub fn with_prefix(prefix: impl Into<String>) -> Self {
         Self {
             prefix: prefix.into(),
-            counters: [0; 4],
+            counters: [0; 5],
         }
     }
 }
@@ -104,6 +107,7 @@ impl IdSource for SequentialIds {
             IdKind::Reasoning => (1, "reasoning"),
             IdKind::ToolCall => (2, "tool"),
             IdKind::ToolResult => (3, "result"),
+            IdKind::Activity => (4, "activity"),
         };
         self.counters[slot] += 1;
         format!("{}{name}-{}", self.prefix, self.counters[slot])
@@ -152,6 +156,7 @@ impl IdSource for StepIds {
             IdKind::Reasoning => "r",
             IdKind::ToolCall => "c",
             IdKind::ToolResult => "o",
+            IdKind::Activity => "a",
         };
         let mut id = format!("{}-{trajectory}-{}-{kind}", self.prefix, step.index);
         if count > 0 {

@@ -54,12 +54,36 @@
 //!   tools keep the harness call id unless it was already used ([`ToolCallIds`]: per turn,
 //!   or per thread when the caller shares its record). A tool step in ERROR is its call's
 //!   result, not a failure.
-//! * **Subagents.** An `invoke_subagent` step and the subagent trajectories it starts are
-//!   bracketed by `STEP_STARTED`/`STEP_FINISHED` named `subagent:<label>` (`#2`, `#3` for a
-//!   repeated label), held open until the invocation is final and its subagents are idle, so
-//!   their own events fall inside. A subagent going idle closes whatever it left open. The
-//!   invocation is not also shown as a tool call: the harness gives it neither arguments nor
-//!   a result.
+//! * **Subagents** ([`SubagentEvents::Subagent`], the default). An `invoke_subagent` step is a
+//!   tool call named `invoke_subagent` (arguments `{}`: the harness reports none), ended when
+//!   the step is final; each subagent trajectory it starts is an invocation:
+//!   `SUBAGENT_STARTED` (`subagentRunId` = the trajectory id, `name` [`SUBAGENT_NAME`], the
+//!   step's label as `description`, the call as `parentToolCallId`, the invoking subagent's
+//!   invocation as `parentSubagentRunId`) before any of its events, every event of its
+//!   messages, reasoning, tool calls and activities tagged with its `subagentRunId`, and
+//!   `SUBAGENT_FINISHED` (its last reply as `result`) or `SUBAGENT_ERROR` when it goes idle.
+//!   When all of an invocation's subagents are idle, the call's `TOOL_CALL_RESULT` carries
+//!   their replies. A run that ends while a subagent works closes its invocation as
+//!   `suspended` (naming the interrupts raised inside it, see
+//!   [`Translator::close_run_with_interrupts`]) and announces it again, same id, when it
+//!   produces more output; a subagent woken after it finished is a new invocation
+//!   (`<trajectory>-2`). Which call started which trajectory is not in the frames: the k-th
+//!   new trajectory of a parent belongs to its k-th running invocation.
+//! * **Subagents as steps** ([`SubagentEvents::Steps`], the old shape). An `invoke_subagent`
+//!   step and the subagent trajectories it starts are bracketed by
+//!   `STEP_STARTED`/`STEP_FINISHED` named `subagent:<label>` (`#2`, `#3` for a repeated label),
+//!   held open until the invocation is final and its subagents are idle, so their own events
+//!   fall inside. A subagent going idle closes whatever it left open. The invocation is not
+//!   also shown as a tool call.
+//! * **Activities** (unless [`TranslatorOptions::activities`] is off). A file written or edited
+//!   (`edit_file`, once done) is an `ACTIVITY_SNAPSHOT` of type [`FILE_CHANGE_ACTIVITY`]:
+//!   `{toolCallId?, path, operation: "create"|"edit", diff}` with a unified diff rendered from
+//!   the harness's whole-file diff block. A command (`run_command`) is an activity of type
+//!   [`COMMAND_ACTIVITY`]: `{toolCallId?, command, cwd?, state: "running", output: ""}` when it
+//!   starts, then one `ACTIVITY_DELTA` to `completed` or `failed` with `exitCode` and `output`
+//!   (the harness reports output only when the command ends); [`Translator::close_turn`]
+//!   marks a command the turn left running `stopped`. `toolCallId` names the call when it is
+//!   shown.
 //! * **Structured output.** The root agent's `finish` output (JSON) becomes one
 //!   `STATE_SNAPSHOT` (non-objects wrapped as `{"structured_output": v}`) or one `CUSTOM`
 //!   event named [`STRUCTURED_OUTPUT_EVENT`], as configured.
@@ -67,8 +91,10 @@
 //!   [`StepFailure`]s. The harness retries 429s and re-prompts after invalid output, so a failure
 //!   is not the end of the turn; the caller decides (usually when the turn ends with an error).
 //! * **Run close.** [`Translator::close_run`] ends every open block before the terminal event.
-//!   A call ended there delivers only its result in a later run; a bracket closed there is
-//!   re-opened when its subagents produce more output.
+//!   A call ended there delivers only its result in a later run; a bracket or invocation closed
+//!   there is re-opened when its subagents produce more output. At the end of the turn,
+//!   [`Translator::close_turn`] does the same after finishing what the turn left (running
+//!   commands, invocation results).
 //!
 //! # Differences from the Python reference
 //!
@@ -81,7 +107,9 @@
 //! besides: a step's DONE closes only its own blocks (the reference closed whatever was open),
 //! so a reply keeps streaming into its message after a tool call inside it completes.
 
+mod activities;
 mod ids;
+mod invocations;
 mod out;
 mod reasoning;
 mod subagents;
@@ -95,7 +123,9 @@ use agui_types::Event;
 use harness_proto::lh::TrajectoryStateUpdate;
 use harness_proto::step::{StepKey, StepSource};
 
+pub use activities::{COMMAND_ACTIVITY, FILE_CHANGE_ACTIVITY};
 pub use ids::{IdKind, IdSource, SequentialIds, StepIds, ToolCallIds, UuidIds};
+pub use invocations::SUBAGENT_NAME;
 pub use translator::Translator;
 
 /// Name of the `CUSTOM` event carrying structured output ([`StructuredOutput::Custom`]).
@@ -111,17 +141,35 @@ pub enum StructuredOutput {
     Custom,
 }
 
+/// How subagents are shown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SubagentEvents {
+    /// AG-UI subagent events: `SUBAGENT_STARTED` … `SUBAGENT_FINISHED`/`SUBAGENT_ERROR` per
+    /// subagent trajectory, its content events carrying its `subagentRunId`, and the
+    /// `invoke_subagent` step as a tool call they name as `parentToolCallId`.
+    #[default]
+    Subagent,
+    /// The shape before AG-UI 1.0's subagents: `STEP_STARTED`/`STEP_FINISHED` named
+    /// `subagent:<label>` around an invocation, content events unattributed.
+    Steps,
+}
+
 /// What a [`Translator`] emits.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TranslatorOptions {
-    /// Show built-in tool calls (files, shell, web…) as tool calls. Subagent brackets are
-    /// emitted either way.
+    /// Show built-in tool calls (files, shell, web…) as tool calls. Subagents are shown
+    /// either way.
     pub emit_builtin_tool_calls: bool,
     /// Tool names whose calls produce no events because the caller emits them itself
     /// (frontend and server tools).
     pub suppressed_tools: BTreeSet<String>,
     /// How structured output is delivered.
     pub structured_output: StructuredOutput,
+    /// How subagents are shown.
+    pub subagent_events: SubagentEvents,
+    /// Report file changes and commands as activities (`ACTIVITY_SNAPSHOT`/`ACTIVITY_DELTA`)
+    /// next to their tool calls.
+    pub activities: bool,
 }
 
 impl Default for TranslatorOptions {
@@ -130,6 +178,8 @@ impl Default for TranslatorOptions {
             emit_builtin_tool_calls: true,
             suppressed_tools: BTreeSet::new(),
             structured_output: StructuredOutput::default(),
+            subagent_events: SubagentEvents::default(),
+            activities: true,
         }
     }
 }
@@ -150,6 +200,18 @@ impl TranslatorOptions {
     /// These options with structured output delivered as `mode`.
     pub fn with_structured_output(mut self, mode: StructuredOutput) -> Self {
         self.structured_output = mode;
+        self
+    }
+
+    /// These options with subagents shown as `mode`.
+    pub fn with_subagent_events(mut self, mode: SubagentEvents) -> Self {
+        self.subagent_events = mode;
+        self
+    }
+
+    /// These options with activities on or off.
+    pub fn with_activities(mut self, on: bool) -> Self {
+        self.activities = on;
         self
     }
 }
@@ -189,6 +251,8 @@ pub struct TrajectoryChange {
     pub parent_trajectory_id: Option<String>,
     /// The new state.
     pub status: TrajectoryStatus,
+    /// Why it stopped, when it failed (a subagent's model error).
+    pub error: Option<String>,
 }
 
 pub use harness_proto::trajectory::TrajectoryStatus;
@@ -202,6 +266,7 @@ impl From<&TrajectoryStateUpdate> for TrajectoryChange {
                 .clone()
                 .filter(|p| !p.is_empty()),
             status: update.state().into(),
+            error: update.error.clone().filter(|e| !e.is_empty()),
         }
     }
 }

@@ -1,5 +1,8 @@
-//! Subagent brackets: `STEP_STARTED`/`STEP_FINISHED` around an invocation and the lifetime of
-//! the subagent trajectories it started.
+//! Which invocation started which subagent trajectory, and subagent brackets
+//! (`STEP_STARTED`/`STEP_FINISHED` around an invocation and the lifetime of the subagent
+//! trajectories it started, for [`SubagentEvents::Steps`]).
+//!
+//! [`SubagentEvents::Steps`]: crate::SubagentEvents::Steps
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 
@@ -34,6 +37,10 @@ pub(crate) struct Subagents {
 #[derive(Debug)]
 struct Bracket {
     name: String,
+    /// The invocation step's label (its `toolSummary`).
+    label: String,
+    /// The invocation's tool call and the message holding it, when it is shown as one.
+    call: Option<(String, Option<String>)>,
     /// The trajectory whose step invoked the subagents.
     invoker: String,
     /// The invocation step, unless the bracket was made for an unclaimed trajectory.
@@ -60,13 +67,24 @@ impl Subagents {
     /// Unclaimed subagent trajectories of the same invoker that produced nothing yet are
     /// adopted, which covers a trajectory whose `RUNNING` arrived before its invocation.
     pub(crate) fn invoke(&mut self, key: &StepKey, label: &str, out: &mut Vec<Event>) {
+        if let Some(index) = self.register(key, label) {
+            self.show(index, out);
+        }
+    }
+
+    /// An invocation step seen for the first time, with no bracket on the wire: returns its
+    /// index (`None` if it was known already). Adopts unclaimed trajectories as
+    /// [`invoke`](Self::invoke) does.
+    pub(crate) fn register(&mut self, key: &StepKey, label: &str) -> Option<usize> {
         if self.of_invoke.contains_key(key) {
-            return;
+            return None;
         }
         let name = self.unique_name(label);
         let index = self.brackets.len();
         self.brackets.push(Bracket {
             name,
+            label: label.to_owned(),
+            call: None,
             invoker: key.trajectory_id.clone(),
             invoke: Some(key.clone()),
             invoke_final: false,
@@ -92,15 +110,57 @@ impl Subagents {
             self.brackets[index].members.extend(members);
             self.brackets[index].running.extend(running);
         }
-        self.show(index, out);
+        Some(index)
     }
 
-    /// The invocation step reached DONE or ERROR. Returns its bracket if it should close now.
+    /// The invocation step reached DONE or ERROR. Returns its bracket if it is complete now
+    /// (final, and every subagent it started is idle).
     pub(crate) fn invoke_finished(&mut self, key: &StepKey) -> Option<usize> {
         let index = *self.of_invoke.get(key)?;
         let bracket = &mut self.brackets[index];
         bracket.invoke_final = true;
-        (bracket.closable() && self.shown.contains(&index)).then_some(index)
+        bracket.closable().then_some(index)
+    }
+
+    /// Whether the bracket is open on the wire.
+    pub(crate) fn is_shown(&self, index: usize) -> bool {
+        self.shown.contains(&index)
+    }
+
+    /// The bracket a subagent trajectory belongs to.
+    pub(crate) fn bracket_of(&self, trajectory_id: &str) -> Option<usize> {
+        self.of_trajectory.get(trajectory_id).copied()
+    }
+
+    /// The trajectory whose step started the bracket's subagents.
+    pub(crate) fn invoker(&self, index: usize) -> &str {
+        &self.brackets[index].invoker
+    }
+
+    /// The invocation step's label.
+    pub(crate) fn label(&self, index: usize) -> &str {
+        &self.brackets[index].label
+    }
+
+    /// The invocation step, unless the bracket was made for an unclaimed trajectory.
+    pub(crate) fn invoke_key(&self, index: usize) -> Option<&StepKey> {
+        self.brackets[index].invoke.as_ref()
+    }
+
+    /// Records the invocation's tool call and the message holding it.
+    pub(crate) fn set_call(&mut self, index: usize, call: String, message: Option<String>) {
+        self.brackets[index].call = Some((call, message));
+    }
+
+    /// The invocation's tool call and the message holding it, when it is shown as one.
+    pub(crate) fn call(&self, index: usize) -> Option<(String, Option<String>)> {
+        self.brackets[index].call.clone()
+    }
+
+    /// Every bracket with an invocation step, in order.
+    pub(crate) fn invocations(&self) -> impl Iterator<Item = usize> + '_ {
+        (0..self.brackets.len())
+            .filter(|&i| !self.brackets[i].merged && self.brackets[i].invoke.is_some())
     }
 
     /// A trajectory with a parent is running (its `RUNNING`, or a first step of it).
@@ -136,6 +196,8 @@ impl Subagents {
                 let name = self.unique_name(trajectory_id);
                 self.brackets.push(Bracket {
                     name,
+                    label: String::new(),
+                    call: None,
                     invoker: parent.to_owned(),
                     invoke: None,
                     invoke_final: false,
@@ -157,12 +219,12 @@ impl Subagents {
         self.of_trajectory.contains_key(trajectory_id)
     }
 
-    /// A subagent went idle or was cancelled. Returns its bracket if it should close now.
+    /// A subagent went idle or was cancelled. Returns its bracket if it is complete now.
     pub(crate) fn ended(&mut self, trajectory_id: &str) -> Option<usize> {
         let index = *self.of_trajectory.get(trajectory_id)?;
         let bracket = &mut self.brackets[index];
         bracket.running.remove(trajectory_id);
-        (bracket.closable() && self.shown.contains(&index)).then_some(index)
+        bracket.closable().then_some(index)
     }
 
     /// The trajectories of a bracket (whose open blocks must close before it does).

@@ -66,6 +66,7 @@ impl ToolCalls {
         let id = self
             .ids
             .assign(harness_id, || out.id(IdKind::ToolCall, key));
+        out.own(&id, &key.trajectory_id);
         out.push(Event::tool_call_start(id.clone(), name, parent_message_id));
         let args = serde_json::to_string(arguments).unwrap_or_else(|_| "{}".to_owned());
         out.push(Event::tool_call_args(id.clone(), args));
@@ -97,6 +98,23 @@ impl ToolCalls {
         let id = call.id.clone();
         let message_id = out.id(IdKind::ToolResult, key);
         out.push(Event::tool_call_result(message_id, id, content));
+    }
+
+    /// The AG-UI id of this step's call, if it was started.
+    pub(crate) fn id_of(&self, key: &StepKey) -> Option<&str> {
+        self.calls.get(key).map(|c| c.id.as_str())
+    }
+
+    /// Ends the call of this step (`TOOL_CALL_END`) if it is open; its result is delivered
+    /// later by [`finish`](Self::finish).
+    pub(crate) fn end(&mut self, key: &StepKey, out: &mut Out) {
+        if let Some(call) = self.calls.get_mut(key)
+            && call.phase == Phase::Open
+        {
+            out.push(Event::tool_call_end(call.id.clone()));
+            call.phase = Phase::Flushed;
+            self.open.retain(|k| k != key);
+        }
     }
 
     /// Ends the open calls of one trajectory (it went idle, or its bracket closed).

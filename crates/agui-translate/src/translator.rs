@@ -9,16 +9,21 @@ use harness_proto::step::{
 };
 use serde_json::{Map, Value};
 
+use crate::activities::Activities;
 use crate::ids::{IdSource, ToolCallIds, UuidIds};
+use crate::invocations::{Ending, Invocations, Origin};
 use crate::out::{Out, fresh_part};
 use crate::reasoning::Reasoning;
 use crate::subagents::Subagents;
 use crate::text::TextLanes;
 use crate::tools::{ToolCalls, result_content};
 use crate::{
-    STRUCTURED_OUTPUT_EVENT, StepFailure, StructuredOutput, TrajectoryChange, TrajectoryStatus,
-    Translation, TranslatorOptions,
+    STRUCTURED_OUTPUT_EVENT, StepFailure, StructuredOutput, SubagentEvents, TrajectoryChange,
+    TrajectoryStatus, Translation, TranslatorOptions,
 };
+
+/// The tool name an invocation is shown under ([`SubagentEvents::Subagent`]).
+const INVOKE_SUBAGENT: &str = "invoke_subagent";
 
 /// Translates the steps of one harness turn into AG-UI events.
 ///
@@ -36,6 +41,8 @@ pub struct Translator {
     reasoning: Reasoning,
     tools: ToolCalls,
     subagents: Subagents,
+    invocations: Invocations,
+    activities: Activities,
 }
 
 impl std::fmt::Debug for Translator {
@@ -80,6 +87,8 @@ impl Translator {
             reasoning: Reasoning::default(),
             tools: ToolCalls::default(),
             subagents: Subagents::default(),
+            invocations: Invocations::default(),
+            activities: Activities::default(),
         }
     }
 
@@ -123,12 +132,13 @@ impl Translator {
         let mut failures = Vec::new();
         let key = &step.key;
         let trajectory = key.trajectory_id.as_str();
-        if let Some(parent) = step.parent_trajectory_id.as_deref()
-            && !self.subagents.is_subagent(trajectory)
-        {
-            self.subagents.running(trajectory, parent);
+        if let Some(parent) = step.parent_trajectory_id.as_deref() {
+            self.subagent_output(trajectory, parent);
         }
-        let closed_chain = self.subagents.closed_chain(trajectory);
+        let closed_chain = match self.options.subagent_events {
+            SubagentEvents::Steps => self.subagents.closed_chain(trajectory),
+            SubagentEvents::Subagent => Vec::new(),
+        };
 
         self.content(step, state);
         match &step.action {
@@ -156,6 +166,8 @@ impl Translator {
         if step.is_final() {
             self.reasoning.close_step(key, &mut self.out);
             self.text.close_step(key, &mut self.out);
+            // A subagent's reply is what its parent receives when it goes idle.
+            self.invocations.reply(trajectory, &state.text);
             state.finished = true;
             // Only the flag is needed from now on; the text can be long.
             state.text = String::new();
@@ -163,16 +175,90 @@ impl Translator {
         }
 
         let mut events = self.out.take();
-        if !events.is_empty() && !closed_chain.is_empty() {
-            // The step's output belongs inside its subagent's bracket (and its ancestors').
-            let mut opening = Vec::with_capacity(closed_chain.len() + events.len());
+        if !events.is_empty() {
+            // The step's output belongs inside its subagent's bracket (and its ancestors'), or
+            // after the announcement of its invocation (and its ancestors').
+            let mut opening = Vec::new();
             for index in closed_chain {
                 self.subagents.show(index, &mut opening);
             }
-            opening.append(&mut events);
-            events = opening;
+            self.announce(trajectory, &mut opening);
+            if !opening.is_empty() {
+                opening.append(&mut events);
+                events = opening;
+            }
         }
         Translation { events, failures }
+    }
+
+    /// A step of a subagent trajectory: makes sure it is known and, with subagent events, that
+    /// it has an invocation in progress (a subagent producing output after it went idle was
+    /// woken again without a `RUNNING` we saw).
+    fn subagent_output(&mut self, trajectory: &str, parent: &str) {
+        let in_progress = self.subagents.is_subagent(trajectory)
+            && (self.options.subagent_events == SubagentEvents::Steps
+                || self.invocations.active(trajectory));
+        if !in_progress {
+            self.subagent_running(trajectory, parent);
+        }
+    }
+
+    /// A subagent trajectory runs: joins an invocation bracket and, with subagent events,
+    /// starts its invocation (its events carry the invocation's id from now on).
+    fn subagent_running(&mut self, trajectory: &str, parent: &str) {
+        self.subagents.running(trajectory, parent);
+        if self.options.subagent_events == SubagentEvents::Subagent
+            && self.subagents.is_subagent(trajectory)
+            && let Some(run) = self.invocations.begin(trajectory)
+        {
+            // What the lane opened before (when its steps did not say it was a subagent)
+            // keeps its attribution and must not contain the invocation's output.
+            self.close_lane(trajectory);
+            self.out.attribute(trajectory, Some(run));
+        }
+    }
+
+    /// `SUBAGENT_STARTED` for the invocation of `trajectory` and of the subagents it runs in,
+    /// outermost first, for those not announced in this run yet (subagent events only).
+    fn announce(&mut self, trajectory: &str, out: &mut Vec<Event>) {
+        if self.options.subagent_events != SubagentEvents::Subagent {
+            return;
+        }
+        let mut chain = Vec::new();
+        let mut current = Some(trajectory.to_owned());
+        while let Some(t) = current {
+            if !self.invocations.needs_announcing(&t) || chain.contains(&t) {
+                break;
+            }
+            current = self
+                .subagents
+                .bracket_of(&t)
+                .map(|index| self.subagents.invoker(index).to_owned());
+            chain.push(t);
+        }
+        for t in chain.into_iter().rev() {
+            let origin = match self.subagents.bracket_of(&t) {
+                Some(index) => {
+                    let (tool_call, message) = self.subagents.call(index).unzip();
+                    let invoker = self.subagents.invoker(index);
+                    // Only a running parent is surely announced in this run (the chain above
+                    // announces it); one that already finished is not named.
+                    let parent_run = self
+                        .invocations
+                        .active(invoker)
+                        .then(|| self.invocations.run_id(invoker).map(str::to_owned))
+                        .flatten();
+                    Origin {
+                        parent_run,
+                        tool_call,
+                        message: message.flatten(),
+                        label: self.subagents.label(index).to_owned(),
+                    }
+                }
+                None => Origin::default(),
+            };
+            self.invocations.announce(&t, origin, out);
+        }
     }
 
     /// Translates a trajectory state change: subagents starting and going idle.
@@ -186,14 +272,36 @@ impl Translator {
             | TrajectoryStatus::WaitingForTasks
             | TrajectoryStatus::WaitingForSubagents => {
                 if let Some(parent) = change.parent_trajectory_id.as_deref() {
-                    self.subagents.running(trajectory, parent);
+                    self.subagent_running(trajectory, parent);
+                    // Announced at once when the invocation's tool call is known (else with
+                    // its first output, once the invocation step has been seen).
+                    if self
+                        .subagents
+                        .bracket_of(trajectory)
+                        .is_some_and(|index| self.subagents.invoke_key(index).is_some())
+                    {
+                        let mut announced = Vec::new();
+                        self.announce(trajectory, &mut announced);
+                        self.out.events.extend(announced);
+                    }
                 }
             }
             TrajectoryStatus::Idle | TrajectoryStatus::Cancelled => {
                 if self.subagents.is_subagent(trajectory) {
                     self.close_lane(trajectory);
+                    if self.options.subagent_events == SubagentEvents::Subagent {
+                        let mut ending = Vec::new();
+                        self.announce(trajectory, &mut ending);
+                        let end = match (change.status, change.error.as_deref()) {
+                            (TrajectoryStatus::Cancelled, _) => Ending::Cancelled,
+                            (_, Some(error)) => Ending::Failed(error),
+                            _ => Ending::Idle,
+                        };
+                        self.invocations.end(trajectory, end, &mut ending);
+                        self.out.events.extend(ending);
+                    }
                     if let Some(index) = self.subagents.ended(trajectory) {
-                        self.close_bracket(index);
+                        self.complete(index);
                     }
                 }
             }
@@ -212,9 +320,12 @@ impl Translator {
     /// calls the translator emits.
     pub fn external_tool_call(&mut self, trajectory_id: &str) -> (Vec<Event>, Option<String>) {
         let mut events = Vec::new();
-        for index in self.subagents.closed_chain(trajectory_id) {
-            self.subagents.show(index, &mut events);
+        if self.options.subagent_events == SubagentEvents::Steps {
+            for index in self.subagents.closed_chain(trajectory_id) {
+                self.subagents.show(index, &mut events);
+            }
         }
+        self.announce(trajectory_id, &mut events);
         self.reasoning.close_lane(trajectory_id, &mut self.out);
         events.append(&mut self.out.take());
         let parent = self.text.open_id(trajectory_id).map(str::to_owned);
@@ -225,11 +336,45 @@ impl Translator {
     /// messages, tool calls (`TOOL_CALL_END`; their results follow in a later run of the turn)
     /// and subagent brackets (re-opened if their subagents produce more output later).
     pub fn close_run(&mut self) -> Vec<Event> {
+        self.close_run_with_interrupts(&[])
+    }
+
+    /// [`close_run`](Self::close_run) for a run that ends on interrupts: `interrupts` are
+    /// their ids with the trajectory that raised each, so that a subagent invocation closed as
+    /// suspended names the interrupts raised inside it.
+    pub fn close_run_with_interrupts(&mut self, interrupts: &[(String, String)]) -> Vec<Event> {
         self.reasoning.close(&mut self.out);
         self.text.close_all(&mut self.out);
         self.tools.flush_all(&mut self.out);
-        self.subagents.close_all(&mut self.out.events);
+        match self.options.subagent_events {
+            SubagentEvents::Steps => self.subagents.close_all(&mut self.out.events),
+            SubagentEvents::Subagent => self
+                .invocations
+                .suspend_all(interrupts, &mut self.out.events),
+        }
         self.out.take()
+    }
+
+    /// Closes everything at the end of the turn: commands the harness left running are
+    /// reported stopped, invocations get their results, then as [`close_run`](Self::close_run).
+    pub fn close_turn(&mut self) -> Vec<Event> {
+        self.activities.stop_all(&mut self.out);
+        if self.options.subagent_events == SubagentEvents::Subagent {
+            let invocations: Vec<usize> = self.subagents.invocations().collect();
+            for index in invocations {
+                self.invocation_result(index);
+            }
+        }
+        let mut events = self.out.take();
+        events.extend(self.close_run());
+        events
+    }
+
+    /// The `subagentRunId` the events of `trajectory` carry (subagent events only), for
+    /// events about it the caller emits itself (its frontend and server tool calls, its
+    /// interrupts).
+    pub fn attribution(&self, trajectory_id: &str) -> Option<&str> {
+        self.out.attribution(trajectory_id)
     }
 
     /// Reasoning and assistant text of a step.
@@ -262,15 +407,13 @@ impl Translator {
         }
     }
 
-    /// A built-in, custom or MCP tool call.
+    /// A built-in, custom or MCP tool call, and its activity.
     fn tool(&mut self, step: &Step, tool: &ToolAction) {
-        let hidden = self.options.suppressed_tools.contains(&tool.name)
-            || (tool.kind == ToolKind::Builtin && !self.options.emit_builtin_tool_calls);
-        if hidden {
-            return;
-        }
+        let suppressed = self.options.suppressed_tools.contains(&tool.name);
+        let hidden =
+            suppressed || (tool.kind == ToolKind::Builtin && !self.options.emit_builtin_tool_calls);
         let key = &step.key;
-        if !self.tools.contains(key) {
+        if !hidden && !self.tools.contains(key) {
             self.reasoning.close_lane(&key.trajectory_id, &mut self.out);
             // The call stays inside the assistant message being streamed: closing it first
             // would split the reply around the call.
@@ -288,25 +431,101 @@ impl Translator {
                 &mut self.out,
             );
         }
-        if step.is_final() {
+        if self.options.activities && !suppressed {
+            let call = self.tools.id_of(key).map(str::to_owned);
+            self.activities
+                .tool(step, tool, call.as_deref(), &mut self.out);
+        }
+        if !hidden && step.is_final() {
             let content = result_content(tool, step.status, step.error.as_ref());
             self.tools.finish(key, content, &mut self.out);
         }
     }
 
-    /// An `invoke_subagent` step: opens the bracket, and lets it close once final.
+    /// An `invoke_subagent` step: opens the bracket (or, with subagent events, starts the
+    /// invocation's tool call), and lets it complete once final.
     fn invoke(&mut self, step: &Step, state: &mut StepState) {
         let key = &step.key;
         if !state.invoked {
             state.invoked = true;
-            self.close_blocks(&key.trajectory_id);
-            self.subagents.invoke(key, &step.text, &mut self.out.events);
+            match self.options.subagent_events {
+                SubagentEvents::Steps => {
+                    self.close_blocks(&key.trajectory_id);
+                    self.subagents.invoke(key, &step.text, &mut self.out.events);
+                }
+                SubagentEvents::Subagent => self.invocation_call(key, &step.text),
+            }
         }
-        if step.is_final()
-            && let Some(index) = self.subagents.invoke_finished(key)
-        {
-            self.close_bracket(index);
+        if step.is_final() {
+            self.tools.end(key, &mut self.out);
+            if let Some(index) = self.subagents.invoke_finished(key) {
+                self.complete(index);
+            }
         }
+    }
+
+    /// The tool call of an invocation seen for the first time (its arguments are unknown: the
+    /// harness reports none), then the announcement of subagents that ran before it was seen.
+    fn invocation_call(&mut self, key: &StepKey, label: &str) {
+        let Some(index) = self.subagents.register(key, label) else {
+            return;
+        };
+        let hidden = self.options.suppressed_tools.contains(INVOKE_SUBAGENT)
+            || !self.options.emit_builtin_tool_calls;
+        if !hidden {
+            self.reasoning.close_lane(&key.trajectory_id, &mut self.out);
+            let parent = self.text.open_id(&key.trajectory_id).map(str::to_owned);
+            self.tools.start(
+                key,
+                INVOKE_SUBAGENT,
+                None,
+                parent.clone(),
+                &Map::new(),
+                &mut self.out,
+            );
+            if let Some(id) = self.tools.id_of(key) {
+                self.subagents.set_call(index, id.to_owned(), parent);
+            }
+        }
+        let members = self.subagents.members(index).to_vec();
+        let mut announced = Vec::new();
+        for member in &members {
+            self.announce(member, &mut announced);
+        }
+        self.out.events.extend(announced);
+    }
+
+    /// A bracket is complete (its invocation final, its subagents idle): closes it, or with
+    /// subagent events delivers the invocation's result — the replies its subagents gave.
+    fn complete(&mut self, index: usize) {
+        match self.options.subagent_events {
+            SubagentEvents::Steps => {
+                if self.subagents.is_shown(index) {
+                    self.close_bracket(index);
+                }
+            }
+            SubagentEvents::Subagent => {
+                // Without subagents yet, a late `RUNNING` may still join it: the result waits
+                // for it, or for the end of the turn.
+                if !self.subagents.members(index).is_empty() {
+                    self.invocation_result(index);
+                }
+            }
+        }
+    }
+
+    /// The `TOOL_CALL_RESULT` of an invocation (once): its subagents' replies.
+    fn invocation_result(&mut self, index: usize) {
+        let Some(key) = self.subagents.invoke_key(index).cloned() else {
+            return;
+        };
+        let replies = self.invocations.replies(self.subagents.members(index));
+        let content = if replies.is_empty() {
+            "The subagent finished without a reply.".to_owned()
+        } else {
+            replies.join("\n\n")
+        };
+        self.tools.finish(&key, content, &mut self.out);
     }
 
     /// The root agent's `finish` output, once, as state or a custom event.

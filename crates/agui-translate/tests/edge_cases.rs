@@ -3,7 +3,7 @@
 
 mod common;
 
-use agui_translate::TranslatorOptions;
+use agui_translate::{SubagentEvents, TranslatorOptions};
 use common::{Input, assert_snapshot, close, idle, render_runs, replay, running, script, step};
 use serde_json::json;
 
@@ -11,6 +11,13 @@ fn snapshot(name: &str, inputs: &[Input]) -> String {
     let runs = replay(&script(inputs), &TranslatorOptions::default());
     assert_snapshot(name, &runs);
     render_runs(&runs)
+}
+
+/// [`snapshot`] with subagent events, and `<name>_steps` with the old step brackets.
+fn snapshot_both(name: &str, inputs: &[Input]) -> String {
+    let steps = TranslatorOptions::default().with_subagent_events(SubagentEvents::Steps);
+    assert_snapshot(&format!("{name}_steps"), &replay(&script(inputs), &steps));
+    snapshot(name, inputs)
 }
 
 fn list_dir(index: u32) -> Input {
@@ -90,7 +97,7 @@ fn call_first_seen_at_done() {
 /// both brackets close at the boundary and re-open (outer first) with the next output.
 #[test]
 fn nested_subagents() {
-    snapshot(
+    snapshot_both(
         "nested_subagents",
         &[
             step("r", 1).say("Delegating."),
@@ -132,7 +139,7 @@ fn nested_subagents() {
 /// hangs under that subagent's message, not the root's.
 #[test]
 fn interleaved_trajectories() {
-    snapshot(
+    snapshot_both(
         "interleaved_trajectories",
         &[
             step("r", 1).invoke("Research"),
@@ -202,7 +209,7 @@ fn text_interleaved_across_two_steps() {
 /// seen is adopted by it.
 #[test]
 fn subagents_first_seen_at_done_or_before_their_invocation() {
-    snapshot(
+    snapshot_both(
         "subagents_first_seen_at_done",
         &[
             step("r", 1).invoke("Late start").done(),

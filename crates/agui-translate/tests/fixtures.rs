@@ -2,7 +2,7 @@
 
 mod common;
 
-use agui_translate::{StructuredOutput, TranslatorOptions};
+use agui_translate::{StructuredOutput, SubagentEvents, TranslatorOptions};
 use common::fixtures::{Input, fixture_names, load};
 use common::{assert_snapshot, assert_valid, replay};
 
@@ -30,6 +30,20 @@ fn a_parked_question_spans_two_runs() {
     assert_snapshot("ask_question_parked", &runs);
 }
 
+/// Subagent fixtures in the old shape (`subagent_events = "steps"`): step brackets, no
+/// attribution.
+#[test]
+fn subagents_as_steps() {
+    let options = TranslatorOptions::default().with_subagent_events(SubagentEvents::Steps);
+    for name in fixture_names()
+        .into_iter()
+        .filter(|n| n.contains("subagent"))
+    {
+        let runs = replay(&load(&name), &options);
+        assert_snapshot(&format!("{name}_steps"), &runs);
+    }
+}
+
 /// Every fixture stays valid with built-ins hidden, custom tools suppressed and structured
 /// output as a custom event.
 #[test]
@@ -40,7 +54,8 @@ fn every_fixture_is_valid_with_other_options() {
         .suppress("get_time")
         .suppress("get_news")
         .suppress("lookup")
-        .with_structured_output(StructuredOutput::Custom);
+        .with_structured_output(StructuredOutput::Custom)
+        .with_activities(false);
     for name in fixture_names() {
         let runs = replay(&load(&name), &options);
         assert_valid(&runs);

@@ -7,7 +7,7 @@ mod common;
 
 use std::collections::{HashMap, HashSet, VecDeque};
 
-use agui_translate::{StructuredOutput, TrajectoryStatus, TranslatorOptions};
+use agui_translate::{StructuredOutput, SubagentEvents, TrajectoryStatus, TranslatorOptions};
 use agui_types::Event;
 use common::{Input, assert_valid, replay, trajectory_change};
 use harness_proto::step::{
@@ -64,6 +64,8 @@ struct Turn {
     schedule: Vec<u32>,
     emit_builtins: bool,
     custom_output: bool,
+    /// Subagents as step brackets (the old shape) instead of subagent events.
+    step_brackets: bool,
 }
 
 fn chunk() -> impl Strategy<Value = String> {
@@ -142,6 +144,7 @@ fn turn() -> impl Strategy<Value = Turn> {
         prop::collection::vec(any::<u32>(), 64),
         any::<bool>(),
         any::<bool>(),
+        any::<bool>(),
     )
         .prop_map(
             |(
@@ -153,6 +156,7 @@ fn turn() -> impl Strategy<Value = Turn> {
                 schedule,
                 emit_builtins,
                 custom_output,
+                step_brackets,
             )| Turn {
                 plans,
                 sub2_under_sub1,
@@ -162,6 +166,7 @@ fn turn() -> impl Strategy<Value = Turn> {
                 schedule,
                 emit_builtins,
                 custom_output,
+                step_brackets,
             },
         )
 }
@@ -186,6 +191,11 @@ impl Turn {
             .suppress(SECRET)
             .with_builtin_tool_calls(self.emit_builtins)
             .with_structured_output(mode)
+            .with_subagent_events(if self.step_brackets {
+                SubagentEvents::Steps
+            } else {
+                SubagentEvents::Subagent
+            })
     }
 
     /// The delivered inputs: per-step snapshot queues and trajectory changes merged in the
@@ -432,21 +442,65 @@ fn expected(inputs: &[Input], options: &TranslatorOptions) -> Totals {
     }
 }
 
+/// What the runs carry. The tool calls of subagent invocations are left out (the inputs have
+/// no tool step for them); they are checked by [`invocations_are_complete`].
 fn actual(runs: &[common::Run]) -> Totals {
     let mut totals = Totals::default();
+    let invocations: HashSet<&str> = invocation_calls(runs);
     for run in runs {
         totals.failures += run.failures.len();
         for event in &run.events {
             match event {
                 Event::TextMessageContent(e) => totals.text_bytes += e.delta.len(),
                 Event::ReasoningMessageContent(e) => totals.thinking_bytes += e.delta.len(),
-                Event::ToolCallStart(_) => totals.tool_calls += 1,
-                Event::ToolCallResult(_) => totals.tool_results += 1,
+                Event::ToolCallStart(e) if !invocations.contains(e.tool_call_id.as_str()) => {
+                    totals.tool_calls += 1;
+                }
+                Event::ToolCallResult(e) if !invocations.contains(e.tool_call_id.as_str()) => {
+                    totals.tool_results += 1;
+                }
                 _ => {}
             }
         }
     }
     totals
+}
+
+/// The tool calls of subagent invocations (`invoke_subagent`).
+fn invocation_calls(runs: &[common::Run]) -> HashSet<&str> {
+    runs.iter()
+        .flat_map(|r| &r.events)
+        .filter_map(|e| match e {
+            Event::ToolCallStart(s) if s.tool_call_name == "invoke_subagent" => {
+                Some(s.tool_call_id.as_str())
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// With subagent events, every announced invocation is closed in the run that announced it
+/// (checked by the verifier too), and every `SUBAGENT_STARTED` naming a tool call names an
+/// `invoke_subagent` call of the stream.
+fn invocations_are_complete(runs: &[common::Run]) {
+    let calls = invocation_calls(runs);
+    for run in runs {
+        let mut open: Vec<&str> = Vec::new();
+        for event in &run.events {
+            match event {
+                Event::SubagentStarted(s) => {
+                    if let Some(call) = &s.parent_tool_call_id {
+                        assert!(calls.contains(call.as_str()), "{call} is no invocation");
+                    }
+                    open.push(&s.subagent_run_id);
+                }
+                Event::SubagentFinished(f) => open.retain(|id| *id != f.subagent_run_id),
+                Event::SubagentError(f) => open.retain(|id| *id != f.subagent_run_id),
+                _ => {}
+            }
+        }
+        assert!(open.is_empty(), "invocations left open: {open:?}");
+    }
 }
 
 proptest! {
@@ -458,6 +512,7 @@ proptest! {
         let options = turn.options();
         let runs = replay(&inputs, &options);
         assert_valid(&runs);
+        invocations_are_complete(&runs);
         prop_assert_eq!(actual(&runs), expected(&inputs, &options));
     }
 }
@@ -498,6 +553,7 @@ fn the_generator_covers_the_interesting_cases() {
         schedule: vec![0x0000_0100, 1, 2, 3],
         emit_builtins: true,
         custom_output: false,
+        step_brackets: true,
     };
     let inputs = turn.inputs();
     assert!(inputs.iter().any(|i| matches!(i, Input::CloseRun)));
@@ -514,5 +570,26 @@ fn the_generator_covers_the_interesting_cases() {
         runs.iter()
             .flat_map(|r| &r.events)
             .any(|e| matches!(e, Event::StepStarted(_)))
+    );
+    // The same turn with subagent events: announced, attributed and closed.
+    let turn = Turn {
+        step_brackets: false,
+        ..turn
+    };
+    let runs = replay(&inputs, &turn.options());
+    assert_valid(&runs);
+    invocations_are_complete(&runs);
+    assert_eq!(actual(&runs), expected(&inputs, &turn.options()));
+    let events: Vec<&Event> = runs.iter().flat_map(|r| &r.events).collect();
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, Event::SubagentStarted(_)))
+    );
+    assert!(
+        events
+            .iter()
+            .any(|e| !matches!(e, Event::SubagentStarted(_)) && e.subagent_run_id().is_some()),
+        "content events are attributed"
     );
 }

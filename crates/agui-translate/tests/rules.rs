@@ -3,7 +3,7 @@
 
 mod common;
 
-use agui_translate::{StructuredOutput, TrajectoryStatus, TranslatorOptions};
+use agui_translate::{StructuredOutput, SubagentEvents, TrajectoryStatus, TranslatorOptions};
 use common::{check, check_with, close, idle, running, step, trajectory_change};
 use serde_json::json;
 
@@ -237,6 +237,8 @@ fn arguments_are_sent_once_even_when_the_snapshot_changes() {
         r#"
         TOOL_CALL_START toolCallId=tool-1 toolCallName=run_command
         TOOL_CALL_ARGS delta="{\"commandLine\":\"ls\"}" toolCallId=tool-1
+        ACTIVITY_SNAPSHOT activityType=command content={"command":"ls","output":"","state":"running","toolCallId":"tool-1"} messageId=activity-1
+        ACTIVITY_DELTA activityType=command messageId=activity-1 patch=[{"op":"replace","path":"/state","value":"completed"},{"op":"add","path":"/exitCode","value":0},{"op":"replace","path":"/output","value":"a\n"}]
         TOOL_CALL_END toolCallId=tool-1
         TOOL_CALL_RESULT content="{\"combinedOutput\":\"a\\n\",\"exitCode\":0}" messageId=result-1 toolCallId=tool-1
         -- run end
@@ -364,7 +366,9 @@ fn tool_summary_labels_and_questions_are_not_text() {
 fn suppressed_and_hidden_tools_produce_nothing() {
     let options = TranslatorOptions::default()
         .suppress("frontend_tool")
-        .with_builtin_tool_calls(false);
+        .with_builtin_tool_calls(false)
+        .with_activities(false)
+        .with_subagent_events(SubagentEvents::Steps);
     check_with(
         &options,
         &[
@@ -450,7 +454,8 @@ fn root_trajectory_changes_and_unknown_states_produce_nothing() {
 
 #[test]
 fn two_subagents_with_the_same_label_get_distinct_brackets() {
-    check(
+    check_with(
+        &steps(),
         &[
             step("r", 1).invoke("Research"),
             running("a", "r"),
@@ -473,7 +478,8 @@ fn two_subagents_with_the_same_label_get_distinct_brackets() {
 
 #[test]
 fn a_subagent_without_a_known_invocation_gets_its_own_bracket() {
-    check(
+    check_with(
+        &steps(),
         &[
             running("sub-7", "r"),
             step("sub-7", 0)
@@ -493,6 +499,11 @@ fn a_subagent_without_a_known_invocation_gets_its_own_bracket() {
         -- run end
         "#,
     );
+}
+
+/// Subagents as step brackets, the shape before AG-UI 1.0's subagent events.
+fn steps() -> TranslatorOptions {
+    TranslatorOptions::default().with_subagent_events(SubagentEvents::Steps)
 }
 
 #[test]
@@ -539,4 +550,192 @@ fn step_of(mut inputs: Vec<common::Input>) -> harness_proto::step::Step {
         Some(common::Input::Step(step)) => *step,
         other => panic!("not a step: {other:?}"),
     }
+}
+
+#[test]
+fn each_subagent_is_an_invocation_of_its_invoke_call_whose_result_is_the_replies() {
+    check(
+        &[
+            step("r", 1).invoke("Research"),
+            running("a", "r"),
+            step("r", 1).invoke("Research").done(),
+            step("r", 2).invoke("Research"),
+            running("b", "r"),
+            step("r", 2).invoke("Research").done(),
+            step("b", 1).child_of("r").say("B found.").done(),
+            idle("b", "r"),
+            step("a", 1).child_of("r").say("A found.").done(),
+            idle("a", "r"),
+        ],
+        r#"
+        TOOL_CALL_START toolCallId=tool-1 toolCallName=invoke_subagent
+        TOOL_CALL_ARGS delta="{}" toolCallId=tool-1
+        SUBAGENT_STARTED description=Research name=subagent parentToolCallId=tool-1 subagentRunId=a
+        TOOL_CALL_END toolCallId=tool-1
+        TOOL_CALL_START toolCallId=tool-2 toolCallName=invoke_subagent
+        TOOL_CALL_ARGS delta="{}" toolCallId=tool-2
+        SUBAGENT_STARTED description=Research name=subagent parentToolCallId=tool-2 subagentRunId=b
+        TOOL_CALL_END toolCallId=tool-2
+        TEXT_MESSAGE_START messageId=text-1 subagentRunId=b
+        TEXT_MESSAGE_CONTENT delta="B found." messageId=text-1 subagentRunId=b
+        TEXT_MESSAGE_END messageId=text-1 subagentRunId=b
+        SUBAGENT_FINISHED result="B found." subagentRunId=b
+        TOOL_CALL_RESULT content="B found." messageId=result-1 toolCallId=tool-2
+        TEXT_MESSAGE_START messageId=text-2 subagentRunId=a
+        TEXT_MESSAGE_CONTENT delta="A found." messageId=text-2 subagentRunId=a
+        TEXT_MESSAGE_END messageId=text-2 subagentRunId=a
+        SUBAGENT_FINISHED result="A found." subagentRunId=a
+        TOOL_CALL_RESULT content="A found." messageId=result-2 toolCallId=tool-1
+        -- run end
+        "#,
+    );
+}
+
+#[test]
+fn a_subagent_without_a_known_invocation_is_announced_with_its_first_output() {
+    check(
+        &[
+            running("sub-7", "r"),
+            step("sub-7", 1).child_of("r").say("Found it.").done(),
+            idle("sub-7", "r"),
+        ],
+        r#"
+        SUBAGENT_STARTED name=subagent subagentRunId=sub-7
+        TEXT_MESSAGE_START messageId=text-1 subagentRunId=sub-7
+        TEXT_MESSAGE_CONTENT delta="Found it." messageId=text-1 subagentRunId=sub-7
+        TEXT_MESSAGE_END messageId=text-1 subagentRunId=sub-7
+        SUBAGENT_FINISHED result="Found it." subagentRunId=sub-7
+        -- run end
+        "#,
+    );
+}
+
+#[test]
+fn a_failed_or_cancelled_subagent_ends_with_an_error_and_a_woken_one_is_a_new_invocation() {
+    let mut failed = trajectory_change("a", Some("r"), TrajectoryStatus::Idle);
+    if let common::Input::Trajectory(change) = &mut failed {
+        change.error = Some("Error 400, Message: upstream detail".into());
+    }
+    check(
+        &[
+            step("r", 1).invoke("Research"),
+            running("a", "r"),
+            step("r", 1).invoke("Research").done(),
+            failed,
+            running("a", "r"),
+            step("a", 3).child_of("r").say("Again.").done(),
+            trajectory_change("a", Some("r"), TrajectoryStatus::Cancelled),
+        ],
+        r#"
+        TOOL_CALL_START toolCallId=tool-1 toolCallName=invoke_subagent
+        TOOL_CALL_ARGS delta="{}" toolCallId=tool-1
+        SUBAGENT_STARTED description=Research name=subagent parentToolCallId=tool-1 subagentRunId=a
+        TOOL_CALL_END toolCallId=tool-1
+        SUBAGENT_ERROR code=SUBAGENT_FAILED message="The subagent's model call failed (HTTP 400)." subagentRunId=a
+        TOOL_CALL_RESULT content="The subagent finished without a reply." messageId=result-1 toolCallId=tool-1
+        SUBAGENT_STARTED description=Research name=subagent parentToolCallId=tool-1 subagentRunId=a-2
+        TEXT_MESSAGE_START messageId=text-1 subagentRunId=a-2
+        TEXT_MESSAGE_CONTENT delta=Again. messageId=text-1 subagentRunId=a-2
+        TEXT_MESSAGE_END messageId=text-1 subagentRunId=a-2
+        SUBAGENT_ERROR code=SUBAGENT_CANCELLED message="The subagent was cancelled." subagentRunId=a-2
+        -- run end
+        "#,
+    );
+}
+
+#[test]
+fn a_run_ending_inside_a_subagent_suspends_it_with_its_interrupts() {
+    use agui_translate::{SequentialIds, Translator};
+    let mut translator =
+        Translator::new(TranslatorOptions::default(), Box::new(SequentialIds::new()));
+    for input in [
+        step("r", 1).invoke("Ask"),
+        running("a", "r"),
+        step("a", 1).child_of("r").say("Let me ask."),
+    ] {
+        match input {
+            common::Input::Step(s) => drop(translator.step(&s)),
+            common::Input::Trajectory(t) => drop(translator.trajectory(&t)),
+            _ => {}
+        }
+    }
+    assert_eq!(translator.attribution("a"), Some("a"));
+    assert_eq!(translator.attribution("r"), None);
+    let closed =
+        common::render(&translator.close_run_with_interrupts(&[("i-1".into(), "a".into())]));
+    assert_eq!(
+        closed,
+        [
+            "TEXT_MESSAGE_END messageId=text-1 subagentRunId=a",
+            "TOOL_CALL_END toolCallId=tool-1",
+            r#"SUBAGENT_FINISHED outcome={"interruptIds":["i-1"],"type":"suspended"} subagentRunId=a"#,
+        ]
+        .join("\n")
+    );
+}
+
+#[test]
+fn file_changes_are_activities_with_a_unified_diff() {
+    let diff = json!([{"startLine": 0, "endLine": 0, "lines": [
+        {"text": "old", "action": "LINE_ACTION_DELETE"},
+        {"text": "new", "action": "LINE_ACTION_INSERT"},
+        {"text": "", "action": "LINE_ACTION_NONE"},
+    ]}]);
+    check(
+        &[
+            step("r", 1).builtin(
+                "edit_file",
+                json!({"filePath": "file:///w/a.txt"}),
+                json!({}),
+            ),
+            step("r", 1)
+                .builtin(
+                    "edit_file",
+                    json!({"filePath": "file:///w/a.txt"}),
+                    json!({"diffBlock": diff}),
+                )
+                .done(),
+        ],
+        r#"
+        TOOL_CALL_START toolCallId=tool-1 toolCallName=edit_file
+        TOOL_CALL_ARGS delta="{\"filePath\":\"file:///w/a.txt\"}" toolCallId=tool-1
+        ACTIVITY_SNAPSHOT activityType=file_change content={"diff":"--- a/a.txt\n+++ b/a.txt\n@@ -1,1 +1,1 @@\n-old\n+new\n","operation":"edit","path":"/w/a.txt","toolCallId":"tool-1"} messageId=activity-1
+        TOOL_CALL_END toolCallId=tool-1
+        TOOL_CALL_RESULT content="[{\"endLine\":0,\"lines\":[{\"action\":\"LINE_ACTION_DELETE\",\"text\":\"old\"},{\"action\":\"LINE_ACTION_INSERT\",\"text\":\"new\"},{\"action\":\"LINE_ACTION_NONE\",\"text\":\"\"}],\"startLine\":0}]" messageId=result-1 toolCallId=tool-1
+        -- run end
+        "#,
+    );
+}
+
+#[test]
+fn a_command_the_turn_left_running_is_reported_stopped() {
+    use agui_translate::{SequentialIds, Translator};
+    let mut translator = Translator::new(
+        TranslatorOptions::default().with_builtin_tool_calls(false),
+        Box::new(SequentialIds::new()),
+    );
+    let common::Input::Step(running_command) =
+        step("r", 1).builtin("run_command", json!({"commandLine": "sleep 30"}), json!({}))
+    else {
+        unreachable!()
+    };
+    let started = common::render(&translator.step(&running_command).events);
+    assert_eq!(
+        started,
+        r#"ACTIVITY_SNAPSHOT activityType=command content={"command":"sleep 30","output":"","state":"running"} messageId=activity-1"#
+    );
+    assert_eq!(
+        common::render(&translator.close_turn()),
+        r#"ACTIVITY_DELTA activityType=command messageId=activity-1 patch=[{"op":"replace","path":"/state","value":"stopped"}]"#
+    );
+    let off = TranslatorOptions::default().with_activities(false);
+    let mut quiet = Translator::new(off, Box::new(SequentialIds::new()));
+    assert!(
+        quiet
+            .step(&running_command)
+            .events
+            .iter()
+            .all(|e| !e.event_type().as_str().starts_with("ACTIVITY")),
+        "activities = false"
+    );
 }

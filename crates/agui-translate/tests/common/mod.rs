@@ -83,7 +83,9 @@ impl Driver {
             }
             Input::CloseRun | Input::HostAnswer => self.close_run(),
             Input::EndTurn => {
-                self.close_run();
+                let events = self.translator.close_turn();
+                self.record(events, Vec::new());
+                self.runs.push(std::mem::take(&mut self.current));
                 self.turn += 1;
                 self.translator = Self::translator(&self.options, self.turn);
             }
@@ -311,6 +313,7 @@ pub(crate) fn trajectory_change(
         trajectory_id: trajectory.to_owned(),
         parent_trajectory_id: parent.map(str::to_owned),
         status,
+        error: None,
     })
 }
 
