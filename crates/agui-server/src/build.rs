@@ -387,6 +387,8 @@ pub fn options(
         app_context_tool = app_context_tool,
         app_state_tool = app_state_tool,
         emit_builtin_tool_calls = emit_builtin_tool_calls,
+        subagent_events = subagent_events,
+        activities = activities,
         max_sessions = max_sessions,
         max_attachment_bytes = max_attachment_bytes,
         on_disconnect = on_disconnect,

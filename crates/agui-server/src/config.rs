@@ -11,7 +11,9 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use agui_session::{Behavior, InterruptReasons, OnDisconnect, StructuredOutputMode};
+use agui_session::{
+    Behavior, InterruptReasons, OnDisconnect, StructuredOutputMode, SubagentEvents,
+};
 use harness_client::BuiltinTool;
 use serde::Deserialize;
 use serde_json::Value;
@@ -139,6 +141,13 @@ agent_settings! {
         /// Show built-in tool calls as tool-call events.
         #[arg(long, num_args = 0..=1, default_missing_value = "true", env = "AGUI_EMIT_BUILTIN_TOOL_CALLS")]
         pub emit_builtin_tool_calls: Option<bool>,
+        /// How subagents are shown: `subagent` (AG-UI subagent events) or `steps` (the older
+        /// STEP_STARTED/STEP_FINISHED brackets).
+        #[arg(long, env = "AGUI_SUBAGENT_EVENTS")]
+        pub subagent_events: Option<SubagentEvents>,
+        /// Report file changes and commands as activities.
+        #[arg(long, num_args = 0..=1, default_missing_value = "true", env = "AGUI_ACTIVITIES")]
+        pub activities: Option<bool>,
         /// Stop a turn after this many tool calls.
         #[arg(long, env = "AGUI_MAX_TOOL_CALLS_PER_TURN")]
         pub max_tool_calls_per_turn: Option<u32>,

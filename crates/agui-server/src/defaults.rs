@@ -113,6 +113,8 @@ pub fn documented() -> Vec<(&'static str, String)> {
             "emit_builtin_tool_calls",
             on_off(session::EMIT_BUILTIN_TOOL_CALLS),
         ),
+        ("subagent_events", choice_name(&session::SUBAGENT_EVENTS)),
+        ("activities", on_off(session::ACTIVITIES)),
         ("max_tool_calls_per_turn", text("none")),
         ("workspace_root", text("<data>/w/<agent>")),
         ("save_dir", text("<data>/agents/<agent>")),

@@ -186,6 +186,8 @@ fn sample(key: &str) -> (&'static str, &'static str, Option<&'static str>) {
         "response_schema" => ("{ type = \"object\" }", "{\"type\":\"object\"}", None),
         "structured_output" => ("\"custom\"", "custom", None),
         "emit_builtin_tool_calls" => ("false", "false", None),
+        "subagent_events" => ("\"steps\"", "steps", None),
+        "activities" => ("false", "false", None),
         "max_tool_calls_per_turn" => ("5", "5", None),
         "workspace_root" => ("\"/tmp/agui-w\"", "/tmp/agui-w", None),
         "save_dir" => ("\"/tmp/agui-s\"", "/tmp/agui-s", None),
@@ -398,6 +400,7 @@ fn every_bad_value_of_an_enum_like_key_is_refused_naming_key_value_and_choices()
             "on_disconnect",
             "sandbox",
             "structured_output",
+            "subagent_events",
             "system_instructions_mode",
             "thinking_level",
         ]

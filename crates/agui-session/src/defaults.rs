@@ -8,7 +8,9 @@ use std::time::Duration;
 
 use harness_client::BuiltinTool;
 
-use crate::options::{Behavior, InterruptReasons, OnDisconnect, StructuredOutputMode};
+use crate::options::{
+    Behavior, InterruptReasons, OnDisconnect, StructuredOutputMode, SubagentEvents,
+};
 
 /// Built-in tools: files and shell, without the web, image and scheduling tools (`search_web`
 /// without Google credentials makes models loop; the others need services a local agent may
@@ -42,6 +44,10 @@ pub const APP_STATE_TOOL: bool = false;
 pub const STRUCTURED_OUTPUT: StructuredOutputMode = StructuredOutputMode::State;
 /// Show built-in tool calls as tool-call events.
 pub const EMIT_BUILTIN_TOOL_CALLS: bool = true;
+/// Subagents as AG-UI subagent events.
+pub const SUBAGENT_EVENTS: SubagentEvents = SubagentEvents::Subagent;
+/// File changes and commands as activities.
+pub const ACTIVITIES: bool = true;
 /// The harness's own workspace containment of file tools (off: the sandbox confines them, or
 /// the operator chose to run unconfined).
 pub const WORKSPACE_CONTAINMENT: bool = false;

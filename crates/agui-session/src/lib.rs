@@ -51,7 +51,7 @@ pub use error::{RunErrorCode, RunFailure, SessionError};
 pub use interrupts::{InterruptAnswer, REASON_APPROVAL, REASON_QUESTION};
 pub use options::{
     AgentOptions, Behavior, ConcurrentRuns, HarnessSettings, InterruptReasons, OnDisconnect,
-    StructuredOutputMode,
+    StructuredOutputMode, SubagentEvents,
 };
 pub use thread::{APP_CONTEXT_TOOL, APP_STATE_TOOL};
 pub use tools::{FnTool, InterruptRequest, ServerTool, ToolContext, ToolError, ToolRegistry};

@@ -25,6 +25,19 @@ pub enum StructuredOutputMode {
     Custom,
 }
 
+/// How subagents are shown to the client.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+#[serde(rename_all = "snake_case")]
+pub enum SubagentEvents {
+    /// AG-UI subagent events: `SUBAGENT_STARTED` … `SUBAGENT_FINISHED`/`SUBAGENT_ERROR` per
+    /// subagent, its events carrying its `subagentRunId`.
+    Subagent,
+    /// `STEP_STARTED`/`STEP_FINISHED` brackets named `subagent:<label>`, the shape before
+    /// AG-UI 1.0's subagent events (for frontends written against it).
+    Steps,
+}
+
 /// The `reason` of the interrupts the agent itself raises.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
@@ -167,6 +180,10 @@ pub struct AgentOptions {
     pub response_schema: Option<(Value, StructuredOutputMode)>,
     /// Show the harness's built-in tool calls as tool-call events.
     pub emit_builtin_tool_calls: bool,
+    /// How subagents are shown.
+    pub subagent_events: SubagentEvents,
+    /// Report file changes and commands as activities next to their tool calls.
+    pub activities: bool,
     /// Stop a turn after this many tool calls.
     pub max_tool_calls_per_turn: Option<u32>,
     /// Per-thread workspaces are created under this directory (keep it short: long paths make
@@ -244,6 +261,8 @@ impl AgentOptions {
             app_state_tool: defaults::APP_STATE_TOOL,
             response_schema: None,
             emit_builtin_tool_calls: defaults::EMIT_BUILTIN_TOOL_CALLS,
+            subagent_events: defaults::SUBAGENT_EVENTS,
+            activities: defaults::ACTIVITIES,
             max_tool_calls_per_turn: None,
             workspace_root: data_dir.join("w"),
             save_dir: data_dir.join("save"),

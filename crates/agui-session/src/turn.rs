@@ -12,7 +12,7 @@ use harness_client::{TrajectoryState, Usage};
 use harness_proto::step::Step;
 
 use crate::activity::TurnActivity;
-use crate::options::{AgentOptions, StructuredOutputMode};
+use crate::options::{AgentOptions, StructuredOutputMode, SubagentEvents};
 
 /// A turn in flight.
 pub(crate) struct Turn {
@@ -34,13 +34,27 @@ pub(crate) fn translator(
         Some((_, StructuredOutputMode::Custom)) => StructuredOutput::Custom,
         _ => StructuredOutput::StateSnapshot,
     };
-    let options = TranslatorOptions {
-        emit_builtin_tool_calls: options.emit_builtin_tool_calls,
-        suppressed_tools: session_tools,
-        structured_output: structured,
-    };
+    let options = translator_options(options, session_tools).with_structured_output(structured);
     Translator::new(options, Box::new(StepIds::new(conversation_id)))
         .sharing_tool_call_ids(tool_call_ids)
+}
+
+/// What the agent's options ask of a translator, with `hidden` tools left to the session.
+pub(crate) fn translator_options(
+    options: &AgentOptions,
+    hidden: BTreeSet<String>,
+) -> TranslatorOptions {
+    let subagents = match options.subagent_events {
+        SubagentEvents::Subagent => agui_translate::SubagentEvents::Subagent,
+        SubagentEvents::Steps => agui_translate::SubagentEvents::Steps,
+    };
+    TranslatorOptions {
+        suppressed_tools: hidden,
+        ..TranslatorOptions::default()
+    }
+    .with_builtin_tool_calls(options.emit_builtin_tool_calls)
+    .with_subagent_events(subagents)
+    .with_activities(options.activities)
 }
 
 impl Turn {
@@ -75,6 +89,7 @@ impl Turn {
             trajectory_id: state.trajectory_id.clone(),
             parent_trajectory_id: state.parent_trajectory_id.clone(),
             status: state.status,
+            error: state.error.clone(),
         };
         self.translator.trajectory(&change).events
     }
@@ -85,8 +100,20 @@ impl Turn {
         self.translator.external_tool_call(trajectory)
     }
 
-    /// Closes every open block before a run's terminal event.
-    pub(crate) fn close_run(&mut self) -> Vec<Event> {
-        self.translator.close_run()
+    /// Closes every open block before a run's terminal event; `interrupts` are the run's
+    /// interrupts with the trajectory that raised each (a subagent closed as suspended names
+    /// its own).
+    pub(crate) fn close_run(&mut self, interrupts: &[(String, String)]) -> Vec<Event> {
+        self.translator.close_run_with_interrupts(interrupts)
+    }
+
+    /// Closes everything at the end of the turn.
+    pub(crate) fn close_turn(&mut self) -> Vec<Event> {
+        self.translator.close_turn()
+    }
+
+    /// The `subagentRunId` of the events and interrupts of `trajectory`, if it is a subagent.
+    pub(crate) fn attribution(&self, trajectory: &str) -> Option<String> {
+        self.translator.attribution(trajectory).map(str::to_owned)
     }
 }

@@ -519,8 +519,12 @@ impl Translator {
         let Some(key) = self.subagents.invoke_key(index).cloned() else {
             return;
         };
-        let replies = self.invocations.replies(self.subagents.members(index));
-        let content = if replies.is_empty() {
+        let members = self.subagents.members(index);
+        let replies = self.invocations.replies(members);
+        let content = if members.is_empty() {
+            // A resumed conversation's history has no subagent steps.
+            "The subagent was started; its work is not in this record.".to_owned()
+        } else if replies.is_empty() {
             "The subagent finished without a reply.".to_owned()
         } else {
             replies.join("\n\n")

@@ -8,28 +8,21 @@
 //! ids the client sent (remembered per step), or a derived one. What the harness does not keep
 //! is not rebuilt: subagents' steps, and the text of answered questions.
 
-use std::collections::BTreeSet;
-
 use agui_translate::{StepIds, ToolCallIds, Translator, TranslatorOptions};
 use agui_types::{Content, Message, MessageLog, UserMessage};
 use harness_proto::step::{Step, StepSource, StepStatus};
 
 use crate::store::UserSteps;
 
-/// The messages of a conversation's history. `hidden` are tools never shown (the silent
-/// ones); `user_ids` maps root user steps to the client's message ids.
+/// The messages of a conversation's history, translated with `options` (the live turns'
+/// options, with the silent tools suppressed); `user_ids` maps root user steps to the client's
+/// message ids.
 pub(crate) fn rebuild(
     conversation_id: &str,
     history: &[Step],
-    hidden: BTreeSet<String>,
+    options: TranslatorOptions,
     user_ids: &UserSteps,
-    emit_builtin_tool_calls: bool,
 ) -> MessageLog {
-    let options = TranslatorOptions {
-        emit_builtin_tool_calls,
-        suppressed_tools: hidden,
-        ..TranslatorOptions::default()
-    };
     let mut translator = Translator::new(options, Box::new(StepIds::new(conversation_id)))
         .sharing_tool_call_ids(ToolCallIds::new());
     let mut log = MessageLog::new();
@@ -59,7 +52,7 @@ pub(crate) fn rebuild(
             log.apply(&event);
         }
     }
-    for event in translator.close_run() {
+    for event in translator.close_turn() {
         log.apply(&event);
     }
     log
@@ -103,7 +96,7 @@ mod tests {
         ];
         let mut users = UserSteps::default();
         users.insert(0, "client-m1".into());
-        let log = rebuild(conversation, &history, BTreeSet::new(), &users, true);
+        let log = rebuild(conversation, &history, TranslatorOptions::default(), &users);
         let ids: Vec<&str> = log.messages().iter().map(Message::id).collect();
         assert_eq!(
             ids,

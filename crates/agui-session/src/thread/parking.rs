@@ -136,6 +136,15 @@ impl Parking {
             .collect()
     }
 
+    /// The parked interrupts' ids with the trajectory that raised each.
+    pub(crate) fn interrupt_owners(&mut self) -> Vec<(String, String)> {
+        self.prune();
+        self.interrupts
+            .iter()
+            .map(|p| (p.interrupt.id.clone(), p.trajectory.clone()))
+            .collect()
+    }
+
     /// The frontend tool calls waiting for a tool message, in the order they were parked.
     pub(crate) fn pending_tool_calls(&mut self) -> Vec<PendingTool> {
         self.prune();

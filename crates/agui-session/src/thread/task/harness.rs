@@ -98,7 +98,7 @@ impl Task {
         let Some(mut turn) = open.turn.take() else {
             return;
         };
-        for event in turn.close_run() {
+        for event in turn.close_turn() {
             self.output.emit(event);
         }
         let exhausted = self.parking.budget_exhausted();
@@ -267,11 +267,18 @@ impl Task {
                 }
             }
             Request::Interrupt {
-                interrupt,
+                mut interrupt,
                 kind,
                 trajectory,
                 reply,
             } => {
+                // Raised inside a subagent: the interrupt names its invocation.
+                if interrupt.subagent_run_id.is_none() {
+                    interrupt.subagent_run_id = self
+                        .conversation
+                        .turn()
+                        .and_then(|turn| turn.attribution(&trajectory));
+                }
                 tracing::debug!(interrupt_id = %interrupt.id, reason = %interrupt.reason, ?kind, "parking an interrupt");
                 self.parking
                     .park_interrupt(interrupt, kind, trajectory, reply);
@@ -295,7 +302,16 @@ impl Task {
     /// trajectory's open reply (`parentMessageId`) after that trajectory's reasoning is
     /// closed, as the translator does for the calls it emits.
     pub(super) fn emit_in(&mut self, trajectory: Option<&str>, events: Vec<Event>) {
+        // A subagent's calls carry its `subagentRunId`, as the translator's do.
+        let attribution = trajectory.and_then(|t| {
+            self.conversation
+                .turn()
+                .and_then(|turn| turn.attribution(t))
+        });
         for mut event in events {
+            if attribution.is_some() {
+                event.set_subagent_run_id(attribution.clone());
+            }
             if let (Some(trajectory), Event::ToolCallStart(start)) = (trajectory, &mut event)
                 && let Some(turn) = self.conversation.turn_mut()
             {
@@ -443,13 +459,12 @@ impl Task {
             return Err(self.conversation_lost("it came back with no history"));
         }
         if !self.history_loaded {
-            let hidden = contract.silent.clone();
+            let translation = crate::turn::translator_options(options, contract.silent.clone());
             let rebuilt = history::rebuild(
                 &self.conversation_id,
                 &info.history,
-                hidden,
+                translation,
                 &self.user_steps,
-                options.emit_builtin_tool_calls,
             );
             self.output.log_mut().merge(rebuilt.messages());
             self.history_loaded = true;

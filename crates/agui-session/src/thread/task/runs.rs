@@ -334,8 +334,12 @@ impl Task {
         while let Ok(request) = self.requests.try_recv() {
             self.request(request);
         }
+        let interrupts = match &result {
+            Ok(Ending::Parked) => self.parking.interrupt_owners(),
+            _ => Vec::new(),
+        };
         if let Some(turn) = self.conversation.turn_mut() {
-            for event in turn.close_run() {
+            for event in turn.close_run(&interrupts) {
                 self.output.emit(event);
             }
         }
