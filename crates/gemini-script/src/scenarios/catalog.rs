@@ -360,6 +360,129 @@ pub fn subagent() -> Scenario {
     }
 }
 
+/// Two `research` subagents started by two `invoke_subagent` calls in one model reply.
+pub fn two_subagents_in_parallel() -> Scenario {
+    let invoke = |n: &str| {
+        Call::new(
+            "invoke_subagent",
+            json!({"Subagents": [{
+                "TypeName": "research",
+                "Role": format!("Helper {n}"),
+                "Prompt": format!("SUBTASK-{n} say {n}")
+            }]}),
+        )
+    };
+    let subagent = |n: &str| {
+        Reply::text(format!("result {n}"))
+            .when(
+                Matcher::user_text()
+                    .system_message(true)
+                    .user_text_contains(format!("SUBTASK-{n}")),
+            )
+            .named(format!("subagent {n}"))
+    };
+    Scenario {
+        name: "two_subagents_in_parallel",
+        doc: "Prompt \"delegate twice please\" with subagents enabled; the root calls \
+              invoke_subagent twice in one reply (research subagents prompted \"SUBTASK-ONE say \
+              ONE\" and \"SUBTASK-TWO say TWO\"; the harness runs both at once) and says \"Two \
+              subagents are on it.\"; each subagent answers \"result ONE\" / \"result TWO\"; the \
+              root answers \"A subagent reported.\" each time one goes idle. The turn ends at the \
+              root's FULLY_IDLE.",
+        turns: vec![Turn::new("delegate twice please")],
+        script: Script::new()
+            .then(
+                Reply::text("Two subagents are on it.")
+                    .when(Matcher::function_response_to("invoke_subagent"))
+                    .named("root after invoke")
+                    .forever(),
+            )
+            .then(
+                Reply::text("A subagent reported.")
+                    .when(
+                        Matcher::user_text()
+                            .system_message(true)
+                            .user_text_contains("has gone idle"),
+                    )
+                    .named("root after a subagent")
+                    .forever(),
+            )
+            .then(subagent("ONE"))
+            .then(subagent("TWO"))
+            .then(
+                Reply::calls([invoke("ONE"), invoke("TWO")])
+                    .when(prompt("delegate twice please").system_message(false))
+                    .named("root invokes twice"),
+            ),
+        setup: HostSetup {
+            builtin_tools: vec!["subagents"],
+            ..HostSetup::default()
+        },
+    }
+}
+
+/// A coding agent's progress: a file created, then edited, then a command run on it.
+pub fn file_edits_and_command() -> Scenario {
+    Scenario {
+        name: "file_edits_and_command",
+        doc: "Prompt \"write the notes\" with writeToFile, fileEdit and runCommand enabled; the \
+              model creates notes.md (write_to_file, 3 lines), replaces its second line \
+              (replace_file_content), runs `cat notes.md` in the workspace (run_command), then \
+              answers \"The notes are written.\". The workspace starts empty.",
+        turns: vec![Turn::new("write the notes")],
+        script: Script::new()
+            .then(
+                Reply::call(
+                    "write_to_file",
+                    json!({
+                        "TargetFile": "{{workspace}}/notes.md",
+                        "CodeContent": "# Notes\n- first\n- second\n",
+                        "Overwrite": false
+                    }),
+                )
+                .when(prompt("write the notes"))
+                .named("write"),
+            )
+            .then(
+                Reply::call(
+                    "replace_file_content",
+                    json!({
+                        "TargetFile": "{{workspace}}/notes.md",
+                        "Instruction": "change the first item",
+                        "AllowMultiple": false,
+                        "TargetContent": "- first\n",
+                        "ReplacementContent": "- first, edited\n- inserted\n",
+                        "StartLine": 1,
+                        "EndLine": 3
+                    }),
+                )
+                .when(Matcher::function_response_to("write_to_file"))
+                .named("edit"),
+            )
+            .then(
+                Reply::call(
+                    "run_command",
+                    json!({
+                        "CommandLine": "cat notes.md",
+                        "Cwd": "{{workspace}}",
+                        "WaitMsBeforeAsync": 5000
+                    }),
+                )
+                .when(Matcher::function_response_to("replace_file_content"))
+                .named("run"),
+            )
+            .then(
+                Reply::text("The notes are written.")
+                    .when(Matcher::function_response_to("run_command"))
+                    .named("answer"),
+            ),
+        setup: HostSetup {
+            builtin_tools: vec!["writeToFile", "fileEdit", "runCommand"],
+            ..HostSetup::default()
+        },
+    }
+}
+
 /// Two host tool calls in one model reply.
 pub fn two_parallel_custom_calls() -> Scenario {
     Scenario {

@@ -19,9 +19,9 @@ use crate::script::Script;
 
 pub use catalog::{
     ask_question, bad_request, builtin_and_custom_calls, builtin_list_dir_and_run_command,
-    custom_and_builtin_calls_with_pre_tool_hook, custom_tool_round_trip, plain_text,
-    rate_limited_then_ok, resume_history, subagent, thinking_text, three_parallel_custom_calls,
-    two_parallel_custom_calls, two_turns,
+    custom_and_builtin_calls_with_pre_tool_hook, custom_tool_round_trip, file_edits_and_command,
+    plain_text, rate_limited_then_ok, resume_history, subagent, thinking_text,
+    three_parallel_custom_calls, two_parallel_custom_calls, two_subagents_in_parallel, two_turns,
 };
 
 /// A scripted conversation with the harness.
@@ -201,6 +201,8 @@ pub fn all() -> Vec<Scenario> {
         two_turns(),
         resume_history(),
         subagent(),
+        two_subagents_in_parallel(),
+        file_edits_and_command(),
         two_parallel_custom_calls(),
         three_parallel_custom_calls(),
         builtin_and_custom_calls(),
