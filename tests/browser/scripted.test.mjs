@@ -1,6 +1,7 @@
 // The playground against agents on the scripted model (`gemini-script`): interrupts answered
-// through their forms (a question, approvals approved and denied) and a RUN_ERROR shown
-// plainly. Two agents on one server: `/` asks questions, `/guarded` asks before each tool.
+// through their forms (a question, approvals approved and denied), a RUN_ERROR shown plainly,
+// a subagent and activities nested under their tool calls. Three agents on one server: `/`
+// asks questions, `/guarded` asks before each tool, `/coder` delegates and writes files.
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { useScriptedServer } from "./lib/scripted.mjs";
@@ -60,5 +61,32 @@ describe("playground on the scripted model", () => {
     assert.match(await page.locator("#run-info").innerText(), /error AGENT_ERROR/);
     assert.ok(await page.locator("#prompt").isEnabled(), "the user can go on");
     await screenshot(page, "scripted-run-error");
+  });
+
+  test("a subagent is nested under its parent tool call", async () => {
+    const page = await browser().newPage();
+    await page.goto(`${url()}/coder`);
+    await afterRuns(page, () => send(page, "pg-delegate: ask a helper"), { timeout: 90_000 });
+    const box = page.locator(".tool .nested .subagent");
+    assert.equal(await box.count(), 1, "one subagent, inside the invoke_subagent card");
+    assert.equal(await box.getAttribute("data-status"), "finished");
+    assert.match(await box.locator(".subagent-head").innerText(), /subagent/);
+    assert.match(await box.locator(".subagent-body").innerText(), /subagent result text/, "its messages are inside it");
+    assert.match(await lastReply(page), /The subagent says hi/);
+    await screenshot(page, "scripted-subagent");
+  });
+
+  test("activities (file diff, command output) are nested under their tool calls", async () => {
+    const page = await browser().newPage();
+    await page.goto(`${url()}/coder`);
+    await afterRuns(page, () => send(page, "pg-code: write the notes"), { timeout: 90_000 });
+    const nested = page.locator(".tool .nested .activity");
+    assert.ok((await nested.count()) >= 2, "an activity for the file and one for the command");
+    const diff = page.locator(".tool .nested .activity pre.diff");
+    assert.match(await diff.first().innerText(), /\+- playground/, "the file's diff");
+    const terminal = page.locator(".tool .nested .activity pre.terminal");
+    assert.match(await terminal.first().innerText(), /\$ cat notes\.md[\s\S]*playground/, "the command and its output");
+    assert.match(await lastReply(page), /The command finished/);
+    await screenshot(page, "scripted-activities");
   });
 });

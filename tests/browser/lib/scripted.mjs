@@ -13,7 +13,7 @@ process.on("exit", () => fs.rmSync(FIXTURES, { recursive: true, force: true }));
 
 /**
  * `/` asks questions and runs commands; `/guarded` asks before every tool call; `/coder`
- * delegates to subagents and writes files (used by the tests in pending/).
+ * delegates to subagents, writes files and runs commands.
  */
 export const TOML = `
 [[agents]]
