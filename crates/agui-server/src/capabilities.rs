@@ -1,7 +1,11 @@
-//! `GET <path>/capabilities`: what an agent can do, derived from its actual configuration —
-//! nothing is advertised that the configuration cannot deliver.
+//! `GET <path>/capabilities`: what an agent can do, in the shape of AG-UI's `AgentCapabilities`
+//! (`basic/capabilities.mdx`), derived from its actual configuration — nothing is advertised
+//! that the configuration cannot deliver, and what it cannot do is said with an explicit
+//! `false` ("an omitted field means undeclared, not unsupported"). What the spec has no key
+//! for (connect, stop, the shape of subagents and activities) is under `custom`.
 
-use agui_session::{Agent, StructuredOutputMode};
+use agui_session::{Agent, OnDisconnect, StructuredOutputMode, SubagentEvents};
+use agui_session::{COMMAND_ACTIVITY, FILE_CHANGE_ACTIVITY};
 use agui_types::{
     AgentCapabilities, ExecutionCapabilities, HumanInTheLoopCapabilities, IdentityCapabilities,
     MultiAgentCapabilities, MultimodalCapabilities, MultimodalInputCapabilities,
@@ -67,6 +71,40 @@ pub fn derive(agent: &Agent, demo: bool, sandbox: &SandboxStatus) -> AgentCapabi
         "sandbox".into(),
         serde_json::to_value(sandbox).unwrap_or_default(),
     );
+    // The routes beside `POST <path>` and what a client leaving does (no spec key: the spec's
+    // `transport.resumable` means sequence-numbered stream resumption, which this is not).
+    custom.insert(
+        "threads".into(),
+        json!({
+            "connect": true,
+            "stop": true,
+            "onDisconnect": match options.on_disconnect {
+                OnDisconnect::Detach => "detach",
+                OnDisconnect::Cancel => "cancel",
+            },
+        }),
+    );
+    if subagents {
+        custom.insert(
+            "subagentEvents".into(),
+            json!(match options.subagent_events {
+                SubagentEvents::Subagent => "subagent",
+                SubagentEvents::Steps => "steps",
+            }),
+        );
+    }
+    // The activity types this agent's tools can produce.
+    let mut activities = Vec::new();
+    if options.activities {
+        let writes = [BuiltinTool::CreateFile, BuiltinTool::EditFile];
+        if writes.iter().any(|t| options.builtin_tools.contains(t)) {
+            activities.push(FILE_CHANGE_ACTIVITY);
+        }
+        if options.builtin_tools.contains(&BuiltinTool::RunCommand) {
+            activities.push(COMMAND_ACTIVITY);
+        }
+    }
+    custom.insert("activityTypes".into(), json!(activities));
     if demo {
         custom.insert("demo".into(), Value::Bool(true));
         custom.insert(
@@ -90,7 +128,9 @@ pub fn derive(agent: &Agent, demo: bool, sandbox: &SandboxStatus) -> AgentCapabi
         transport: Some(TransportCapabilities {
             streaming: Some(true),
             http_binary: Some(true),
-            ..Default::default()
+            websocket: Some(false),
+            push_notifications: Some(false),
+            resumable: Some(false),
         }),
         tools: Some(ToolsCapabilities {
             supported: Some(true),
@@ -113,20 +153,28 @@ pub fn derive(agent: &Agent, demo: bool, sandbox: &SandboxStatus) -> AgentCapabi
             persistent_state: Some(true),
             ..Default::default()
         }),
-        multi_agent: subagents.then(|| MultiAgentCapabilities {
-            supported: Some(true),
-            delegation: Some(true),
-            subagents: Some(vec![
-                SubagentInfo {
-                    name: "research".into(),
-                    description: Some("Built-in research subagent".into()),
-                },
-                SubagentInfo {
-                    name: "self".into(),
-                    description: Some("A copy of this agent".into()),
-                },
-            ]),
-            ..Default::default()
+        multi_agent: Some(if subagents {
+            MultiAgentCapabilities {
+                supported: Some(true),
+                delegation: Some(true),
+                handoffs: Some(false),
+                // The definitions `invoke_subagent` offers the model (its `TypeName`s).
+                subagents: Some(vec![
+                    SubagentInfo {
+                        name: "research".into(),
+                        description: Some("Built-in research subagent".into()),
+                    },
+                    SubagentInfo {
+                        name: "self".into(),
+                        description: Some("A copy of this agent".into()),
+                    },
+                ]),
+            }
+        } else {
+            MultiAgentCapabilities {
+                supported: Some(false),
+                ..Default::default()
+            }
         }),
         reasoning: Some(ReasoningCapabilities {
             supported: Some(true),
@@ -152,9 +200,13 @@ pub fn derive(agent: &Agent, demo: bool, sandbox: &SandboxStatus) -> AgentCapabi
         human_in_the_loop: Some(HumanInTheLoopCapabilities {
             supported: Some(options.frontend_tools || questions || options.tool_approval),
             approvals: Some(options.tool_approval),
-            interventions: Some(options.frontend_tools),
+            // Nothing lets a human change the agent's plan mid-run (a frontend tool answers
+            // a call; it does not intervene), nor rate or edit what the agent did.
+            interventions: Some(false),
+            feedback: Some(false),
             interrupts: Some(questions || options.tool_approval),
-            ..Default::default()
+            // An approval is yes or no: edited arguments in the resume payload are not applied.
+            approve_with_edits: options.tool_approval.then_some(false),
         }),
         custom: Some(Value::Object(custom)),
     }

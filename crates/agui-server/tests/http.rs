@@ -63,6 +63,27 @@ async fn the_demo_agent_serves_a_valid_stream_with_a_server_tool() {
         caps["humanInTheLoop"]["interrupts"], false,
         "no question or approval channel is configured"
     );
+    // What the agent cannot do is said, not left out (an omitted field means undeclared).
+    assert_eq!(caps["humanInTheLoop"]["interventions"], false);
+    assert_eq!(caps["transport"]["resumable"], false, "connect is not resumption");
+    assert_eq!(
+        caps["multiAgent"]["supported"], false,
+        "no invoke_subagent by default"
+    );
+    assert_eq!(
+        caps["custom"]["threads"],
+        json!({"connect": true, "stop": true, "onDisconnect": "detach"})
+    );
+    let tools = caps["custom"]["builtinTools"].as_array().unwrap();
+    let expected: Vec<&str> = [
+        ("write_to_file", "file_change"),
+        ("run_command", "command"),
+    ]
+    .into_iter()
+    .filter(|(tool, _)| tools.iter().any(|t| t == tool))
+    .map(|(_, activity)| activity)
+    .collect();
+    assert_eq!(caps["custom"]["activityTypes"], json!(expected), "{caps}");
     fx.server.shutdown().await;
 }
 

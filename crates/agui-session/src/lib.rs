@@ -45,6 +45,8 @@ mod tools;
 mod turn;
 
 pub use agent::{Agent, AgentStats, RunStream, ThreadError};
+/// The `activityType`s of file changes and commands (see [`AgentOptions::activities`]).
+pub use agui_translate::{COMMAND_ACTIVITY, FILE_CHANGE_ACTIVITY};
 pub use backend::Backend;
 pub use contract::conversation_config;
 pub use error::{RunErrorCode, RunFailure, SessionError};
