@@ -5,13 +5,12 @@
 //! `<target dir>/bench/`. xtask only builds the binaries and runs it (`cargo run --release -p
 //! agui-bench`), so it stays free of generated code.
 
-use std::path::PathBuf;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::bail;
 
 use crate::e2e::build_binaries;
-use crate::util::{cargo, install_harness, run_checked, workspace_root};
+use crate::util::{cargo, install_harness, run_checked, target_dir, workspace_root};
 
 /// The named benchmarks, as (name, package, bench target, what it reports).
 const BENCHES: &[(&str, &str, &str, &str)] = &[(
@@ -61,13 +60,6 @@ pub(crate) fn run(args: Args) -> anyhow::Result<()> {
             .args(&extra),
         "cargo bench",
     )
-}
-
-/// The target directory cargo uses (`CARGO_TARGET_DIR`, else `<workspace>/target`).
-fn target_dir() -> PathBuf {
-    std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| workspace_root().join("target"))
 }
 
 /// Builds the release server and scripted model, installs the harness, runs `agui-bench`.

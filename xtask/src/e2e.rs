@@ -15,6 +15,7 @@ use std::process::{Command, Stdio};
 use anyhow::{Context as _, bail};
 
 use crate::util::{cargo, install_harness, install_node_package, workspace_root};
+use crate::validate;
 
 /// The suite's folder, relative to the workspace root.
 pub(crate) const SUITE_DIR: &str = "tests/e2e";
@@ -51,7 +52,17 @@ pub(crate) fn run_suite(
     let mut options = vec![OsString::from("--test-reporter=spec")];
     options.extend(extra);
     let files = test_files(&prepared.root.join(SUITE_DIR))?;
-    run_node(&mut prepared.node_test(&options, &files), SUITE_DIR)
+    // Every stream the suite's client receives is kept and checked by an independent
+    // validator afterwards (also when the suite failed: its findings may say why).
+    let streams = validate::streams_dir()?;
+    let suite = run_node(
+        prepared
+            .node_test(&options, &files)
+            .env("E2E_STREAMS_DIR", &streams),
+        SUITE_DIR,
+    );
+    let validated = validate::check(&streams);
+    suite.and(validated)
 }
 
 /// Builds the two binaries the suite starts and checks the suite's Node packages are there.

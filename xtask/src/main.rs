@@ -14,6 +14,7 @@ mod playground;
 mod record;
 mod test;
 mod util;
+mod validate;
 
 use clap::{Parser, Subcommand};
 

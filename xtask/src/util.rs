@@ -92,6 +92,13 @@ pub(crate) fn run_checked(command: &mut Command, what: &str) -> anyhow::Result<(
     Ok(())
 }
 
+/// The target directory cargo uses (`CARGO_TARGET_DIR`, else `<workspace>/target`).
+pub(crate) fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace_root().join("target"))
+}
+
 /// The real `localharness` of the pinned version, installed into the project cache if missing
 /// (offline once cached).
 pub(crate) fn install_harness() -> anyhow::Result<PathBuf> {

@@ -65,7 +65,10 @@ async fn the_demo_agent_serves_a_valid_stream_with_a_server_tool() {
     );
     // What the agent cannot do is said, not left out (an omitted field means undeclared).
     assert_eq!(caps["humanInTheLoop"]["interventions"], false);
-    assert_eq!(caps["transport"]["resumable"], false, "connect is not resumption");
+    assert_eq!(
+        caps["transport"]["resumable"], false,
+        "connect is not resumption"
+    );
     assert_eq!(
         caps["multiAgent"]["supported"], false,
         "no invoke_subagent by default"
@@ -75,14 +78,11 @@ async fn the_demo_agent_serves_a_valid_stream_with_a_server_tool() {
         json!({"connect": true, "stop": true, "onDisconnect": "detach"})
     );
     let tools = caps["custom"]["builtinTools"].as_array().unwrap();
-    let expected: Vec<&str> = [
-        ("write_to_file", "file_change"),
-        ("run_command", "command"),
-    ]
-    .into_iter()
-    .filter(|(tool, _)| tools.iter().any(|t| t == tool))
-    .map(|(_, activity)| activity)
-    .collect();
+    let expected: Vec<&str> = [("write_to_file", "file_change"), ("run_command", "command")]
+        .into_iter()
+        .filter(|(tool, _)| tools.iter().any(|t| t == tool))
+        .map(|(_, activity)| activity)
+        .collect();
     assert_eq!(caps["custom"]["activityTypes"], json!(expected), "{caps}");
     fx.server.shutdown().await;
 }

@@ -29,7 +29,7 @@ fn constructors_produce_minimal_wire_events() {
     let cases = [
         (
             Event::run_started("t", "r"),
-            json!({ "type": "RUN_STARTED", "threadId": "t", "runId": "r", "protocolVersion": "1.0" }),
+            json!({ "type": "RUN_STARTED", "threadId": "t", "runId": "r", "protocolVersion": "1.1" }),
         ),
         (
             Event::run_finished("t", "r"),

@@ -13,6 +13,8 @@
 //   - the transport is the one asked for (exact protobuf media type for binary).
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
+import fs from "node:fs";
+import path from "node:path";
 import { tap } from "rxjs/operators";
 import { AGUIConnectNotImplementedError, HttpAgent, buildResumeArray, runHttpRequest, transformHttpEventStream } from "@ag-ui/client";
 import { catchError, throwError } from "rxjs";
@@ -176,7 +178,29 @@ export async function run(agent, params = {}, { timeoutMs = GEMINI ? 180_000 : 6
   rec.newMessages = agent.messages.filter((m) => !before.has(m.id));
   rec.events = rec.clientEvents.map((e) => e.event);
   check(rec, agent, log);
+  keepStream(rec, agent);
   return rec;
+}
+
+// ------------------------------------------------------------- streams kept for ag-ui-validate
+let kept = 0;
+
+/**
+ * Writes the response of a checked run into `$E2E_STREAMS_DIR` (set by `cargo xtask e2e`), where
+ * the independent validator `ag-ui-validate` checks every one after the suite: an SSE body as
+ * received (its framing is checked too), a protobuf body as JSONL of the decoded events (the
+ * validator reads no protobuf).
+ */
+function keepStream(rec, agent) {
+  const dir = process.env.E2E_STREAMS_DIR;
+  if (!dir || !rec.wire) return;
+  kept += 1;
+  const base = path.join(dir, `${process.pid}-${String(kept).padStart(4, "0")}-${rec.runId}`);
+  if (agent.transport === "proto") {
+    fs.writeFileSync(`${base}.jsonl`, rec.wireEvents.map((e) => JSON.stringify(e)).join("\n") + "\n");
+  } else {
+    fs.writeFileSync(`${base}.sse`, rec.wire);
+  }
 }
 
 function describe(rec, log) {

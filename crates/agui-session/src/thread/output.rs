@@ -31,6 +31,8 @@ pub(crate) struct Subscriber {
     /// what was spent since).
     usage_start: Option<UsageMetadata>,
     started: std::time::Instant,
+    /// The stream is declared as AG-UI 1.0: what 1.1 added is dropped from its events.
+    downgraded: bool,
     #[cfg(debug_assertions)]
     verifier: agui_types::StreamVerifier,
 }
@@ -148,6 +150,7 @@ impl Output {
             tx,
             usage_start,
             started: std::time::Instant::now(),
+            downgraded: protocol_version == agui_types::PROTOCOL_VERSION_1_0,
             #[cfg(debug_assertions)]
             verifier: agui_types::StreamVerifier::new(),
         };
@@ -325,7 +328,11 @@ pub(crate) struct ModelLabel {
     pub(crate) model: String,
 }
 
-fn send(subscriber: &mut Subscriber, event: Event) -> Result<(), Detach> {
+fn send(subscriber: &mut Subscriber, mut event: Event) -> Result<(), Detach> {
+    if subscriber.downgraded && event.downgrade_to_1_0() {
+        // A lossy downgrade must be reported to the developer (`basic/versioning.mdx`).
+        tracing::warn!(run_id = %subscriber.run_id, "the client speaks AG-UI 1.0: encryptedValueType (1.1) was left out of an event");
+    }
     #[cfg(debug_assertions)]
     if let Err(violation) = subscriber.verifier.check(&event) {
         tracing::error!(run_id = %subscriber.run_id, %violation, "this run emitted an event the AG-UI client would reject");

@@ -18,7 +18,8 @@ pub struct RunStarted {
     /// The run that spawned this one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent_run_id: Option<String>,
-    /// The producer's protocol version (`"1.0"`), not an echo of the input's.
+    /// The protocol version the stream speaks (the producer's own, see [`crate::negotiate`]), not
+    /// an echo of the input's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub protocol_version: Option<String>,
     /// The input this run works on; its messages are merged into the client's history.
@@ -30,7 +31,7 @@ pub struct RunStarted {
 }
 
 impl RunStarted {
-    /// A `RUN_STARTED` declaring protocol version 1.0.
+    /// A `RUN_STARTED` declaring [`PROTOCOL_VERSION`](crate::PROTOCOL_VERSION).
     pub fn new(thread_id: impl Into<String>, run_id: impl Into<String>) -> Self {
         Self {
             thread_id: thread_id.into(),

@@ -152,6 +152,9 @@ pub struct ReasoningEncryptedValue {
     pub entity_id: String,
     /// The opaque value.
     pub encrypted_value: String,
+    /// What the value holds (AG-UI 1.1; a stream declared as 1.0 omits it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub encrypted_value_type: Option<String>,
     /// Subagent attribution.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub subagent_run_id: Option<String>,

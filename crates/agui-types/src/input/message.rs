@@ -172,6 +172,9 @@ pub struct InstructionMessage {
     /// Opaque provider artefact to return on later turns.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub encrypted_value: Option<String>,
+    /// What `encrypted_value` holds (AG-UI 1.1; a stream declared as 1.0 omits it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub encrypted_value_type: Option<String>,
     /// Extra information.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Map<String, Value>>,
@@ -198,6 +201,9 @@ pub struct AssistantMessage {
     /// Opaque provider artefact to return on later turns.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub encrypted_value: Option<String>,
+    /// What `encrypted_value` holds (AG-UI 1.1; a stream declared as 1.0 omits it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub encrypted_value_type: Option<String>,
     /// Extra information.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Map<String, Value>>,
@@ -220,6 +226,9 @@ pub struct UserMessage {
     /// Opaque provider artefact to return on later turns.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub encrypted_value: Option<String>,
+    /// What `encrypted_value` holds (AG-UI 1.1; a stream declared as 1.0 omits it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub encrypted_value_type: Option<String>,
     /// Extra information.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Map<String, Value>>,
@@ -244,6 +253,9 @@ pub struct ToolMessage {
     /// Opaque provider artefact to return on later turns.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub encrypted_value: Option<String>,
+    /// What `encrypted_value` holds (AG-UI 1.1; a stream declared as 1.0 omits it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub encrypted_value_type: Option<String>,
     /// Extra information.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Map<String, Value>>,
@@ -281,6 +293,9 @@ pub struct ReasoningMessage {
     /// Opaque provider artefact to return on later turns.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub encrypted_value: Option<String>,
+    /// What `encrypted_value` holds (AG-UI 1.1; a stream declared as 1.0 omits it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub encrypted_value_type: Option<String>,
     /// Extra information.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Map<String, Value>>,
@@ -312,6 +327,9 @@ pub struct ToolCall {
     /// Opaque provider artefact to return on later turns.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub encrypted_value: Option<String>,
+    /// What `encrypted_value` holds (AG-UI 1.1; a stream declared as 1.0 omits it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub encrypted_value_type: Option<String>,
     /// Extra information.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Map<String, Value>>,
@@ -332,6 +350,7 @@ impl ToolCall {
                 arguments: arguments.into(),
             },
             encrypted_value: None,
+            encrypted_value_type: None,
             metadata: None,
         }
     }

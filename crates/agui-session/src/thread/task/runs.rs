@@ -441,25 +441,15 @@ impl Task {
     }
 }
 
-/// The protocol version this producer answers with; a client declaring a newer one is served
-/// (and warned about), as the versioning rules ask.
+/// The protocol version a run's stream speaks for the client's declared one (our own, or 1.0
+/// for a 1.0 client: nothing but `encryptedValueType` differs); a client declaring a newer or
+/// unreadable version is served, and the developer warned, as the versioning rules ask.
 fn negotiate(version: Option<&str>) -> &'static str {
-    if let Some(version) = version {
-        let parsed: Option<Vec<u64>> = version.split('.').map(|p| p.parse().ok()).collect();
-        match parsed.as_deref() {
-            Some([major, minor]) if (*major, *minor) > (1, 0) => tracing::warn!(
-                version,
-                "the client speaks a newer AG-UI version than this server's {}; serving the run",
-                agui_types::PROTOCOL_VERSION
-            ),
-            Some([_, _]) => {}
-            _ => tracing::warn!(
-                version,
-                "unreadable AG-UI protocol version; serving the run"
-            ),
-        }
+    let negotiated = agui_types::negotiate(version);
+    if let Some(warning) = negotiated.warning {
+        tracing::warn!(version, ours = agui_types::PROTOCOL_VERSION, "{warning}");
     }
-    agui_types::PROTOCOL_VERSION
+    negotiated.speaks
 }
 
 fn shutting_down() -> RunFailure {

@@ -313,6 +313,8 @@ impl ProtoPayload for ReasoningEncryptedValue {
             subtype,
             entity_id: p.entity_id,
             encrypted_value: p.encrypted_value,
+            // The 1.0 wire schema has no field for it: protobuf loses it (as the spec says).
+            encrypted_value_type: None,
             subagent_run_id: p.subagent_run_id,
             base,
         })

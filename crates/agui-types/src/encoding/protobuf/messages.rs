@@ -57,6 +57,8 @@ fn tool_call_from_pb(call: pb::ToolCall) -> Result<ToolCall> {
             arguments: function.arguments,
         },
         encrypted_value: call.encrypted_value,
+        // The 1.0 wire schema has no field for it: protobuf loses it (as the spec says).
+        encrypted_value_type: None,
         metadata: map_opt(call.metadata),
     })
 }
@@ -133,6 +135,8 @@ pub(super) fn message_from_pb(m: pb::Message) -> Result<Message> {
                 id: m.id,
                 name: m.name,
                 encrypted_value: m.encrypted_value,
+                // The 1.0 wire schema has no field for it: protobuf loses it (as the spec says).
+                encrypted_value_type: None,
                 metadata,
                 subagent_run_id: m.subagent_run_id,
             };
@@ -152,6 +156,8 @@ pub(super) fn message_from_pb(m: pb::Message) -> Result<Message> {
                 .collect::<Result<_>>()?,
             name: m.name,
             encrypted_value: m.encrypted_value,
+            // The 1.0 wire schema has no field for it: protobuf loses it (as the spec says).
+            encrypted_value_type: None,
             metadata,
             subagent_run_id: m.subagent_run_id,
         }),
@@ -160,6 +166,8 @@ pub(super) fn message_from_pb(m: pb::Message) -> Result<Message> {
             id: m.id,
             name: m.name,
             encrypted_value: m.encrypted_value,
+            // The 1.0 wire schema has no field for it: protobuf loses it (as the spec says).
+            encrypted_value_type: None,
             metadata,
             subagent_run_id: m.subagent_run_id,
         }),
@@ -169,6 +177,8 @@ pub(super) fn message_from_pb(m: pb::Message) -> Result<Message> {
             id: m.id,
             error: m.error,
             encrypted_value: m.encrypted_value,
+            // The 1.0 wire schema has no field for it: protobuf loses it (as the spec says).
+            encrypted_value_type: None,
             metadata,
             subagent_run_id: m.subagent_run_id,
         }),
@@ -188,6 +198,8 @@ pub(super) fn message_from_pb(m: pb::Message) -> Result<Message> {
             content: required(m.content)?,
             id: m.id,
             encrypted_value: m.encrypted_value,
+            // The 1.0 wire schema has no field for it: protobuf loses it (as the spec says).
+            encrypted_value_type: None,
             metadata,
             subagent_run_id: m.subagent_run_id,
         }),
