@@ -506,15 +506,16 @@ fn steps() -> TranslatorOptions {
     TranslatorOptions::default().with_subagent_events(SubagentEvents::Steps)
 }
 
+/// A translator with `options` and sequential ids, for tests that call it directly.
+fn sequential(options: TranslatorOptions) -> agui_translate::Translator {
+    agui_translate::Translator::new(options, Box::new(agui_translate::SequentialIds::new()))
+}
+
 #[test]
 fn a_tool_call_the_caller_emits_gets_the_same_treatment() {
-    use agui_translate::{SequentialIds, Translator};
     use common::Input;
 
-    let mut translator = Translator::new(
-        TranslatorOptions::default().suppress("pick_colour"),
-        Box::new(SequentialIds::new()),
-    );
+    let mut translator = sequential(TranslatorOptions::default().suppress("pick_colour"));
     let mut feed = |input: Input| match input {
         Input::Step(s) => translator.step(&s).events,
         _ => Vec::new(),
@@ -645,9 +646,7 @@ fn a_failed_or_cancelled_subagent_ends_with_an_error_and_a_woken_one_is_a_new_in
 
 #[test]
 fn a_run_ending_inside_a_subagent_suspends_it_with_its_interrupts() {
-    use agui_translate::{SequentialIds, Translator};
-    let mut translator =
-        Translator::new(TranslatorOptions::default(), Box::new(SequentialIds::new()));
+    let mut translator = sequential(TranslatorOptions::default());
     for input in [
         step("r", 1).invoke("Ask"),
         running("a", "r"),
@@ -709,11 +708,7 @@ fn file_changes_are_activities_with_a_unified_diff() {
 
 #[test]
 fn a_command_the_turn_left_running_is_reported_stopped() {
-    use agui_translate::{SequentialIds, Translator};
-    let mut translator = Translator::new(
-        TranslatorOptions::default().with_builtin_tool_calls(false),
-        Box::new(SequentialIds::new()),
-    );
+    let mut translator = sequential(TranslatorOptions::default().with_builtin_tool_calls(false));
     let common::Input::Step(running_command) =
         step("r", 1).builtin("run_command", json!({"commandLine": "sleep 30"}), json!({}))
     else {
@@ -729,7 +724,7 @@ fn a_command_the_turn_left_running_is_reported_stopped() {
         r#"ACTIVITY_DELTA activityType=command messageId=activity-1 patch=[{"op":"replace","path":"/state","value":"stopped"}]"#
     );
     let off = TranslatorOptions::default().with_activities(false);
-    let mut quiet = Translator::new(off, Box::new(SequentialIds::new()));
+    let mut quiet = sequential(off);
     assert!(
         quiet
             .step(&running_command)

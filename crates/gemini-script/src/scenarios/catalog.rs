@@ -372,8 +372,11 @@ pub fn two_subagents_in_parallel() -> Scenario {
             }]}),
         )
     };
-    let subagent = |n: &str| {
+    // The subagents answer one after the other, each after the root's previous answer, so
+    // the root's steps come in the same order in every recording.
+    let subagent = |n: &str, delay_ms: u64| {
         Reply::text(format!("result {n}"))
+            .delay_ms(delay_ms)
             .when(
                 Matcher::user_text()
                     .system_message(true)
@@ -386,8 +389,9 @@ pub fn two_subagents_in_parallel() -> Scenario {
         doc: "Prompt \"delegate twice please\" with subagents enabled; the root calls \
               invoke_subagent twice in one reply (research subagents prompted \"SUBTASK-ONE say \
               ONE\" and \"SUBTASK-TWO say TWO\"; the harness runs both at once) and says \"Two \
-              subagents are on it.\"; each subagent answers \"result ONE\" / \"result TWO\"; the \
-              root answers \"A subagent reported.\" each time one goes idle. The turn ends at the \
+              subagents are on it.\"; each subagent answers \"result ONE\" / \"result TWO\" \
+              (each reply event delayed, 0.3 s and 1 s, so they finish one after the other); the root answers \"A \
+              subagent reported.\" each time one goes idle. The turn ends at the \
               root's FULLY_IDLE.",
         turns: vec![Turn::new("delegate twice please")],
         script: Script::new()
@@ -407,8 +411,8 @@ pub fn two_subagents_in_parallel() -> Scenario {
                     .named("root after a subagent")
                     .forever(),
             )
-            .then(subagent("ONE"))
-            .then(subagent("TWO"))
+            .then(subagent("ONE", 300))
+            .then(subagent("TWO", 1000))
             .then(
                 Reply::calls([invoke("ONE"), invoke("TWO")])
                     .when(prompt("delegate twice please").system_message(false))
