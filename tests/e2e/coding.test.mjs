@@ -1,11 +1,12 @@
 // A coding agent's progress with the official client against the real binary, harness and
 // scripted model: a subagent as SUBAGENT_STARTED … SUBAGENT_FINISHED with its messages carrying
-// its subagentRunId, two subagents at once, file changes and a command as activities, all of it
-// back in connect's MESSAGES_SNAPSHOT — and the old shape (`subagent_events = "steps"`,
-// `activities = false`) on a second agent.
+// its subagentRunId, two subagents at once, a question asked inside a subagent (its interrupt
+// attributed, the invocation suspended and continued), file changes and a command as
+// activities, all of it back in connect's MESSAGES_SNAPSHOT — and the old shape
+// (`subagent_events = "steps"`, `activities = false`) on a second agent.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { E2EAgent, ofType, outcome, run, toolCalls } from "./lib/client.mjs";
+import { E2EAgent, buildResumeArray, ofType, outcome, run, toolCalls } from "./lib/client.mjs";
 import { NEEDS_SCRIPT } from "./lib/mode.mjs";
 import { startModel, startServer, stopAll } from "./lib/procs.mjs";
 
@@ -21,6 +22,12 @@ name = "old"
 builtin_tools = ["invoke_subagent", "write_to_file", "replace_file_content", "run_command"]
 subagent_events = "steps"
 activities = false
+
+[[agents]]
+path = "/asker"
+name = "asker"
+builtin_tools = ["invoke_subagent", "ask_question"]
+behavior = "interactive"
 `;
 
 const subtask = (tag, reply) => ({
@@ -38,6 +45,20 @@ const SCRIPT = {
     { name: "after subagents", repeat: "forever", match: { last_part: "text", system_message: true, user_text_contains: "has gone idle" }, reply: { text: "The subagent says hi." } },
     subtask("E2E-SUB-A", "result from A"),
     subtask("E2E-SUB-B", "result from B"),
+    { name: "question answered", repeat: "forever", match: { function_response: "ask_question" }, reply: { text: "The user chose {{tool_output}}" } },
+    {
+      name: "subagent asks",
+      repeat: "forever",
+      match: { last_part: "text", system_message: true, user_text_contains: "E2E-QUESTION" },
+      reply: { calls: [{ name: "ask_question", args: { questions: [{ question: "Which fruit?", options: ["Apple", "Pear"], is_multi_select: false }] } }] },
+    },
+    {
+      name: "delegate a question",
+      repeat: "forever",
+      match: { user_text_contains: "c-ask", last_part: "text", system_message: false },
+      // A `self` subagent has the parent's tools, `ask_question` included (a `research` one has not).
+      reply: { calls: [{ name: "invoke_subagent", args: { Subagents: [{ TypeName: "self", Role: "Asker", Prompt: "E2E-QUESTION ask the user" }] } }] },
+    },
     { name: "delegate", repeat: "forever", match: { user_text_contains: "c-delegate", last_part: "text", system_message: false }, reply: { calls: [invoke("E2E-SUB-A")] } },
     { name: "delegate twice", repeat: "forever", match: { user_text_contains: "c-twice", last_part: "text", system_message: false }, reply: { calls: [invoke("E2E-SUB-A"), invoke("E2E-SUB-B")] } },
     { name: "after the command", repeat: "forever", match: { function_response: "run_command" }, reply: { text: "The command finished." } },
@@ -145,6 +166,29 @@ describe("a coding agent's progress (subagents, activities)", { skip: NEEDS_SCRI
       assert.equal(call.result, replies[sa], "each call's result is its own subagent's reply");
     }
     assert.equal(ofType(rec, "SUBAGENT_FINISHED").length, 2);
+  });
+
+  test("a question inside a subagent: its interrupt names the subagent, which is suspended, then continued", async () => {
+    const a = agent("/asker");
+    a.say("c-ask: let a helper ask me");
+    const first = await run(a, {}, { timeoutMs: 90_000, log: server.log });
+    assert.equal(outcome(first), "interrupt");
+    const [started] = ofType(first, "SUBAGENT_STARTED");
+    const id = started.subagentRunId;
+    const [interrupt] = first.finished.interrupts;
+    assert.equal(interrupt.subagentRunId, id, "the interrupt was raised inside the subagent");
+    const [suspended] = ofType(first, "SUBAGENT_FINISHED");
+    assert.deepEqual(suspended, { type: "SUBAGENT_FINISHED", subagentRunId: id, outcome: { type: "suspended", interruptIds: [interrupt.id] } });
+
+    const resume = buildResumeArray(a.pendingInterrupts, { [interrupt.id]: { status: "resolved", payload: { responses: [{ selected_option_ids: ["1"] }] } } });
+    const second = await run(a, { resume }, { timeoutMs: 90_000, log: server.log });
+    assert.equal(outcome(second), "success");
+    const again = ofType(second, "SUBAGENT_STARTED");
+    assert.deepEqual(again.map((e) => e.subagentRunId), [id], "the suspended invocation continues under its id");
+    assert.deepEqual(ofType(second, "SUBAGENT_FINISHED").map((e) => [e.subagentRunId, e.outcome]), [[id, undefined]]);
+    const reply = a.messages.find((m) => m.role === "assistant" && m.subagentRunId === id && m.content?.startsWith("The user chose"));
+    assert.ok(reply, "the subagent's answer is its own message");
+    assert.match(reply.content, /Pear/);
   });
 
   test("file changes and a command are activities naming their calls, restored by connect", async () => {
