@@ -4,7 +4,7 @@
 //! `false` ("an omitted field means undeclared, not unsupported"). What the spec has no key
 //! for (connect, stop, the shape of subagents and activities) is under `custom`.
 
-use agui_session::{Agent, OnDisconnect, StructuredOutputMode, SubagentEvents};
+use agui_session::{Agent, StructuredOutputMode, SubagentEvents};
 use agui_session::{COMMAND_ACTIVITY, FILE_CHANGE_ACTIVITY};
 use agui_types::{
     AgentCapabilities, ExecutionCapabilities, HumanInTheLoopCapabilities, IdentityCapabilities,
@@ -67,22 +67,22 @@ pub fn derive(agent: &Agent, demo: bool, sandbox: &SandboxStatus) -> AgentCapabi
         }
         custom.insert("interruptReasons".into(), Value::Object(reasons));
     }
-    custom.insert(
-        "sandbox".into(),
-        serde_json::to_value(sandbox).unwrap_or_default(),
-    );
-    // The routes beside `POST <path>` and what a client leaving does (no spec key: the spec's
-    // `transport.resumable` means sequence-numbered stream resumption, which this is not).
+    // Not in the spec's capability shape: the routes beside the run that a client can use on a
+    // thread that outlives its request.
     custom.insert(
         "threads".into(),
         json!({
             "connect": true,
             "stop": true,
             "onDisconnect": match options.on_disconnect {
-                OnDisconnect::Detach => "detach",
-                OnDisconnect::Cancel => "cancel",
+                agui_session::OnDisconnect::Detach => "detach",
+                agui_session::OnDisconnect::Cancel => "cancel",
             },
         }),
+    );
+    custom.insert(
+        "sandbox".into(),
+        serde_json::to_value(sandbox).unwrap_or_default(),
     );
     if subagents {
         custom.insert(

@@ -21,7 +21,7 @@ use axum::extract::{DefaultBodyLimit, Request, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::{MethodRouter, get, post};
 use axum::{Extension, middleware};
 use serde_json::json;
 use tower_http::cors::{AllowOrigin, CorsLayer};
@@ -131,50 +131,38 @@ fn agent_routes(mounted: &MountedAgent, access: &AccessPolicy) -> Router<AppStat
             format!("{}/{name}", mounted.path)
         }
     };
-    let run_endpoint = endpoint.clone();
-    let connect_endpoint = endpoint.clone();
-    let stop_endpoint = endpoint.clone();
     Router::new()
-        .route(
-            &mounted.path,
-            post(
-                move |State(state): State<AppState>,
-                      Extension(caller): Extension<Caller>,
-                      headers: HeaderMap,
-                      body: Result<Bytes, BytesRejection>| {
-                    let endpoint = run_endpoint.clone();
-                    async move { run(state, endpoint, caller, headers, body).await }
-                },
-            ),
-        )
+        .route(&mounted.path, thread_route(endpoint.clone(), run))
         .route(
             &sub_path("connect"),
-            post(
-                move |State(state): State<AppState>,
-                      Extension(caller): Extension<Caller>,
-                      headers: HeaderMap,
-                      body: Result<Bytes, BytesRejection>| {
-                    let endpoint = connect_endpoint.clone();
-                    async move { connect(state, endpoint, caller, headers, body).await }
-                },
-            ),
+            thread_route(endpoint.clone(), connect),
         )
-        .route(
-            &sub_path("stop"),
-            post(
-                move |State(state): State<AppState>,
-                      Extension(caller): Extension<Caller>,
-                      headers: HeaderMap,
-                      body: Result<Bytes, BytesRejection>| {
-                    let endpoint = stop_endpoint.clone();
-                    async move { stop(state, endpoint, caller, headers, body).await }
-                },
-            ),
-        )
+        .route(&sub_path("stop"), thread_route(endpoint.clone(), stop))
         .route(
             &sub_path("capabilities"),
             get(move || async move { axum::Json(endpoint.capabilities.clone()).into_response() }),
         )
+}
+
+/// A `POST` route on a thread of `endpoint`, answered by `handler` (run, connect or stop) with
+/// the caller that authentication set.
+fn thread_route<F, Fut>(endpoint: Arc<Endpoint>, handler: F) -> MethodRouter<AppState>
+where
+    F: Fn(AppState, Arc<Endpoint>, Caller, HeaderMap, Result<Bytes, BytesRejection>) -> Fut
+        + Clone
+        + Send
+        + Sync
+        + 'static,
+    Fut: Future<Output = Response> + Send + 'static,
+{
+    post(
+        move |State(state): State<AppState>,
+              Extension(caller): Extension<Caller>,
+              headers: HeaderMap,
+              body: Result<Bytes, BytesRejection>| {
+            handler(state, endpoint.clone(), caller, headers, body)
+        },
+    )
 }
 
 fn cors(access: &AccessPolicy) -> Option<CorsLayer> {

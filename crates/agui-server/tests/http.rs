@@ -73,10 +73,6 @@ async fn the_demo_agent_serves_a_valid_stream_with_a_server_tool() {
         caps["multiAgent"]["supported"], false,
         "no invoke_subagent by default"
     );
-    assert_eq!(
-        caps["custom"]["threads"],
-        json!({"connect": true, "stop": true, "onDisconnect": "detach"})
-    );
     let tools = caps["custom"]["builtinTools"].as_array().unwrap();
     let expected: Vec<&str> = [("write_to_file", "file_change"), ("run_command", "command")]
         .into_iter()
@@ -381,4 +377,29 @@ async fn an_unreachable_model_ends_the_run_with_an_error_once_retries_are_spent(
         error.message
     );
     assert_eq!(error.code.as_deref(), Some("AGENT_ERROR"), "{error:?}");
+}
+
+#[tokio::test]
+async fn capabilities_name_the_thread_routes_and_what_a_disconnect_does() {
+    for (flags, expected) in [
+        (&["--demo"][..], "detach"),
+        (&["--demo", "--on-disconnect", "cancel"][..], "cancel"),
+    ] {
+        let fx = Fixture::start(flags).await;
+        let caps: Value = fx
+            .client
+            .get(fx.url("/capabilities"))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(
+            caps["custom"]["threads"],
+            json!({"connect": true, "stop": true, "onDisconnect": expected}),
+            "{caps}"
+        );
+        fx.server.shutdown().await;
+    }
 }
