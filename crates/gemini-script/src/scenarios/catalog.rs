@@ -398,8 +398,7 @@ pub fn two_subagents_in_parallel() -> Scenario {
             .then(
                 Reply::text("Two subagents are on it.")
                     .when(Matcher::function_response_to("invoke_subagent"))
-                    .named("root after invoke")
-                    .forever(),
+                    .named("root after invoke"),
             )
             .then(
                 Reply::text("A subagent reported.")
@@ -409,7 +408,7 @@ pub fn two_subagents_in_parallel() -> Scenario {
                             .user_text_contains("has gone idle"),
                     )
                     .named("root after a subagent")
-                    .forever(),
+                    .times(2),
             )
             .then(subagent("ONE", 300))
             .then(subagent("TWO", 1000))
