@@ -403,3 +403,33 @@ async fn capabilities_name_the_thread_routes_and_what_a_disconnect_does() {
         fx.server.shutdown().await;
     }
 }
+
+#[tokio::test]
+async fn the_stream_declares_our_version_or_1_0_for_a_1_0_client() {
+    let fx = Fixture::start(&["--demo"]).await;
+    for (n, (declared, answered)) in [
+        (Some("1.1"), "1.1"),
+        (None, "1.1"),
+        (Some("1.7"), "1.1"),
+        (Some("1.0"), "1.0"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let mut body = input(&format!("v{n}"), json!([user("m1", "hello")]));
+        if let Some(version) = declared {
+            body["protocolVersion"] = json!(version);
+        }
+        let events = fx.run("/", body).await;
+        let Some(Event::RunStarted(started)) = events.first() else {
+            panic!("{events:?}")
+        };
+        assert_eq!(
+            started.protocol_version.as_deref(),
+            Some(answered),
+            "a client declaring {declared:?}"
+        );
+        assert!(matches!(events.last(), Some(Event::RunFinished(_))));
+    }
+    fx.server.shutdown().await;
+}
