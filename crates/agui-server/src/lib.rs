@@ -32,6 +32,7 @@ pub mod defaults;
 pub mod demo;
 mod error;
 pub mod http;
+pub mod leases;
 pub mod metrics;
 pub mod model_proxy;
 mod owners;
