@@ -37,6 +37,7 @@ pub mod metrics;
 pub mod model_proxy;
 mod owners;
 pub mod playground;
+mod routing;
 pub mod sandbox;
 mod stream;
 
