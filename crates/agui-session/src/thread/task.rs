@@ -385,7 +385,9 @@ impl Task {
         for waiting in std::mem::take(&mut self.waiting) {
             self.reject(&waiting.input, waiting.events, failure.clone());
         }
-        self.conversation.close().await;
+        // Its harness must not go on with a conversation another replica now drives.
+        let own_process = self.agent.backend.0.process_per_thread();
+        self.conversation.hand_over(own_process).await;
     }
 
     async fn command(&mut self, command: Command) -> Flow {
@@ -400,13 +402,13 @@ impl Task {
             Command::Hibernate => {
                 if self.is_idle_live() {
                     tracing::info!("hibernating an idle thread to make room");
-                    self.conversation.close().await;
-                    self.down = false;
                     if self.lease != Lease::NotNeeded {
                         // With leases, a hibernated thread gives its lease up and its task
-                        // ends: another replica may serve it next.
+                        // ends (closing the conversation): another replica may serve it next.
                         return Flow::Exit;
                     }
+                    self.conversation.close().await;
+                    self.down = false;
                 }
             }
             Command::Shutdown { done } => {
@@ -433,7 +435,13 @@ impl Task {
         for waiting in std::mem::take(&mut self.waiting) {
             self.reject(&waiting.input, waiting.events, failure.clone());
         }
-        self.conversation.close().await;
+        if matches!(self.lease, Lease::Held { .. }) {
+            // The lease is given up next: the harness goes first.
+            let own_process = self.agent.backend.0.process_per_thread();
+            self.conversation.hand_over(own_process).await;
+        } else {
+            self.conversation.close().await;
+        }
         tracing::info!(released, "thread closed for shutdown");
     }
 
@@ -542,7 +550,12 @@ impl Task {
 
     /// Persists the thread and leaves the agent's registry.
     async fn exit(mut self) {
-        self.conversation.close().await;
+        if matches!(self.lease, Lease::Held { .. }) {
+            let own_process = self.agent.backend.0.process_per_thread();
+            self.conversation.hand_over(own_process).await;
+        } else {
+            self.conversation.close().await;
+        }
         if !self.closing {
             self.persist();
         }
