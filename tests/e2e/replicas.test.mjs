@@ -383,10 +383,69 @@ describe("replicas behind a consistent-hash proxy", { skip: NEEDS_SCRIPT }, () =
       }
     }
     console.log(`4th replica: ${moved.length} of ${THREADS} threads moved`);
-    assert.ok(moved.length >= 3 && moved.length <= 14, `about a quarter of the threads move (${moved.length} of ${THREADS})`);
+    // Expected 7.5 of 30; the ring is uneven, so allow a wide band around it, never most of them.
+    assert.ok(moved.length >= 2 && moved.length <= 16, `about a quarter of the threads move (${moved.length} of ${THREADS})`);
     for (const id of threadIds) await say(id, `${id} round 4`);
     for (const id of moved) await assertHistory(id);
     assert.deepEqual(await sentTwice(model, clients), [], "no prompt reached the model twice");
     watch.check();
   });
+
+  test("throughput through nginx: 3 replicas against 1 (figures printed, every run checked)", async () => {
+    const figures = [];
+    for (const count of [1, 3]) {
+      const benchDir = tempDir(`e2e-bench-${count}`);
+      const servers = [];
+      let proxy;
+      try {
+        for (let n = 0; n < count; n++) {
+          servers.push(
+            await startServer({
+              label: `bench replica ${n} of ${count}`,
+              dir: benchDir,
+              args: ["--gemini-base-url", model.url, "--api-key", "e2e-key", "--builtin-tools", "none", "--replica-id", `b${n}`, "--lease-ttl-secs", String(LEASE_TTL_SECS)],
+            }),
+          );
+        }
+        proxy = await startNginx(servers.map((r) => r.url));
+        figures.push({ replicas: count, ...(await throughput(proxy.url)) });
+      } finally {
+        await stopAll(proxy, ...servers);
+        fs.rmSync(benchDir, { recursive: true, force: true });
+      }
+    }
+    for (const f of figures) console.log(`throughput, ${f.replicas} replica(s): ${f.runs} runs on ${f.threads} threads in ${f.seconds.toFixed(1)} s = ${f.perSecond.toFixed(1)} runs/s, p50 ${f.p50} ms, p95 ${f.p95} ms`);
+  });
 });
+
+/**
+ * `threads` threads at once, each `perThread` runs one after the other (raw HTTP: the official
+ * client runs one run at a time), through `url`; every run must end with RUN_FINISHED and the
+ * scripted echo.
+ */
+async function throughput(url, threads = 12, perThread = 5) {
+  const latencies = [];
+  const started = Date.now();
+  await Promise.all(
+    Array.from({ length: threads }, async (_, t) => {
+      const threadId = `bench-${t}-${randomUUID().slice(0, 8)}`;
+      for (let i = 0; i < perThread; i++) {
+        const content = `r-say ${threadId} bench ${i}`;
+        const begin = Date.now();
+        const res = await fetch(url, {
+          method: "POST",
+          headers: { "content-type": "application/json", accept: "text/event-stream", "x-thread-id": threadId },
+          body: JSON.stringify({ threadId, runId: `run-${randomUUID()}`, messages: [{ id: `u-${randomUUID()}`, role: "user", content }], tools: [], context: [], state: {}, forwardedProps: {} }),
+        });
+        const events = decodeSse(await res.text());
+        assert.equal(events.at(-1)?.type, "RUN_FINISHED", `${threadId}: ${JSON.stringify(events.at(-1))}`);
+        assert.equal(events.filter((e) => e.type === "TEXT_MESSAGE_CONTENT").map((e) => e.delta).join(""), `Echo: ${content}`);
+        latencies.push(Date.now() - begin);
+      }
+    }),
+  );
+  const seconds = (Date.now() - started) / 1000;
+  latencies.sort((a, b) => a - b);
+  const at = (q) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))];
+  return { runs: latencies.length, threads, seconds, perSecond: latencies.length / seconds, p50: at(0.5), p95: at(0.95) };
+}
