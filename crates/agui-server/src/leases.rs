@@ -257,7 +257,7 @@ fn millis(duration: Duration) -> u64 {
 fn unix_millis() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| millis(d))
+        .map_or(0, millis)
 }
 
 #[cfg(test)]

@@ -15,6 +15,17 @@ fn replica(dir: &Path, name: &str, clock: &Clock) -> FileLeases {
     FileLeases::with_clock(dir, name, TTL, clock.clone())
 }
 
+/// Replicas `a` and `b` sharing a directory and a clock.
+fn two_replicas() -> (tempfile::TempDir, Arc<AtomicU64>, FileLeases, FileLeases) {
+    let dir = tempfile::tempdir().unwrap();
+    let (now, clock) = clock();
+    let (a, b) = (
+        replica(dir.path(), "a", &clock),
+        replica(dir.path(), "b", &clock),
+    );
+    (dir, now, a, b)
+}
+
 fn holder(denied: Result<Duration, LeaseDenied>) -> (String, Duration) {
     match denied {
         Err(LeaseDenied::Held {
@@ -27,12 +38,7 @@ fn holder(denied: Result<Duration, LeaseDenied>) -> (String, Duration) {
 
 #[test]
 fn a_held_lease_is_refused_to_others_until_it_expires() {
-    let dir = tempfile::tempdir().unwrap();
-    let (now, clock) = clock();
-    let (a, b) = (
-        replica(dir.path(), "a", &clock),
-        replica(dir.path(), "b", &clock),
-    );
+    let (_dir, now, a, b) = two_replicas();
     assert_eq!(a.acquire("t"), Ok(TTL));
     now.fetch_add(4_000, Ordering::SeqCst);
     let (who, retry) = holder(b.acquire("t"));
@@ -47,12 +53,7 @@ fn a_held_lease_is_refused_to_others_until_it_expires() {
 
 #[test]
 fn renewing_extends_the_lease() {
-    let dir = tempfile::tempdir().unwrap();
-    let (now, clock) = clock();
-    let (a, b) = (
-        replica(dir.path(), "a", &clock),
-        replica(dir.path(), "b", &clock),
-    );
+    let (_dir, now, a, b) = two_replicas();
     assert_eq!(a.acquire("t"), Ok(TTL));
     for _ in 0..5 {
         now.fetch_add(a.renew_every().as_millis() as u64, Ordering::SeqCst);
