@@ -63,8 +63,17 @@ events { worker_connections 1024; }
 http {
   access_log ${dir}/access.log;
   ${["client_body", "proxy", "fastcgi", "uwsgi", "scgi"].map(temp).join("\n  ")}
+  # As deploy/nginx.conf: the X-Thread-Id header, else the id in a /threads/<id> path.
+  map $http_x_thread_id $agui_thread {
+    ""      $agui_thread_from_path;
+    default $http_x_thread_id;
+  }
+  map $uri $agui_thread_from_path {
+    ~/threads/(?<tid>[^/]+)  $tid;
+    default                  $remote_addr;
+  }
   upstream agui {
-    hash $http_x_thread_id consistent;
+    hash $agui_thread consistent;
 ${servers}
   }
   server {
@@ -281,6 +290,17 @@ describe("replicas behind a consistent-hash proxy", { skip: NEEDS_SCRIPT }, () =
       assert.equal(lease.replica, `r${placement.get(id)}`);
     }
     console.log(`threads per replica: ${perReplica.join(", ")}`);
+    // The path form routes the same way, with no header: run and connect under /threads/<id>.
+    for (const id of threadIds.slice(0, 3)) {
+      const byPath = new E2EAgent({ url: `${nginx.url}/threads/${id}`, threadId: id });
+      const message = byPath.say(`r-say ${id} by path`);
+      const rec = await run(byPath);
+      assert.equal(text(rec), `Echo: ${message.content}`);
+      assert.equal(JSON.parse(fs.readFileSync(leaseFile(id), "utf8")).replica, `r${placement.get(id)}`, "the same replica");
+      const shown = ofType(await run(byPath, {}, { connect: true }), "MESSAGES_SNAPSHOT")[0].messages.map((m) => m.content);
+      assert.ok(shown.includes(`r-say ${id} round 1`) && shown.includes(message.content), JSON.stringify(shown));
+      client(id).messages.push(message);
+    }
   });
 
   function leaseFile(threadId) {

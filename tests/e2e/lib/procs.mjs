@@ -181,7 +181,8 @@ export async function startServer({ args = [], config, env = {}, label = "server
   const logStream = fs.createWriteStream(logFile);
   let tail = "";
   const keep = (c) => {
-    logStream.write(c);
+    // Output can still arrive after the exit event (and the stream end) of a killed server.
+    if (!logStream.writableEnded) logStream.write(c);
     tail = (tail + c.toString()).slice(-16 * 1024);
   };
   child.stdout.on("data", keep);

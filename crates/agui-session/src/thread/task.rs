@@ -236,6 +236,11 @@ impl Task {
     /// Waits for the next thing to happen and handles it.
     async fn iterate(&mut self) -> Flow {
         {
+            // Renewed here as well as on its timer: a harness streaming without pause would
+            // keep the timer branch below from ever being chosen.
+            if self.renew_lease(Instant::now()).await == Flow::Exit {
+                return Flow::Exit;
+            }
             self.publish_status();
             let deadline = self.next_deadline();
             let poll_harness = self.conversation.is_open() && !self.down;
