@@ -260,7 +260,7 @@ impl AgentInner {
 
     /// Hands `command` to the thread's task, starting one if the thread has none (or its task
     /// ended meanwhile).
-    async fn send(self: &Arc<Self>, thread_id: &str, mut command: Command) {
+    pub(crate) async fn send(self: &Arc<Self>, thread_id: &str, mut command: Command) {
         for _ in 0..3 {
             let handle = self.handle(thread_id);
             match handle.commands.send(command).await {

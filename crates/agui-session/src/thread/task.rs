@@ -572,6 +572,24 @@ impl Task {
         if let Some(done) = self.shutdown_done.take() {
             let _ = done.send(());
         }
+        // Commands that reached this task after its loop ended (while it closed down) go to
+        // the thread's next task rather than being dropped, which would end their runs with
+        // no event at all.
+        self.commands.close();
+        while let Ok(command) = self.commands.try_recv() {
+            match command {
+                Command::Run { .. } | Command::Connect { .. } => {
+                    Box::pin(self.agent.send(&self.id, command)).await;
+                }
+                Command::Stop { reply } => {
+                    let _ = reply.send(false);
+                }
+                Command::Shutdown { done } => {
+                    let _ = done.send(());
+                }
+                Command::Hibernate => {}
+            }
+        }
         tracing::debug!("thread task ended");
     }
 
