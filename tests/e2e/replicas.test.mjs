@@ -216,9 +216,9 @@ describe("replicas behind a consistent-hash proxy", { skip: NEEDS_SCRIPT }, () =
   };
 
   /**
-   * One run through nginx with the official client; a `THREAD_ELSEWHERE` refusal (the thread is
-   * moving: another replica still holds its lease) is retried as its message says. Returns the
-   * last record and how many refusals came first.
+   * One run through nginx with the official client. A replica waits for a lease held elsewhere
+   * (up to busy_thread_wait_secs) before refusing with `THREAD_ELSEWHERE`; a refusal is retried
+   * as its message says. Returns the last record and how many refusals came first.
    */
   async function runThread(threadId, params = {}, { deadlineMs = 30_000 } = {}) {
     const agent = client(threadId);

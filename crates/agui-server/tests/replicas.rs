@@ -94,8 +94,9 @@ async fn the_thread_can_be_named_in_a_header_or_the_path_and_must_agree_with_the
     fx.server.shutdown().await;
 }
 
-/// A replica started on `dir`'s save dir and workspace root.
-async fn replica(dir: &std::path::Path, id: &str) -> RunningServer {
+/// A replica started on `dir`'s save dir and workspace root; it waits `lease_wait_secs` for a
+/// thread another replica holds (`busy_thread_wait_secs`).
+async fn replica(dir: &std::path::Path, id: &str, lease_wait_secs: u64) -> RunningServer {
     let args = [
         "agui-antigravity",
         "--save-dir",
@@ -109,6 +110,8 @@ async fn replica(dir: &std::path::Path, id: &str) -> RunningServer {
         id,
         "--hibernate-after-secs",
         "2",
+        "--busy-thread-wait-secs",
+        &lease_wait_secs.to_string(),
     ]
     .map(String::from);
     Server::new(ServerConfig::from_args(args).expect("valid flags"))
@@ -121,12 +124,12 @@ async fn replica(dir: &std::path::Path, id: &str) -> RunningServer {
 }
 
 #[tokio::test]
-async fn a_thread_leased_by_one_replica_is_refused_by_another_until_it_hibernates() {
+async fn a_thread_leased_by_one_replica_is_refused_or_waited_for_by_another_until_it_hibernates() {
     let dir = tempfile::tempdir().unwrap();
-    let (a, b) = (
-        replica(dir.path(), "a").await,
-        replica(dir.path(), "b").await,
-    );
+    // b refuses a thread held elsewhere at once; c waits for it, as for a busy thread.
+    let a = replica(dir.path(), "a", 30).await;
+    let b = replica(dir.path(), "b", 0).await;
+    let c = replica(dir.path(), "c", 30).await;
     let client = reqwest::Client::new();
     let run = |server: &RunningServer, path: &str, body: Value| {
         let request = client
@@ -144,30 +147,26 @@ async fn a_thread_leased_by_one_replica_is_refused_by_another_until_it_hibernate
     assert_eq!(code, "THREAD_ELSEWHERE", "{message}");
     assert!(message.contains("retry in"), "{message}");
 
-    // Once a hibernates the thread it gives the lease up, and b continues it with its history:
-    // m1 is not sent again (the model answers the newest message only).
+    // c waits until a hibernates the thread and gives the lease up, then continues it with its
+    // history: m1 is not sent again (the demo model answers the newest message only).
     let mut later = first.as_array().unwrap().clone();
-    later.push(json!({"id": "a1", "role": "assistant", "content": text(&run(&a, "/connect", input("t1", json!([]))).await)}));
+    let reply = text(&run(&a, "/connect", input("t1", json!([]))).await);
+    later.push(json!({"id": "a1", "role": "assistant", "content": reply}));
     later.push(user("m2", "What is the weather in Tokyo?"));
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    let events = loop {
-        let events = run(&b, "/", input("t1", Value::Array(later.clone()))).await;
-        match run_error(&events) {
-            Some((code, _))
-                if code == "THREAD_ELSEWHERE" && tokio::time::Instant::now() < deadline =>
-            {
-                tokio::time::sleep(Duration::from_millis(500)).await;
-            }
-            _ => break events,
-        }
-    };
+    let started = std::time::Instant::now();
+    let events = run(&c, "/", input("t1", Value::Array(later))).await;
     assert_eq!(run_error(&events), None);
+    assert!(
+        started.elapsed() >= Duration::from_millis(500),
+        "c waited for a to let go ({:?})",
+        started.elapsed()
+    );
     let reply = text(&events);
     assert!(
         reply.contains("Tokyo") && !reply.contains("Paris"),
         "{reply}"
     );
-    let connect = run(&b, "/connect", input("t1", json!([]))).await;
+    let connect = run(&c, "/connect", input("t1", json!([]))).await;
     let snapshot = connect
         .iter()
         .find_map(|e| match e {
@@ -179,12 +178,13 @@ async fn a_thread_leased_by_one_replica_is_refused_by_another_until_it_hibernate
         snapshot.contains("Paris") && snapshot.contains("Tokyo"),
         "{snapshot}"
     );
-    // Now a is refused.
-    let events = run(&a, "/", input("t1", json!([user("m3", "hi")]))).await;
+    // Now c holds it: b is refused.
+    let events = run(&b, "/", input("t1", json!([user("m3", "hi")]))).await;
     assert_eq!(
         run_error(&events).map(|e| e.0).as_deref(),
         Some("THREAD_ELSEWHERE")
     );
-    a.shutdown().await;
-    b.shutdown().await;
+    for server in [a, b, c] {
+        server.shutdown().await;
+    }
 }

@@ -60,9 +60,19 @@ impl ThreadLeases for Leases {
     }
 }
 
-fn agent_with(leases: &Arc<Leases>, dir: &std::path::Path, harness: &FakeHarness) -> Agent {
+/// An agent with `leases` that waits for a lease held elsewhere as long as for a busy thread
+/// (5 s), or not at all with `refuse`.
+fn agent_with(
+    leases: &Arc<Leases>,
+    dir: &std::path::Path,
+    harness: &FakeHarness,
+    refuse: bool,
+) -> Agent {
     let mut options = support::options(dir);
     options.hibernate_after = Duration::from_millis(300);
+    if refuse {
+        options.concurrent_runs = agui_session::ConcurrentRuns::Refuse;
+    }
     Agent::with_leases(
         options,
         harness.backend(),
@@ -76,7 +86,7 @@ fn agent_with(leases: &Arc<Leases>, dir: &std::path::Path, harness: &FakeHarness
 async fn a_thread_held_elsewhere_is_refused_and_a_lease_lost_mid_turn_stops_the_turn() {
     let dir = tempfile::tempdir().unwrap();
     let (harness, leases) = (FakeHarness::new(), Arc::new(Leases::default()));
-    let agent = agent_with(&leases, dir.path(), &harness);
+    let agent = agent_with(&leases, dir.path(), &harness, true);
     leases.steal("thread-1", "replica-b");
     let events = finish(agent.run(input_of(json!({"messages": [user("m1", "hi")]})))).await;
     let error = run_error(&events);
@@ -105,7 +115,7 @@ async fn a_thread_held_elsewhere_is_refused_and_a_lease_lost_mid_turn_stops_the_
 async fn a_hibernating_thread_gives_its_lease_up_and_another_replica_continues_it() {
     let dir = tempfile::tempdir().unwrap();
     let (harness, leases) = (FakeHarness::new(), Arc::new(Leases::default()));
-    let a = agent_with(&leases, dir.path(), &harness);
+    let a = agent_with(&leases, dir.path(), &harness, false);
     let run = a.run(input_of(json!({"messages": [user("m1", "one")]})));
     let c = harness.conversation(0).await;
     c.next_input().await;
@@ -126,7 +136,7 @@ async fn a_hibernating_thread_gives_its_lease_up_and_another_replica_continues_i
     );
     // Replica b, same save dir: it reads what a wrote and does not send m1 again.
     let b_harness = harness.restarted();
-    let b = agent_with(&leases, dir.path(), &b_harness);
+    let b = agent_with(&leases, dir.path(), &b_harness, false);
     let run = b.run(input_of(
         json!({"messages": [user("m1", "one"), user("m2", "two")]}),
     ));
@@ -137,6 +147,32 @@ async fn a_hibernating_thread_gives_its_lease_up_and_another_replica_continues_i
     finish(run).await;
     a.shutdown().await;
     b.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_run_waits_for_a_lease_that_frees_up_within_the_busy_thread_wait() {
+    let dir = tempfile::tempdir().unwrap();
+    let (harness, leases) = (FakeHarness::new(), Arc::new(Leases::default()));
+    let agent = agent_with(&leases, dir.path(), &harness, false);
+    leases.steal("thread-1", "replica-b");
+    let run = agent.run(input_of(json!({"messages": [user("m1", "hi")]})));
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert_eq!(
+        harness.opened(),
+        0,
+        "not opened while replica-b holds the thread"
+    );
+    // replica-b's lease expires (or is given up): the waiting run takes it and goes on.
+    leases.holders.lock().unwrap().clear();
+    let c = harness.conversation(0).await;
+    assert_eq!(c.next_input().await, "hi");
+    c.idle(None);
+    let events = finish(run).await;
+    assert!(matches!(
+        events.last(),
+        Some(agui_types::Event::RunFinished(_))
+    ));
+    agent.shutdown().await;
 }
 
 #[tokio::test]

@@ -305,24 +305,43 @@ impl Task {
 
     /// Takes the thread's lease if the agent has leases and the task does not hold it yet,
     /// then reads the thread's record (which the previous holder wrote before letting go).
+    /// A lease held elsewhere is waited for as a busy thread is (`busy_thread_wait`): a dead
+    /// replica's lease expires within its lifetime, so its threads' next runs only take longer.
     pub(super) async fn ensure_lease(&mut self) -> Result<(), RunFailure> {
         if self.lease != Lease::Missing {
             return Ok(());
         }
-        match self.agent.acquire_lease(&self.id).await {
-            None => Ok(()),
-            Some(Ok(valid_for)) => {
-                tracing::info!(
-                    valid_for_secs = valid_for.as_secs(),
-                    "took the thread's lease"
-                );
-                self.lease = self.held_for(valid_for);
-                self.load().await;
-                Ok(())
-            }
-            Some(Err(denied)) => {
-                tracing::info!(%denied, "the thread's lease is not ours");
-                Err(elsewhere(&denied))
+        let wait = match self.agent.options.concurrent_runs {
+            crate::options::ConcurrentRuns::Wait(limit) => limit,
+            crate::options::ConcurrentRuns::Refuse => Duration::ZERO,
+        };
+        let deadline = Instant::now() + wait;
+        loop {
+            match self.agent.acquire_lease(&self.id).await {
+                None => return Ok(()),
+                Some(Ok(valid_for)) => {
+                    tracing::info!(
+                        valid_for_secs = valid_for.as_secs(),
+                        "took the thread's lease"
+                    );
+                    self.lease = self.held_for(valid_for);
+                    self.load().await;
+                    return Ok(());
+                }
+                Some(Err(denied)) => {
+                    let pause = match &denied {
+                        LeaseDenied::Held { retry_after, .. } => {
+                            (*retry_after).clamp(Duration::from_millis(100), Duration::from_secs(1))
+                        }
+                        LeaseDenied::Unavailable(_) => Duration::from_secs(1),
+                    };
+                    if Instant::now() + pause > deadline {
+                        tracing::info!(%denied, "the thread's lease is not ours");
+                        return Err(elsewhere(&denied));
+                    }
+                    tracing::debug!(%denied, "waiting for the thread's lease");
+                    tokio::time::sleep(pause).await;
+                }
             }
         }
     }
