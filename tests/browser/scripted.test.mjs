@@ -1,10 +1,18 @@
 // The playground against agents on the scripted model (`gemini-script`): interrupts answered
 // through their forms (a question, approvals approved and denied) and a RUN_ERROR shown
-// plainly. Two agents on one server: `/` asks questions, `/guarded` asks before each tool.
+// plainly; a reload finds the thread again (connect) and stop cancels a running command. Two
+// agents on one server: `/` asks questions, `/guarded` asks before each tool.
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { useScriptedServer } from "./lib/scripted.mjs";
+import fs from "node:fs";
+import path from "node:path";
+import { useScriptedServer, workspaceOf } from "./lib/scripted.mjs";
 import { afterRuns, lastReply, screenshot, send, useBrowser } from "./lib/browser.mjs";
+
+/** Waits for a freshly loaded page's connect to end. */
+function connected(page) {
+  return page.waitForFunction(() => Number(document.body.dataset.runs ?? 0) >= 1 && document.body.dataset.state !== "running");
+}
 
 describe("playground on the scripted model", () => {
   const url = useScriptedServer();
@@ -41,6 +49,9 @@ describe("playground on the scripted model", () => {
       const form = page.locator('.interrupt[data-reason="antigravity:tool_approval"]');
       assert.match(await form.locator(".interrupt-head").innerText(), /Allow the agent to run `list_dir(ectory)?`\?/);
       assert.match(await form.locator("pre").innerText(), /DirectoryPath/, "the call's arguments are shown");
+      // The listed folder is the thread's workspace, open by now: give it a known file.
+      const threadId = await page.evaluate(() => decodeURIComponent(location.hash.slice(1)));
+      fs.writeFileSync(path.join(workspaceOf(url.dir(), threadId), "pg-file.txt"), "hello\n");
       if (decision === "denied") await form.locator(".deny-reason").fill("not now");
       if (decision === "approved") await screenshot(page, "scripted-approval-form");
       const after = await afterRuns(page, () => form.getByRole("button", { name: button }).click());
@@ -60,5 +71,51 @@ describe("playground on the scripted model", () => {
     assert.match(await page.locator("#run-info").innerText(), /error AGENT_ERROR/);
     assert.ok(await page.locator("#prompt").isEnabled(), "the user can go on");
     await screenshot(page, "scripted-run-error");
+  });
+
+  test("reload finds the thread's history again (connect)", async () => {
+    const page = await browser().newPage();
+    await page.goto(`${url()}/`);
+    await afterRuns(page, () => send(page, "pg-text: remember me"));
+    const reply = await lastReply(page);
+    assert.match(reply, /scripted/);
+    const threadId = await page.evaluate(() => decodeURIComponent(location.hash.slice(1)));
+
+    // A reload connects to the thread: the history comes back from the server (the reloaded
+    // page counts its runs from zero, so wait for its first: the connect).
+    await page.reload();
+    await connected(page);
+    assert.equal(await page.evaluate(() => decodeURIComponent(location.hash.slice(1))), threadId, "the same thread is open");
+    assert.equal(await page.locator(".msg.user .bubble").innerText(), "pg-text: remember me");
+    assert.equal(await lastReply(page), reply);
+    assert.equal(await page.locator("details.reasoning").count(), 1, "reasoning is part of the history");
+    assert.ok(await page.locator("#notice").isHidden(), "no complaint about connect");
+    assert.deepEqual(await page.locator("#thread-list .thread").allInnerTexts(), ["pg-text: remember me"]);
+
+    // A fresh tab opened on the thread list finds it too.
+    const other = await browser().newPage();
+    await other.goto(`${url()}/`);
+    await connected(other);
+    assert.equal(await lastReply(other), reply);
+    await screenshot(other, "scripted-reload-history");
+  });
+
+  test("stop during a long command ends the run as cancelled", async () => {
+    const page = await browser().newPage();
+    await page.goto(`${url()}/`);
+    await send(page, "pg-long: sleep a while");
+    const card = page.locator('.tool[data-tool-name="run_command"]');
+    await card.waitFor();
+    assert.equal(await card.getAttribute("data-status"), "running");
+    const clicked = Date.now();
+    await afterRuns(page, () => page.locator("#stop").click(), { timeout: 10_000 });
+    assert.ok(Date.now() - clicked < 2_000, `stopped within 2 s (${Date.now() - clicked} ms)`);
+    assert.equal(await page.locator(".run-note.outcome-cancelled .badge").textContent(), "stopped", "the run ended as cancelled");
+    assert.ok(await page.locator("#notice").isHidden(), "a real stop, not the page giving up on listening");
+    await screenshot(page, "scripted-stop");
+
+    // The conversation goes on.
+    await afterRuns(page, () => send(page, "pg-text: after the stop"));
+    assert.match(await lastReply(page), /after the stop/);
   });
 });

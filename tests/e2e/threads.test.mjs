@@ -91,8 +91,11 @@ describe("threads that outlive requests", { skip: NEEDS_SCRIPT }, () => {
     const stayer = agent();
     stayer.say("t-slow: tell me slowly");
     // The client that never leaves runs the turn (unchecked here: the reloaded one is checked).
-    const stayed = stayer.runAgent({ runId: `run-${randomUUID()}` });
-    await new Promise((r) => setTimeout(r, 700));
+    // Connect once the reply has begun (however long the harness takes to start).
+    let begun;
+    const replying = new Promise((resolve) => (begun = resolve));
+    const stayed = stayer.runAgent({ runId: `run-${randomUUID()}` }, { onTextMessageContentEvent: () => begun() });
+    await replying;
     // The reloaded page: a new client on the same thread, with no messages.
     const reloaded = agent({ threadId: stayer.threadId });
     const rec = await run(reloaded, {}, { connect: true, log: server.log });
@@ -232,9 +235,15 @@ describe("threads that outlive requests", { skip: NEEDS_SCRIPT }, () => {
   test("a harness that freezes mid-turn ends the run after the stall timeout", async () => {
     const a = agent();
     a.say("t-slow: slowly again");
+    const alive = () => server.harnesses().filter((pid) => fs.existsSync(`/proc/${pid}`));
+    const before = new Set(alive());
     const running = run(a, {}, { log: server.log, timeoutMs: 40_000 });
-    await new Promise((r) => setTimeout(r, 500));
-    const frozen = server.harnesses().filter((pid) => fs.existsSync(`/proc/${pid}`));
+    // Confined, the thread gets a harness of its own: freeze once it is there (pooled, after a
+    // moment), however long it takes to start.
+    const deadline = Date.now() + 10_000;
+    while (!alive().some((pid) => !before.has(pid)) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    await new Promise((r) => setTimeout(r, 300));
+    const frozen = alive();
     assert.ok(frozen.length > 0, "a harness runs the turn");
     for (const pid of frozen) process.kill(pid, "SIGSTOP");
     const rec = await running;

@@ -63,6 +63,19 @@ pub fn derive(agent: &Agent, demo: bool, sandbox: &SandboxStatus) -> AgentCapabi
         }
         custom.insert("interruptReasons".into(), Value::Object(reasons));
     }
+    // Not in the spec's capability shape: the routes beside the run that a client can use on a
+    // thread that outlives its request.
+    custom.insert(
+        "threads".into(),
+        json!({
+            "connect": true,
+            "stop": true,
+            "onDisconnect": match options.on_disconnect {
+                agui_session::OnDisconnect::Detach => "detach",
+                agui_session::OnDisconnect::Cancel => "cancel",
+            },
+        }),
+    );
     custom.insert(
         "sandbox".into(),
         serde_json::to_value(sandbox).unwrap_or_default(),

@@ -263,6 +263,20 @@ async fn a_thread_belongs_to_the_token_that_created_it_also_after_a_restart() {
         .await
         .unwrap();
     assert_eq!(stolen.status(), 404, "bob cannot see alice's thread");
+    for (route, body) in [
+        ("/connect", input("t-alice", json!([]))),
+        ("/stop", json!({"threadId": "t-alice"})),
+    ] {
+        let peek = fx
+            .client
+            .post(fx.url(route))
+            .bearer_auth("bob-token")
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(peek.status(), 404, "bob cannot {route} alice's thread");
+    }
     let own = post(&fx, "bob-token", "t-bob", first.clone())
         .await
         .unwrap();

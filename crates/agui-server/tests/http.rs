@@ -361,3 +361,28 @@ async fn an_unreachable_model_ends_the_run_with_an_error_once_retries_are_spent(
     );
     assert_eq!(error.code.as_deref(), Some("AGENT_ERROR"), "{error:?}");
 }
+
+#[tokio::test]
+async fn capabilities_name_the_thread_routes_and_what_a_disconnect_does() {
+    for (flags, expected) in [
+        (&["--demo"][..], "detach"),
+        (&["--demo", "--on-disconnect", "cancel"][..], "cancel"),
+    ] {
+        let fx = Fixture::start(flags).await;
+        let caps: Value = fx
+            .client
+            .get(fx.url("/capabilities"))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(
+            caps["custom"]["threads"],
+            json!({"connect": true, "stop": true, "onDisconnect": expected}),
+            "{caps}"
+        );
+        fx.server.shutdown().await;
+    }
+}

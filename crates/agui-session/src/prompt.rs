@@ -26,6 +26,8 @@ use harness_proto::lh::{UserInput, user_input};
 use serde_json::Value;
 
 #[cfg(test)]
+mod properties;
+#[cfg(test)]
 mod tests;
 
 /// Media types forwarded inline: what the Antigravity SDK 0.1.22 accepts, plus

@@ -9,7 +9,7 @@ use agui_session::ToolRegistry;
 use agui_types::Event;
 use harness_client::{CloseReason, ExitInfo};
 use serde_json::json;
-use support::{FakeAgent, finish, last, text, types, user};
+use support::{FakeAgent, eventually, finish, last, text, types, user};
 
 #[tokio::test]
 async fn a_dead_harness_fails_the_run_and_the_next_run_starts_over() {
@@ -83,14 +83,12 @@ async fn an_idle_session_hibernates_and_resumes_transparently() {
     first.next_input().await;
     first.idle(None);
     finish(run).await;
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
-    while fx.agent.stats().live_conversations > 0 {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the idle conversation is closed"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    eventually(
+        Duration::from_secs(5),
+        "the idle conversation is closed",
+        || fx.agent.stats().live_conversations == 0,
+    )
+    .await;
     assert_eq!(fx.agent.stats().sessions, 1, "the session itself stays");
     let run = fx.start(json!({"messages": [user("m1", "one"), user("m2", "two")]}));
     let resumed = fx.harness.conversation(1).await;
@@ -173,14 +171,10 @@ async fn a_swept_thread_comes_back_to_its_conversation() {
     first.next_input().await;
     first.idle(None);
     finish(run).await;
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
-    while fx.agent.stats().sessions > 0 {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the idle session is swept"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    eventually(Duration::from_secs(5), "the idle session is swept", || {
+        fx.agent.stats().sessions == 0
+    })
+    .await;
     let run = fx.start(json!({"messages": [user("m1", "one"), user("m2", "two")]}));
     let back = fx.harness.conversation(1).await;
     assert_eq!(back.id(), first.id(), "cold resume from the thread store");

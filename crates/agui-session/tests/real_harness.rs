@@ -208,20 +208,30 @@ async fn parallel_frontend_calls_are_all_pending_when_the_first_run_ends() {
 }
 
 #[tokio::test]
-async fn a_frontend_call_after_a_builtin_call_parks_once_the_builtin_ran() {
+async fn a_frontend_call_after_a_builtin_call_parks_and_the_builtin_result_arrives_once() {
     let calls = vec![
         gemini_script::Call::new("list_dir", json!({"DirectoryPath": "{{workspace}}"})),
         gemini_script::Call::new("weather", json!({"city": "Oslo"})),
     ];
     let (first, second) = parallel_round_trip(calls, &["weather"], "weather").await;
     assert_eq!(pending_ids(&first).len(), 1, "{}", types(&first));
+    // The harness runs the calls of a parallel group in its own order: the built-in call may
+    // finish before the frontend call is asked for (its result in the first run) or after (in
+    // the second). Either way the client sees its result exactly once.
     assert_eq!(
-        count(&first, "TOOL_CALL_RESULT"),
+        count(&first, "TOOL_CALL_RESULT") + count(&second, "TOOL_CALL_RESULT"),
         1,
-        "the built-in call's result is in the first run: {}",
-        types(&first)
+        "the built-in call's result once across both runs: {} | {}",
+        types(&first),
+        types(&second)
     );
-    assert_eq!(text(&second), "All answered.");
+    assert_eq!(
+        text(&second),
+        "All answered.",
+        "{} | {}",
+        types(&first),
+        types(&second)
+    );
 }
 
 #[tokio::test]

@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use agui_session::{FnTool, InterruptRequest, ToolRegistry};
 use agui_types::{Event, RunOutcome};
-use harness_client::{HookRequest, HookResponse, Question, QuestionRequest, ToolOutcome};
+use harness_client::{HookRequest, HookResponse, ToolOutcome};
 use serde_json::{Value, json};
-use support::{FakeAgent, finish, last, text, types, user};
+use support::{FakeAgent, ask_colour, finish, last, text, types, user};
 
 #[tokio::test]
 async fn a_prompt_streams_a_turn_and_finishes() {
@@ -105,25 +105,11 @@ async fn a_frontend_tool_parks_and_a_tool_message_resolves_it_once() {
 
 #[tokio::test]
 async fn a_question_becomes_an_interrupt_and_resume_answers_it() {
-    let fx = FakeAgent::with(
-        |o| {
-            o.builtin_tools
-                .insert(harness_client::BuiltinTool::AskQuestion);
-        },
-        ToolRegistry::new(),
-    );
+    let fx = FakeAgent::asking();
     let run = fx.start(json!({"messages": [user("m1", "ask me")]}));
     let c = fx.harness.conversation(0).await;
     c.next_input().await;
-    let asked = c.ask(QuestionRequest {
-        trajectory_id: c.id().into(),
-        step_index: 2,
-        questions: vec![Question {
-            text: "Colour?".into(),
-            choices: vec!["Red".into(), "Green".into()],
-            multi_select: false,
-        }],
-    });
+    let asked = ask_colour(&c);
     let events = finish(run).await;
     let Event::RunFinished(done) = last(&events) else {
         panic!("{}", types(&events))

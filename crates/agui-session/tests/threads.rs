@@ -8,12 +8,11 @@ use std::time::Duration;
 
 use agui_session::{OnDisconnect, ThreadError, ToolRegistry};
 use agui_types::{Event, Message, MessageLog, RunOutcome};
-use harness_client::{
-    CloseReason, ConversationEvent, ExitInfo, Question, QuestionRequest, TurnEnd,
-};
+use harness_client::{CloseReason, ConversationEvent, ExitInfo, TurnEnd};
 use serde_json::json;
 use support::{
-    FakeAgent, finish, finish_after, input_of, last, run_error, text, types, until, user,
+    FakeAgent, ask_colour, eventually, finish, finish_after, input_of, last, run_error, text,
+    types, until, user,
 };
 
 /// What a client holds after applying `events` to `messages`.
@@ -62,10 +61,7 @@ fn outcome(events: &[Event]) -> Option<RunOutcome> {
 #[tokio::test]
 async fn connect_to_an_idle_thread_restates_its_messages_and_ends() {
     let fx = FakeAgent::new();
-    let run = fx.start(json!({"messages": [user("m1", "hello")]}));
-    let c = fx.harness.conversation(0).await;
-    c.next_input().await;
-    c.running();
+    let (run, c) = fx.begin("hello").await;
     c.echo(0, "hello");
     c.say(1, "Hi there.");
     c.idle(None);
@@ -107,10 +103,7 @@ async fn connect_to_an_unknown_thread_is_refused() {
 #[tokio::test]
 async fn connect_mid_turn_gets_the_reply_so_far_then_the_rest_like_the_client_that_stayed() {
     let fx = FakeAgent::new();
-    let mut run = fx.start(json!({"messages": [user("m1", "tell me")]}));
-    let c = fx.harness.conversation(0).await;
-    c.next_input().await;
-    c.running();
+    let (mut run, c) = fx.begin("tell me").await;
     c.echo(0, "tell me");
     c.say_part(1, "Once upon", "Once upon");
     let mut seen = until(&mut run, "TEXT_MESSAGE_CONTENT").await;
@@ -143,25 +136,11 @@ async fn connect_mid_turn_gets_the_reply_so_far_then_the_rest_like_the_client_th
 
 #[tokio::test]
 async fn connect_to_a_parked_thread_re_announces_its_interrupt() {
-    let fx = FakeAgent::with(
-        |o| {
-            o.builtin_tools
-                .insert(harness_client::BuiltinTool::AskQuestion);
-        },
-        ToolRegistry::new(),
-    );
+    let fx = FakeAgent::asking();
     let run = fx.start(json!({"messages": [user("m1", "ask me")]}));
     let c = fx.harness.conversation(0).await;
     c.next_input().await;
-    let _asked = c.ask(QuestionRequest {
-        trajectory_id: c.id().into(),
-        step_index: 2,
-        questions: vec![Question {
-            text: "Colour?".into(),
-            choices: vec!["Red".into(), "Green".into()],
-            multi_select: false,
-        }],
-    });
+    let _asked = ask_colour(&c);
     let parked = finish(run).await;
     let Some(RunOutcome::Interrupt { interrupts }) = outcome(&parked) else {
         panic!("{}", types(&parked))
@@ -180,10 +159,7 @@ async fn connect_to_a_parked_thread_re_announces_its_interrupt() {
 #[tokio::test]
 async fn connect_after_a_restart_restates_the_saved_history() {
     let fx = FakeAgent::new();
-    let run = fx.start(json!({"messages": [user("m1", "remember me")]}));
-    let c = fx.harness.conversation(0).await;
-    c.next_input().await;
-    c.running();
+    let (run, c) = fx.begin("remember me").await;
     c.echo(0, "remember me");
     c.say(1, "I will.");
     c.idle(None);
@@ -224,10 +200,7 @@ fn text_of(message: &Message) -> String {
 #[tokio::test]
 async fn stop_halts_the_turn_and_every_watching_run_ends_cancelled() {
     let fx = FakeAgent::new();
-    let mut run = fx.start(json!({"messages": [user("m1", "work hard")]}));
-    let c = fx.harness.conversation(0).await;
-    c.next_input().await;
-    c.running();
+    let (mut run, c) = fx.begin("work hard").await;
     c.say(1, "Working");
     let seen = until(&mut run, "TEXT_MESSAGE_CONTENT").await;
     let joined = fx.agent.connect(connect_input()).await.unwrap();
@@ -255,16 +228,13 @@ async fn stop_halts_the_turn_and_every_watching_run_ends_cancelled() {
 #[tokio::test]
 async fn a_stop_the_harness_ignores_kills_its_process() {
     let fx = FakeAgent::new();
-    let run = fx.start(json!({"messages": [user("m1", "hang")]}));
-    let c = fx.harness.conversation(0).await;
-    c.next_input().await;
-    c.running();
+    let (run, c) = fx.begin("hang").await;
     assert!(fx.agent.stop("thread-1").await.unwrap());
     // The harness does not react; after the grace period its process is killed.
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    while c.kills() == 0 && tokio::time::Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    eventually(Duration::from_secs(10), "the process was killed", || {
+        c.kills() > 0
+    })
+    .await;
     assert_eq!(c.kills(), 1, "the process was killed");
     c.close(CloseReason::ProcessExited(ExitInfo {
         pid: 1,
@@ -278,10 +248,7 @@ async fn a_stop_the_harness_ignores_kills_its_process() {
 #[tokio::test]
 async fn a_client_that_leaves_does_not_stop_the_turn_and_the_next_run_gets_what_it_missed() {
     let fx = FakeAgent::new();
-    let mut run = fx.start(json!({"messages": [user("m1", "long job")]}));
-    let c = fx.harness.conversation(0).await;
-    c.next_input().await;
-    c.running();
+    let (mut run, c) = fx.begin("long job").await;
     c.echo(0, "long job");
     c.say_part(1, "Part one.", "Part one.");
     until(&mut run, "TEXT_MESSAGE_CONTENT").await;
@@ -306,29 +273,23 @@ async fn with_on_disconnect_cancel_the_last_client_leaving_stops_the_turn() {
         |o| o.on_disconnect = OnDisconnect::Cancel,
         ToolRegistry::new(),
     );
-    let mut run = fx.start(json!({"messages": [user("m1", "long job")]}));
-    let c = fx.harness.conversation(0).await;
-    c.next_input().await;
-    c.running();
+    let (mut run, c) = fx.begin("long job").await;
     c.say_part(1, "Part one.", "Part one.");
     until(&mut run, "TEXT_MESSAGE_CONTENT").await;
     drop(run);
     // The departure is noticed on the next event sent to it.
     c.say_part(1, "Part one. Part two.", " Part two.");
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
-    while c.cancels() == 0 && tokio::time::Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    eventually(Duration::from_secs(5), "the turn was stopped", || {
+        c.cancels() > 0
+    })
+    .await;
     assert_eq!(c.cancels(), 1, "the turn was stopped");
 }
 
 #[tokio::test]
 async fn a_client_that_falls_behind_is_detached_without_holding_up_the_thread() {
     let fx = FakeAgent::with(|o| o.client_buffer_events = 8, ToolRegistry::new());
-    let run = fx.start(json!({"messages": [user("m1", "talk a lot")]}));
-    let c = fx.harness.conversation(0).await;
-    c.next_input().await;
-    c.running();
+    let (run, c) = fx.begin("talk a lot").await;
     c.echo(0, "talk a lot");
     let mut reply = String::new();
     for i in 0..50 {
@@ -398,14 +359,13 @@ async fn a_turn_without_progress_is_halted_and_reported_stalled() {
         |o| o.turn_stall_timeout = Duration::from_millis(300),
         ToolRegistry::new(),
     );
-    let run = fx.start(json!({"messages": [user("m1", "freeze")]}));
-    let c = fx.harness.conversation(0).await;
-    c.next_input().await;
-    c.running();
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
-    while c.cancels() == 0 && tokio::time::Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let (run, c) = fx.begin("freeze").await;
+    eventually(
+        Duration::from_secs(5),
+        "the stalled turn was halted",
+        || c.cancels() > 0,
+    )
+    .await;
     assert_eq!(c.cancels(), 1, "the stalled turn was halted");
     cancelled(&c);
     let events = finish(run).await;

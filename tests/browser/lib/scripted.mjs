@@ -1,15 +1,12 @@
 // The scripted model's replies and the two agents the scripted browser tests talk to. Each test
 // keys the script with a tag in its prompt (`pg-…`), so tests stay independent.
+import { createHash } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
 import { after, before } from "node:test";
 import { modelFlags } from "../../e2e/lib/mode.mjs";
-import { startModel, startServer, stopAll, tempDir } from "../../e2e/lib/procs.mjs";
+import { startModel, startServer, stopAll } from "../../e2e/lib/procs.mjs";
 
-/** A folder with a known file, outside every workspace, for the approval tests to list. */
-export const FIXTURES = tempDir("pg-files");
-fs.writeFileSync(path.join(FIXTURES, "pg-file.txt"), "hello\n");
-process.on("exit", () => fs.rmSync(FIXTURES, { recursive: true, force: true }));
 
 /**
  * `/` asks questions and runs commands; `/guarded` asks before every tool call; `/coder`
@@ -63,7 +60,7 @@ export const SCRIPT = {
       name: "list for approval",
       repeat: "forever",
       match: { user_text_contains: "pg-approve", last_part: "text" },
-      reply: { text: "I'll list that folder.", calls: [{ name: "list_dir", args: { DirectoryPath: FIXTURES } }] },
+      reply: { text: "I'll list that folder.", calls: [{ name: "list_dir", args: { DirectoryPath: "{{workspace}}" } }] },
     },
     {
       name: "command output",
@@ -137,7 +134,30 @@ export const SCRIPT = {
   default: { text: "No scripted answer." },
 };
 
-/** The scripted model and a server with the agents of TOML for the calling suite; returns its URL getter. */
+/**
+ * The workspace directory of `threadId` under `root` (a confined agent reaches nothing else):
+ * the server names it by the first 10 hex digits of the id's SHA-256, and creates it when the
+ * thread's conversation opens.
+ */
+export function workspaceOf(root, threadId) {
+  const name = createHash("sha256").update(threadId).digest("hex").slice(0, 10);
+  const pending = [root];
+  while (pending.length) {
+    const dir = pending.pop();
+    for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+      if (!entry.isDirectory()) continue;
+      const full = path.join(dir, entry.name);
+      if (entry.name === name) return full;
+      pending.push(full);
+    }
+  }
+  throw new Error(`no workspace for thread ${threadId} under ${root}`);
+}
+
+/**
+ * The scripted model and a server with the agents of TOML for the calling suite; returns its URL
+ * getter, whose `dir()` gives the server's data directory.
+ */
 export function useScriptedServer() {
   let model;
   let server;
@@ -149,5 +169,7 @@ export function useScriptedServer() {
   after(async () => {
     await stopAll(server, model);
   });
-  return () => server.url;
+  const url = () => server.url;
+  url.dir = () => server.dir;
+  return url;
 }

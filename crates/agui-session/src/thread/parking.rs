@@ -449,6 +449,28 @@ mod tests {
         v.as_object().cloned().unwrap_or_default()
     }
 
+    /// A root-trajectory frontend callback for harness call `harness_id` (deduplicated), which
+    /// would be given tool call id `call_id`; returns what parking did and the answer's receiver.
+    fn call_back(
+        parking: &mut Parking,
+        harness_id: &str,
+        call_id: &str,
+        name: &str,
+        arguments: Value,
+    ) -> (FrontendCallback, oneshot::Receiver<ToolAnswer>) {
+        let (tx, rx) = oneshot::channel();
+        let handled = parking.frontend_callback(
+            harness_id,
+            || call_id.into(),
+            name,
+            &args(arguments),
+            "root",
+            true,
+            tx,
+        );
+        (handled, rx)
+    }
+
     fn interrupt(id: &str) -> Interrupt {
         Interrupt {
             id: id.into(),
@@ -460,16 +482,7 @@ mod tests {
     #[tokio::test]
     async fn answers_reach_only_their_own_kind() {
         let mut parking = Parking::default();
-        let (tx, mut tool) = oneshot::channel();
-        parking.frontend_callback(
-            "h1",
-            || "call-1".into(),
-            "pick",
-            &args(json!({})),
-            "root",
-            true,
-            tx,
-        );
+        let (_, mut tool) = call_back(&mut parking, "h1", "call-1", "pick", json!({}));
         let (tx, mut question) = oneshot::channel();
         parking.park_interrupt(
             interrupt("int-1"),
@@ -535,16 +548,7 @@ mod tests {
             .resolve_tool("h2", ToolAnswer::Result("9:30".into()), true)
             .unwrap();
         assert!(!parking.is_parked());
-        let (tx, rx) = oneshot::channel();
-        let handled = parking.frontend_callback(
-            "h2",
-            || "unused".into(),
-            "clock",
-            &args(json!({"c": 1})),
-            "root",
-            true,
-            tx,
-        );
+        let (handled, rx) = call_back(&mut parking, "h2", "unused", "clock", json!({"c": 1}));
         assert!(matches!(handled, FrontendCallback::Repeat));
         assert_eq!(rx.await.unwrap(), ToolAnswer::Result("9:30".into()));
     }
@@ -552,39 +556,10 @@ mod tests {
     #[tokio::test]
     async fn repeats_of_a_frontend_tool_share_its_answer_or_learn_it_already_ran() {
         let mut parking = Parking::default();
-        let (tx, _first) = oneshot::channel();
-        parking.frontend_callback(
-            "h1",
-            || "c1".into(),
-            "pick",
-            &args(json!({"a": 1})),
-            "root",
-            true,
-            tx,
-        );
-        let (tx, same) = oneshot::channel();
-        assert!(matches!(
-            parking.frontend_callback(
-                "h2",
-                || "c2".into(),
-                "pick",
-                &args(json!({"a": 1})),
-                "root",
-                true,
-                tx
-            ),
-            FrontendCallback::Repeat
-        ));
-        let (tx, other) = oneshot::channel();
-        parking.frontend_callback(
-            "h3",
-            || "c3".into(),
-            "pick",
-            &args(json!({"a": 2})),
-            "root",
-            true,
-            tx,
-        );
+        let (_, _first) = call_back(&mut parking, "h1", "c1", "pick", json!({"a": 1}));
+        let (handled, same) = call_back(&mut parking, "h2", "c2", "pick", json!({"a": 1}));
+        assert!(matches!(handled, FrontendCallback::Repeat));
+        let (_, other) = call_back(&mut parking, "h3", "c3", "pick", json!({"a": 2}));
         parking
             .resolve_tool("c1", ToolAnswer::Result("red".into()), true)
             .unwrap();

@@ -46,10 +46,61 @@ impl FakeAgent {
         }
     }
 
+    /// An agent whose model may ask the user questions.
+    pub fn asking() -> Self {
+        Self::with(
+            |o| {
+                o.builtin_tools
+                    .insert(harness_client::BuiltinTool::AskQuestion);
+            },
+            ToolRegistry::new(),
+        )
+    }
+
+    /// Starts a run with the user message `m1` saying `text` on a new thread, and waits until
+    /// its conversation received it and is running.
+    pub async fn begin(
+        &self,
+        text: &str,
+    ) -> (
+        agui_session::RunStream,
+        agui_session::testing::FakeConversation,
+    ) {
+        let run = self.start(json!({"messages": [user("m1", text)]}));
+        let conversation = self.harness.conversation(0).await;
+        conversation.next_input().await;
+        conversation.running();
+        (run, conversation)
+    }
+
     /// Starts a run; the caller drives the fake harness, then collects with [`finish`].
     pub fn start(&self, input: Value) -> agui_session::RunStream {
         self.agent.run(input_of(input))
     }
+}
+
+/// Waits (up to `within`) until `condition` holds, failing with `what` otherwise.
+pub async fn eventually(within: Duration, what: &str, mut condition: impl FnMut() -> bool) {
+    let deadline = tokio::time::Instant::now() + within;
+    while !condition() {
+        assert!(tokio::time::Instant::now() < deadline, "{what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// The harness asks the user of `conversation` one question: "Colour?", Red or Green.
+pub fn ask_colour(
+    conversation: &agui_session::testing::FakeConversation,
+) -> tokio::task::JoinHandle<harness_client::QuestionAnswer> {
+    conversation.ask(harness_client::QuestionRequest {
+        trajectory_id: conversation.id().into(),
+        step_index: 2,
+        questions: vec![harness_client::Question {
+            text: "Colour?".into(),
+            choices: vec!["Red".into(), "Green".into()],
+            multi_select: false,
+        }],
+    })
 }
 
 /// A RunAgentInput from a JSON fragment (threadId/runId defaulted).
