@@ -201,7 +201,19 @@ pub async fn build(
         if demo && demo_tools {
             demo::add_demo_tools(&mut tools);
         }
-        let agent = Agent::new(options, Backend::harness(pool, process), tools)?;
+        let backend = Backend::harness(pool, process);
+        let agent = match &config.replica_id {
+            // Replicas share the save dir: each thread is driven under a lease kept there.
+            Some(replica) => {
+                let leases = crate::leases::FileLeases::new(
+                    options.save_dir.join("leases"),
+                    replica,
+                    config.lease_ttl,
+                );
+                Agent::with_leases(options, backend, tools, std::sync::Arc::new(leases))?
+            }
+            None => Agent::new(options, backend, tools)?,
+        };
         tracing::info!(path = %path, agent = %agent.options().name, model = %agent.options().model, demo, confined = status.confined, "agent ready");
         agents.push(MountedAgent {
             path,

@@ -73,6 +73,13 @@ pub struct ServeArgs {
     /// Loopback port of the model proxy, the harnesses' model endpoint (0: any free port).
     #[arg(long, env = "AGUI_MODEL_PROXY_PORT")]
     pub model_proxy_port: Option<u16>,
+    /// This replica's id, unique among the replicas sharing the save dir; setting it turns on
+    /// thread leases (see "Running several replicas" in the README).
+    #[arg(long, env = "AGUI_REPLICA_ID")]
+    pub replica_id: Option<String>,
+    /// Seconds a thread lease lasts unless renewed (renewed every third of it).
+    #[arg(long, env = "AGUI_LEASE_TTL_SECS")]
+    pub lease_ttl_secs: Option<u64>,
     /// Agent settings (defaults for every agent).
     #[command(flatten)]
     pub agent: AgentSettings,

@@ -455,6 +455,10 @@ pub struct FileConfig {
     pub log_format: Option<LogFormat>,
     /// Loopback port of the model proxy (0: any free port).
     pub model_proxy_port: Option<u16>,
+    /// This replica's id among replicas sharing the save dir (turns thread leases on).
+    pub replica_id: Option<String>,
+    /// Seconds a thread lease lasts unless renewed.
+    pub lease_ttl_secs: Option<u64>,
     /// Defaults for every agent.
     #[serde(default)]
     pub agent: AgentSettings,
@@ -528,6 +532,11 @@ pub struct ServerConfig {
     pub log_format: LogFormat,
     /// Loopback port of the model proxy, the harnesses' model endpoint (0: any free port).
     pub model_proxy_port: u16,
+    /// This replica's id among replicas sharing the save dir: with one, each thread is driven
+    /// under a lease (`<save_dir>/leases/`).
+    pub replica_id: Option<String>,
+    /// How long a thread lease lasts unless renewed.
+    pub lease_ttl: Duration,
     /// The agents, with paths normalised (`/` or `/a/b`), in mount order.
     pub agents: Vec<AgentSettings>,
     /// The configuration file it was read from (hidden from sandboxed agents).
@@ -630,6 +639,13 @@ impl ServerConfig {
                 .model_proxy_port
                 .or(file.model_proxy_port)
                 .unwrap_or(defaults::MODEL_PROXY_PORT),
+            replica_id: replica_id(cli.replica_id.clone().or(file.replica_id))?,
+            lease_ttl: Duration::from_secs(
+                cli.lease_ttl_secs
+                    .or(file.lease_ttl_secs)
+                    .unwrap_or(defaults::LEASE_TTL_SECS)
+                    .max(3),
+            ),
             agents,
             config_file: cli.config.clone(),
         };
@@ -637,6 +653,19 @@ impl ServerConfig {
         crate::build::check(&config)?;
         Ok(config)
     }
+}
+
+/// A `replica_id`, checked: it names leases in logs and files other replicas read.
+fn replica_id(id: Option<String>) -> Result<Option<String>, ServerError> {
+    let Some(id) = id
+        .map(|id| id.trim().to_owned())
+        .filter(|id| !id.is_empty())
+    else {
+        return Ok(None);
+    };
+    crate::http::valid_thread_id(&id)
+        .map_err(|why| ServerError::Config(format!("replica_id `{id}`: {why}")))?;
+    Ok(Some(id))
 }
 
 /// The API key in `path`: its text without surrounding blanks (a trailing newline), which must

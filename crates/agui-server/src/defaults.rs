@@ -42,6 +42,10 @@ pub const MODEL_PROXY_MAX_BODY_BYTES: usize = 256 << 20;
 /// fast, which a server wants (a library user of the pool may not).
 pub const PRESTART_HARNESS: bool = true;
 
+/// How long a thread lease lasts unless renewed (with `replica_id`): a dead replica's threads
+/// move after at most this long, and a live one renews every third of it.
+pub const LEASE_TTL_SECS: u64 = 15;
+
 /// Confine each thread's harness process.
 pub const SANDBOX: SandboxMode = SandboxMode::Strict;
 
@@ -66,6 +70,8 @@ pub fn documented() -> Vec<(&'static str, String)> {
         ("keep_alive_secs", KEEP_ALIVE_SECS.to_string()),
         ("log_format", choice_name(&LOG_FORMAT)),
         ("model_proxy_port", MODEL_PROXY_PORT.to_string()),
+        ("replica_id", text("none")),
+        ("lease_ttl_secs", LEASE_TTL_SECS.to_string()),
         ("model", text(MODEL)),
         ("api_key", text("none")),
         ("api_key_file", text("none")),

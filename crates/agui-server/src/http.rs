@@ -16,6 +16,7 @@ use agui_session::Agent;
 use agui_types::{AgentCapabilities, Encoding, RunAgentInput};
 use axum::Router;
 use axum::body::{Body, Bytes};
+use axum::extract::Path;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{DefaultBodyLimit, Request, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
@@ -30,6 +31,7 @@ use crate::access::{AccessPolicy, Caller, Refusal};
 use crate::build::MountedAgent;
 use crate::metrics::Metrics;
 use crate::owners::ThreadOwners;
+use crate::routing::RoutedThread;
 use crate::stream::EventBody;
 
 /// Longest accepted thread id.
@@ -131,36 +133,52 @@ fn agent_routes(mounted: &MountedAgent, access: &AccessPolicy) -> Router<AppStat
             format!("{}/{name}", mounted.path)
         }
     };
+    // Each route also under `<path>/threads/<threadId>`, the routing key in the path.
+    let threads = |name: &str| sub_path(&format!("threads/{{thread_id}}{name}"));
     Router::new()
-        .route(&mounted.path, thread_route(endpoint.clone(), run))
-        .route(
-            &sub_path("connect"),
-            thread_route(endpoint.clone(), connect),
-        )
-        .route(&sub_path("stop"), thread_route(endpoint.clone(), stop))
+        .route(&mounted.path, post_route(&endpoint, run))
+        .route(&threads(""), post_route(&endpoint, run))
+        .route(&sub_path("connect"), post_route(&endpoint, connect))
+        .route(&threads("/connect"), post_route(&endpoint, connect))
+        .route(&sub_path("stop"), post_route(&endpoint, stop))
+        .route(&threads("/stop"), post_route(&endpoint, stop))
         .route(
             &sub_path("capabilities"),
             get(move || async move { axum::Json(endpoint.capabilities.clone()).into_response() }),
         )
 }
 
-/// A `POST` route on a thread of `endpoint`, answered by `handler` (run, connect or stop) with
-/// the caller that authentication set.
-fn thread_route<F, Fut>(endpoint: Arc<Endpoint>, handler: F) -> MethodRouter<AppState>
+/// What every POST handler of an agent gets: the thread its path names, if any.
+struct PostRequest {
+    state: AppState,
+    endpoint: Arc<Endpoint>,
+    caller: Caller,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+    path_thread: Option<String>,
+}
+
+/// A POST route of `endpoint` served by `handler`.
+fn post_route<F, Fut>(endpoint: &Arc<Endpoint>, handler: F) -> MethodRouter<AppState>
 where
-    F: Fn(AppState, Arc<Endpoint>, Caller, HeaderMap, Result<Bytes, BytesRejection>) -> Fut
-        + Clone
-        + Send
-        + Sync
-        + 'static,
+    F: Fn(PostRequest) -> Fut + Clone + Send + Sync + 'static,
     Fut: Future<Output = Response> + Send + 'static,
 {
+    let endpoint = endpoint.clone();
     post(
         move |State(state): State<AppState>,
+              path: Option<Path<String>>,
               Extension(caller): Extension<Caller>,
               headers: HeaderMap,
               body: Result<Bytes, BytesRejection>| {
-            handler(state, endpoint.clone(), caller, headers, body)
+            handler(PostRequest {
+                state,
+                endpoint: endpoint.clone(),
+                caller,
+                headers,
+                body,
+                path_thread: path.map(|Path(thread)| thread),
+            })
         },
     )
 }
@@ -178,7 +196,12 @@ fn cors(access: &AccessPolicy) -> Option<CorsLayer> {
         CorsLayer::new()
             .allow_origin(allow)
             .allow_methods([Method::GET, Method::POST, Method::OPTIONS])
-            .allow_headers([header::CONTENT_TYPE, header::ACCEPT, header::AUTHORIZATION])
+            .allow_headers([
+                header::CONTENT_TYPE,
+                header::ACCEPT,
+                header::AUTHORIZATION,
+                header::HeaderName::from_static(crate::routing::THREAD_HEADER),
+            ])
             .max_age(Duration::from_secs(600)),
     )
 }
@@ -298,34 +321,28 @@ fn error_ref() -> String {
     id
 }
 
-async fn run(
-    state: AppState,
-    endpoint: Arc<Endpoint>,
-    caller: Caller,
-    headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
-) -> Response {
-    let input = match admitted_input(&state, &endpoint, &caller, &headers, body).await {
+async fn run(mut request: PostRequest) -> Response {
+    let input = match admitted_input(&mut request).await {
         Ok(input) => input,
         Err(response) => return response,
     };
-    let agent = &endpoint.agent;
-    stream_response(&state, agent, &headers, agent.run(input))
+    let agent = &request.endpoint.agent;
+    stream_response(&request.state, agent, &request.headers, agent.run(input))
 }
 
 /// `POST <path>/connect`: the thread restated, then its live turn; 404 for a thread the agent
 /// does not know (which the official client reads as "no history").
-async fn connect(
-    state: AppState,
-    endpoint: Arc<Endpoint>,
-    caller: Caller,
-    headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
-) -> Response {
-    let input = match admitted_input(&state, &endpoint, &caller, &headers, body).await {
+async fn connect(mut request: PostRequest) -> Response {
+    let input = match admitted_input(&mut request).await {
         Ok(input) => input,
         Err(response) => return response,
     };
+    let PostRequest {
+        state,
+        endpoint,
+        headers,
+        ..
+    } = request;
     let agent = &endpoint.agent;
     match agent.connect(input).await {
         Ok(events) => stream_response(&state, agent, &headers, events),
@@ -340,15 +357,22 @@ async fn connect(
 
 /// `POST <path>/stop` with `{"threadId": …}`: stops the thread's turn in flight; the runs
 /// following it end with `RUN_FINISHED` `outcome: cancelled`. Answers `{"stopped": bool}`
-/// (false: no turn was in flight), 404 for an unknown thread.
-async fn stop(
-    state: AppState,
-    endpoint: Arc<Endpoint>,
-    caller: Caller,
-    headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
-) -> Response {
+/// (false: no turn was in flight), 404 for an unknown thread. Under `<path>/threads/<id>/stop`
+/// the body may leave `threadId` out.
+async fn stop(request: PostRequest) -> Response {
+    let PostRequest {
+        state,
+        endpoint,
+        caller,
+        headers,
+        body,
+        path_thread,
+    } = request;
     let metrics = &state.metrics;
+    let routed = match RoutedThread::new(&headers, path_thread) {
+        Ok(routed) => routed,
+        Err(detail) => return reject(metrics, StatusCode::BAD_REQUEST, "thread mismatch", detail),
+    };
     let body = match json_body(&state, &headers, body) {
         Ok(body) => body,
         Err(response) => return *response,
@@ -356,10 +380,23 @@ async fn stop(
     #[derive(serde::Deserialize)]
     #[serde(rename_all = "camelCase")]
     struct StopRequest {
-        thread_id: String,
+        thread_id: Option<String>,
     }
-    let request: StopRequest = match serde_json::from_slice(&body) {
-        Ok(request) => request,
+    let thread_id = match serde_json::from_slice::<StopRequest>(&body) {
+        Ok(StopRequest {
+            thread_id: Some(thread_id),
+        }) => thread_id,
+        Ok(StopRequest { thread_id: None }) if routed.thread_id().is_some() => {
+            routed.thread_id().unwrap_or_default().to_owned()
+        }
+        Ok(StopRequest { thread_id: None }) => {
+            return reject(
+                metrics,
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "invalid stop request",
+                "send `{\"threadId\": \"…\"}`: missing field `threadId`".to_owned(),
+            );
+        }
         Err(e) => {
             return reject(
                 metrics,
@@ -369,7 +406,10 @@ async fn stop(
             );
         }
     };
-    if let Err(detail) = valid_thread_id(&request.thread_id) {
+    if let Err(detail) = routed.agrees_with(&thread_id) {
+        return reject(metrics, StatusCode::BAD_REQUEST, "thread mismatch", detail);
+    }
+    if let Err(detail) = valid_thread_id(&thread_id) {
         return reject(
             metrics,
             StatusCode::UNPROCESSABLE_ENTITY,
@@ -377,10 +417,10 @@ async fn stop(
             format!("threadId: {detail}"),
         );
     }
-    if let Err(response) = admit_thread(&state, &endpoint, &caller, &request.thread_id).await {
+    if let Err(response) = admit_thread(&state, &endpoint, &caller, &thread_id).await {
         return response;
     }
-    match endpoint.agent.stop(&request.thread_id).await {
+    match endpoint.agent.stop(&thread_id).await {
         Ok(stopped) => axum::Json(json!({"stopped": stopped})).into_response(),
         Err(agui_session::ThreadError::UnknownThread(thread)) => reject(
             metrics,
@@ -432,14 +472,19 @@ fn json_body(
 
 /// A `RunAgentInput` that passed every check (JSON, schema, thread id, the thread's owner), or
 /// the response refusing it.
-async fn admitted_input(
-    state: &AppState,
-    endpoint: &Endpoint,
-    caller: &Caller,
-    headers: &HeaderMap,
-    body: Result<Bytes, BytesRejection>,
-) -> Result<RunAgentInput, Response> {
+async fn admitted_input(request: &mut PostRequest) -> Result<RunAgentInput, Response> {
+    // Taken: the handler needs the rest of the request, never the body again.
+    let body = std::mem::replace(&mut request.body, Ok(Bytes::new()));
+    let PostRequest {
+        state,
+        endpoint,
+        caller,
+        headers,
+        ..
+    } = &*request;
     let metrics = &state.metrics;
+    let mismatch = |detail| reject(metrics, StatusCode::BAD_REQUEST, "thread mismatch", detail);
+    let routed = RoutedThread::new(headers, request.path_thread.clone()).map_err(mismatch)?;
     let body = json_body(state, headers, body).map_err(|response| *response)?;
     let input = RunAgentInput::from_json(&body).map_err(|e| {
         reject(
@@ -457,6 +502,7 @@ async fn admitted_input(
             format!("threadId: {detail}"),
         ));
     }
+    routed.agrees_with(&input.thread_id).map_err(mismatch)?;
     admit_thread(state, endpoint, caller, &input.thread_id).await?;
     Ok(input)
 }

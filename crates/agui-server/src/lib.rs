@@ -32,10 +32,12 @@ pub mod defaults;
 pub mod demo;
 mod error;
 pub mod http;
+pub mod leases;
 pub mod metrics;
 pub mod model_proxy;
 mod owners;
 pub mod playground;
+mod routing;
 pub mod sandbox;
 mod stream;
 

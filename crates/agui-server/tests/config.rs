@@ -156,6 +156,8 @@ fn sample(key: &str) -> (&'static str, &'static str, Option<&'static str>) {
         "keep_alive_secs" => ("5", "5", None),
         "log_format" => ("\"json\"", "json", None),
         "model_proxy_port" => ("18999", "18999", None),
+        "replica_id" => ("\"r1\"", "r1", None),
+        "lease_ttl_secs" => ("30", "30", None),
         "model" => ("\"m\"", "m", None),
         "api_key" => ("\"k\"", "k", None),
         // A file `check_config` writes in the directory it runs in.

@@ -15,6 +15,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::backend::Backend;
 use crate::error::{RunErrorCode, RunFailure, SessionError};
+use crate::lease::{LeaseDenied, ThreadLeases};
 use crate::options::AgentOptions;
 use crate::store::{RecordWriter, StoreLimits, ThreadStore};
 use crate::thread::conversation::LiveSlots;
@@ -48,6 +49,8 @@ pub(crate) struct AgentInner {
     pub(crate) backend: Backend,
     pub(crate) tools: ToolRegistry,
     pub(crate) records: Arc<RecordWriter>,
+    /// Who may drive which thread, when replicas share the save dir.
+    pub(crate) leases: Option<Arc<dyn ThreadLeases>>,
     slots: Arc<LiveSlots>,
     threads: Mutex<HashMap<String, ThreadHandle>>,
     next_generation: AtomicU64,
@@ -83,6 +86,28 @@ impl Agent {
         backend: Backend,
         tools: ToolRegistry,
     ) -> Result<Self, SessionError> {
+        Self::build(options, backend, tools, None)
+    }
+
+    /// [`Agent::new`] for one of several replicas sharing the save dir: each thread's task
+    /// holds the thread's lease from `leases` while it lives (taken before the thread's record
+    /// is read, renewed, given up when the thread hibernates or the agent shuts down), and a
+    /// run on a thread another replica holds ends with `RUN_ERROR` `THREAD_ELSEWHERE`.
+    pub fn with_leases(
+        options: AgentOptions,
+        backend: Backend,
+        tools: ToolRegistry,
+        leases: Arc<dyn ThreadLeases>,
+    ) -> Result<Self, SessionError> {
+        Self::build(options, backend, tools, Some(leases))
+    }
+
+    fn build(
+        options: AgentOptions,
+        backend: Backend,
+        tools: ToolRegistry,
+        leases: Option<Arc<dyn ThreadLeases>>,
+    ) -> Result<Self, SessionError> {
         options.validate()?;
         for dir in [&options.workspace_root, &options.save_dir] {
             std::fs::create_dir_all(dir).map_err(|source| SessionError::Io {
@@ -103,6 +128,7 @@ impl Agent {
             backend,
             tools,
             records: RecordWriter::start(store),
+            leases,
             threads: Mutex::new(HashMap::new()),
             next_generation: AtomicU64::new(0),
             closing: AtomicBool::new(false),
@@ -234,7 +260,7 @@ impl AgentInner {
 
     /// Hands `command` to the thread's task, starting one if the thread has none (or its task
     /// ended meanwhile).
-    async fn send(self: &Arc<Self>, thread_id: &str, mut command: Command) {
+    pub(crate) async fn send(self: &Arc<Self>, thread_id: &str, mut command: Command) {
         for _ in 0..3 {
             let handle = self.handle(thread_id);
             match handle.commands.send(command).await {
@@ -299,6 +325,32 @@ impl AgentInner {
             let _ = candidate.commands.try_send(Command::Hibernate);
             let _ = tokio::time::timeout_at(deadline, freed).await;
         }
+    }
+
+    /// Takes or renews the lease of `thread_id` (off the async threads); `None` when the agent
+    /// has no leases.
+    pub(crate) async fn acquire_lease(
+        &self,
+        thread_id: &str,
+    ) -> Option<Result<Duration, LeaseDenied>> {
+        let leases = self.leases.clone()?;
+        let id = thread_id.to_owned();
+        Some(
+            tokio::task::spawn_blocking(move || leases.acquire(&id))
+                .await
+                .unwrap_or_else(|e| Err(LeaseDenied::Unavailable(e.to_string()))),
+        )
+    }
+
+    /// Gives the lease of `thread_id` up, once what the thread wrote is on disk (the next
+    /// holder reads it).
+    pub(crate) async fn release_lease(&self, thread_id: &str) {
+        let Some(leases) = self.leases.clone() else {
+            return;
+        };
+        self.records.flush().await;
+        let id = thread_id.to_owned();
+        let _ = tokio::task::spawn_blocking(move || leases.release(&id)).await;
     }
 
     pub(crate) fn is_closing(&self) -> bool {

@@ -88,6 +88,13 @@ pub(crate) trait ConversationHandle: Send + Sync + 'static {
     /// Kills the conversation's harness process at once (it ignored a halt, or froze); its
     /// connections end with the process's exit.
     fn kill_process(&self);
+    /// Closes the connection, then stops the conversation's harness process and waits for it
+    /// to exit: the thread is handed to another replica, whose harness must be the only one
+    /// holding the conversation. Only for a process of its own (see
+    /// [`ConversationSource::process_per_thread`]); others just close.
+    async fn close_and_stop_process(self: Box<Self>) {
+        self.close().await;
+    }
 }
 
 /// The real source: conversations on pooled `localharness` processes.
@@ -174,6 +181,13 @@ impl ConversationHandle for Conversation {
 
     async fn close(self: Box<Self>) {
         Conversation::close(*self).await;
+    }
+
+    async fn close_and_stop_process(self: Box<Self>) {
+        let process = self.process().clone();
+        Conversation::close(*self).await;
+        let exit = process.shutdown().await;
+        tracing::debug!(%exit, "stopped the thread's harness process before handing the thread over");
     }
 
     fn kill_process(&self) {

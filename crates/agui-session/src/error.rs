@@ -55,6 +55,17 @@ pub enum RunErrorCode {
     ConversationLost,
     /// The harness made no progress on the turn for `turn_stall_timeout`; it was halted.
     TurnStalled,
+    /// Another replica drives this thread (it holds the thread's lease); retry shortly, the
+    /// message says when. With a proxy routing by thread id this happens only while a thread
+    /// moves between replicas.
+    ThreadElsewhere,
+    /// This replica lost the thread's lease while driving it (it could not renew it in time);
+    /// the turn was stopped so that two replicas never drive one conversation.
+    LeaseLost,
+    /// The turn in flight (or parked on a question or approval) when the server that drove
+    /// the thread stopped was lost with it; the conversation is kept up to that point, and the
+    /// next message continues it.
+    TurnInterrupted,
 }
 
 impl RunErrorCode {
@@ -70,6 +81,9 @@ impl RunErrorCode {
             Self::InvalidInput => "INVALID_INPUT",
             Self::ConversationLost => "CONVERSATION_LOST",
             Self::TurnStalled => "TURN_STALLED",
+            Self::ThreadElsewhere => "THREAD_ELSEWHERE",
+            Self::LeaseLost => "LEASE_LOST",
+            Self::TurnInterrupted => "TURN_INTERRUPTED",
         }
     }
 }

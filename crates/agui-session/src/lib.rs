@@ -34,6 +34,7 @@ mod contract;
 pub mod defaults;
 mod error;
 mod interrupts;
+mod lease;
 mod options;
 mod placement;
 mod prompt;
@@ -51,6 +52,7 @@ pub use backend::Backend;
 pub use contract::conversation_config;
 pub use error::{RunErrorCode, RunFailure, SessionError};
 pub use interrupts::{InterruptAnswer, REASON_APPROVAL, REASON_QUESTION};
+pub use lease::{LeaseDenied, ThreadLeases};
 pub use options::{
     AgentOptions, Behavior, ConcurrentRuns, HarnessSettings, InterruptReasons, OnDisconnect,
     StructuredOutputMode, SubagentEvents,

@@ -199,6 +199,10 @@ pub(crate) struct ThreadRecord {
     /// The thread's workspace directory.
     #[serde(default)]
     pub(crate) workspace: PathBuf,
+    /// A turn was in flight when the record was written (cleared when it ends): found set
+    /// when the thread is next served, the server that drove it stopped without ending it.
+    #[serde(default)]
+    pub(crate) turn_in_flight: bool,
     /// When the record was last written (Unix seconds); set by [`ThreadStore::put`].
     #[serde(default)]
     pub(crate) updated_at: u64,
@@ -323,8 +327,12 @@ impl ThreadStore {
     pub(crate) fn get(&self, thread_id: &str) -> Option<ThreadRecord> {
         let now = self.now();
         let mut index = self.lock();
-        let updated_at = index.updated_at(thread_id)?;
         let path = self.path_of(thread_id);
+        let Some(updated_at) = index.updated_at(thread_id) else {
+            // Not written nor seen by this process: another server sharing the directory (a
+            // replica) may have written it since the index was loaded.
+            return self.adopt(&mut index, thread_id, &path, now);
+        };
         if self.expired(updated_at, now) {
             index.remove(thread_id);
             remove_quietly(&path, "expired");
@@ -348,6 +356,27 @@ impl ThreadStore {
         }
         index.remove(thread_id);
         None
+    }
+
+    /// Reads a record this process has not indexed (written by another process sharing the
+    /// directory) and indexes it.
+    fn adopt(
+        &self,
+        index: &mut Index,
+        thread_id: &str,
+        path: &Path,
+        now: u64,
+    ) -> Option<ThreadRecord> {
+        match read_record(path) {
+            Ok(Read::Record {
+                thread_id: stored,
+                record,
+            }) if stored == thread_id && !self.expired(record.updated_at, now) => {
+                index.touch(thread_id.to_owned(), record.updated_at);
+                Some(record)
+            }
+            _ => None,
+        }
     }
 
     /// Saves a thread's record, replacing any previous one.
@@ -411,7 +440,15 @@ impl ThreadStore {
                 break;
             }
             index.remove(&thread_id);
-            remove_quietly(&self.path_of(&thread_id), "expired");
+            let path = self.path_of(&thread_id);
+            // Another process sharing the directory may have written it since.
+            if let Ok(Read::Record { record, .. }) = read_record(&path)
+                && !self.expired(record.updated_at, now)
+            {
+                index.touch(thread_id, record.updated_at);
+                continue;
+            }
+            remove_quietly(&path, "expired");
             dropped += 1;
         }
         dropped

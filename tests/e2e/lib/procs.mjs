@@ -181,7 +181,8 @@ export async function startServer({ args = [], config, env = {}, label = "server
   const logStream = fs.createWriteStream(logFile);
   let tail = "";
   const keep = (c) => {
-    logStream.write(c);
+    // Output can still arrive after the exit event (and the stream end) of a killed server.
+    if (!logStream.writableEnded) logStream.write(c);
     tail = (tail + c.toString()).slice(-16 * 1024);
   };
   child.stdout.on("data", keep);
@@ -196,6 +197,7 @@ export async function startServer({ args = [], config, env = {}, label = "server
   const sampler = setInterval(sample, 200);
   sampler.unref();
 
+  let killed = false;
   let url;
   try {
     [, url] = await waitForLine(child, child.stderr, /serving AG-UI on (http:\/\/\S+)\r?\n/, 60_000, `${label} (${bin})`, log);
@@ -212,6 +214,19 @@ export async function startServer({ args = [], config, env = {}, label = "server
     log,
     /** Harness PIDs seen so far. */
     harnesses: () => (sample(), [...harnesses]),
+    /** The server's PID. */
+    pid: child.pid,
+    /**
+     * SIGKILL, as a crash: the server gets no chance to clean up. `stop()` afterwards only checks
+     * that its harness processes went away with it.
+     */
+    async kill() {
+      sample();
+      killed = true;
+      const exited = once(child, "exit");
+      child.kill("SIGKILL");
+      await exited;
+    },
     /**
      * SIGTERM, wait for a graceful exit, then check that every harness the server started is
      * gone. Leftovers are killed by PID (they are ours) and reported as a failure.
@@ -236,7 +251,7 @@ export async function startServer({ args = [], config, env = {}, label = "server
       }
       const problems = [];
       if (exit.forced) problems.push(`${label} did not exit within 20 s of SIGTERM (killed)`);
-      else if (exit.code !== 0) problems.push(`${label} exited with ${exit.signal ?? exit.code} after SIGTERM`);
+      else if (exit.code !== 0 && !killed) problems.push(`${label} exited with ${exit.signal ?? exit.code} after SIGTERM`);
       if (left.length) problems.push(`${label} left localharness running after shutdown: pids ${left.join(", ")}`);
       if (problems.length) throw new Error(`${problems.join("; ")}\n--- ${logFile}\n${log()}`);
       if (!reuse) fs.rmSync(dir, { recursive: true, force: true });

@@ -524,3 +524,29 @@ fn the_system_clock_stamps_records() {
     assert_eq!(store.dir(), dir.path());
     assert!(format!("{store:?}").contains("threads: 1"));
 }
+
+#[test]
+fn a_record_written_by_another_process_sharing_the_directory_is_read() {
+    // Two replicas share the directory: each opened it before the other wrote.
+    let fixture = Fixture::new();
+    let ten_secs = StoreLimits {
+        ttl: Duration::from_secs(10),
+        ..StoreLimits::default()
+    };
+    let a = fixture.open(ten_secs);
+    let b = fixture.open(ten_secs);
+    a.put("t", &record("written-by-a")).expect("put");
+    assert_eq!(
+        b.get("t").expect("b reads a's record").conversation_id,
+        "written-by-a"
+    );
+    // b's index now says "t" is as old as a's first write; a renews it later.
+    fixture.advance(8);
+    a.put("t", &record("renewed-by-a")).expect("put");
+    fixture.advance(8);
+    assert_eq!(b.sweep(), 0, "b's sweep keeps a record a renewed since");
+    assert_eq!(b.get("t").expect("kept").conversation_id, "renewed-by-a");
+    fixture.advance(11);
+    assert_eq!(b.sweep(), 1, "and drops it once it has really expired");
+    assert!(a.get("t").is_none());
+}

@@ -133,6 +133,19 @@ impl Conversation {
         }
     }
 
+    /// Closes the connection and, when the thread has a harness process of its own
+    /// (`own_process`), stops that process too: the thread is being handed over to another
+    /// replica, and no harness of this one may keep the conversation.
+    pub(crate) async fn hand_over(&mut self, own_process: bool) {
+        if let Self::Open(open) = std::mem::replace(self, Self::Closed) {
+            if own_process {
+                open.handle.close_and_stop_process().await;
+            } else {
+                open.handle.close().await;
+            }
+        }
+    }
+
     /// Drops the connection without closing it (it is already gone).
     pub(crate) fn forget(&mut self) {
         *self = Self::Closed;

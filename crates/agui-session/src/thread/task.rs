@@ -34,6 +34,7 @@ use super::{Command, Request, ThreadHandle, ThreadLink, ThreadStatus};
 use crate::agent::AgentInner;
 use crate::contract::Contract;
 use crate::error::RunFailure;
+use crate::lease::LeaseDenied;
 use crate::prompt::Prompt;
 use crate::store::{ForwardedIds, PendingTool, ThreadRecord, UserSteps};
 
@@ -98,6 +99,11 @@ pub(crate) fn spawn(agent: &Arc<AgentInner>, thread_id: &str, generation: u64) -
         turn_failure: None,
         closing: false,
         shutdown_done: None,
+        lease: if agent.leases.is_some() {
+            Lease::Missing
+        } else {
+            Lease::NotNeeded
+        },
     };
     tokio::spawn(task.run().instrument(span));
     ThreadHandle {
@@ -112,6 +118,22 @@ pub(crate) fn spawn(agent: &Arc<AgentInner>, thread_id: &str, generation: u64) -
 enum Flow {
     Continue,
     Exit,
+}
+
+/// The thread's lease, when replicas share the save dir (see `crate::lease`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Lease {
+    /// The agent has no leases: it alone owns its save dir.
+    NotNeeded,
+    /// Not taken yet (or refused): the thread's record is not read before it is.
+    Missing,
+    /// Held until `valid_until` unless renewed; renewed from `renew_at`.
+    Held {
+        renew_at: Instant,
+        valid_until: Instant,
+    },
+    /// Lost to another replica while held: the task writes nothing more and ends.
+    Lost,
 }
 
 /// The run that drives the thread now (its prompt is the next to send).
@@ -190,11 +212,14 @@ pub(super) struct Task {
     turn_failure: Option<RunFailure>,
     closing: bool,
     shutdown_done: Option<oneshot::Sender<()>>,
+    lease: Lease,
 }
 
 impl Task {
     async fn run(mut self) {
-        self.load().await;
+        if self.lease == Lease::NotNeeded {
+            self.load().await;
+        }
         loop {
             // Every line logged while a run drives the thread carries its run id.
             let span = self
@@ -211,6 +236,11 @@ impl Task {
     /// Waits for the next thing to happen and handles it.
     async fn iterate(&mut self) -> Flow {
         {
+            // Renewed here as well as on its timer: a harness streaming without pause would
+            // keep the timer branch below from ever being chosen.
+            if self.renew_lease(Instant::now()).await == Flow::Exit {
+                return Flow::Exit;
+            }
             self.publish_status();
             let deadline = self.next_deadline();
             let poll_harness = self.conversation.is_open() && !self.down;
@@ -261,6 +291,127 @@ impl Task {
         self.user_steps = record.user_steps;
         self.restart_pending = record.pending_frontend_tools;
         self.history_loaded = false;
+        if record.turn_in_flight && self.restart_pending.is_empty() {
+            // The server that drove the turn stopped (crashed, or a replica died) before it
+            // ended. It is not driven again: the model would get the same message twice and
+            // its commands would run twice. The next run says so.
+            tracing::warn!("the turn in flight when this thread was last served was lost");
+            self.unreported = Some(RunFailure::new(
+                crate::RunErrorCode::TurnInterrupted,
+                "The server that was running this thread's last turn stopped before the turn ended, so the turn was lost. The conversation is kept up to that point; send your message again to continue.",
+            ));
+        }
+    }
+
+    /// Takes the thread's lease if the agent has leases and the task does not hold it yet,
+    /// then reads the thread's record (which the previous holder wrote before letting go).
+    /// A lease held elsewhere is waited for as a busy thread is (`busy_thread_wait`): a dead
+    /// replica's lease expires within its lifetime, so its threads' next runs only take longer.
+    pub(super) async fn ensure_lease(&mut self) -> Result<(), RunFailure> {
+        if self.lease != Lease::Missing {
+            return Ok(());
+        }
+        let wait = match self.agent.options.concurrent_runs {
+            crate::options::ConcurrentRuns::Wait(limit) => limit,
+            crate::options::ConcurrentRuns::Refuse => Duration::ZERO,
+        };
+        let deadline = Instant::now() + wait;
+        loop {
+            match self.agent.acquire_lease(&self.id).await {
+                None => return Ok(()),
+                Some(Ok(valid_for)) => {
+                    tracing::info!(
+                        valid_for_secs = valid_for.as_secs(),
+                        "took the thread's lease"
+                    );
+                    self.lease = self.held_for(valid_for);
+                    self.load().await;
+                    return Ok(());
+                }
+                Some(Err(denied)) => {
+                    let pause = match &denied {
+                        LeaseDenied::Held { retry_after, .. } => {
+                            (*retry_after).clamp(Duration::from_millis(100), Duration::from_secs(1))
+                        }
+                        LeaseDenied::Unavailable(_) => Duration::from_secs(1),
+                    };
+                    if Instant::now() + pause > deadline {
+                        tracing::info!(%denied, "the thread's lease is not ours");
+                        return Err(elsewhere(&denied));
+                    }
+                    tracing::debug!(%denied, "waiting for the thread's lease");
+                    tokio::time::sleep(pause).await;
+                }
+            }
+        }
+    }
+
+    /// A lease just granted for `valid_for`.
+    fn held_for(&self, valid_for: Duration) -> Lease {
+        let now = Instant::now();
+        let every = self
+            .agent
+            .leases
+            .as_ref()
+            .map_or(valid_for / 3, |l| l.renew_every());
+        Lease::Held {
+            renew_at: now + every.min(valid_for / 2),
+            valid_until: now + valid_for,
+        }
+    }
+
+    /// Renews the lease when it is due; `Exit` when it was lost.
+    async fn renew_lease(&mut self, now: Instant) -> Flow {
+        let Lease::Held {
+            renew_at,
+            valid_until,
+        } = self.lease
+        else {
+            return Flow::Continue;
+        };
+        if now < renew_at {
+            return Flow::Continue;
+        }
+        match self.agent.acquire_lease(&self.id).await {
+            None => Flow::Continue,
+            Some(Ok(valid_for)) => {
+                self.lease = self.held_for(valid_for);
+                Flow::Continue
+            }
+            Some(Err(LeaseDenied::Unavailable(why))) if Instant::now() < valid_until => {
+                tracing::warn!(%why, "could not renew the thread's lease; retrying");
+                self.lease = Lease::Held {
+                    renew_at: Instant::now() + Duration::from_secs(1),
+                    valid_until,
+                };
+                Flow::Continue
+            }
+            Some(Err(denied)) => {
+                self.lose_lease(&denied).await;
+                Flow::Exit
+            }
+        }
+    }
+
+    /// The lease is gone (expired while it could not be renewed, or taken): another replica
+    /// may drive the thread now, so this task stops at once and writes nothing more.
+    async fn lose_lease(&mut self, denied: &LeaseDenied) {
+        tracing::error!(%denied, "lost the thread's lease; stopping the thread here");
+        self.lease = Lease::Lost;
+        self.closing = true;
+        let failure = RunFailure::new(
+            crate::RunErrorCode::LeaseLost,
+            "This server lost the right to run this thread (another replica may have taken it over), so the turn was stopped. Send your message again.",
+        )
+        .with_detail(denied);
+        self.finish(Err(failure.clone())).await;
+        self.parking.close_all();
+        for waiting in std::mem::take(&mut self.waiting) {
+            self.reject(&waiting.input, waiting.events, failure.clone());
+        }
+        // Its harness must not go on with a conversation another replica now drives.
+        let own_process = self.agent.backend.0.process_per_thread();
+        self.conversation.hand_over(own_process).await;
     }
 
     async fn command(&mut self, command: Command) -> Flow {
@@ -275,6 +426,11 @@ impl Task {
             Command::Hibernate => {
                 if self.is_idle_live() {
                     tracing::info!("hibernating an idle thread to make room");
+                    if self.lease != Lease::NotNeeded {
+                        // With leases, a hibernated thread gives its lease up and its task
+                        // ends (closing the conversation): another replica may serve it next.
+                        return Flow::Exit;
+                    }
                     self.conversation.close().await;
                     self.down = false;
                 }
@@ -303,7 +459,13 @@ impl Task {
         for waiting in std::mem::take(&mut self.waiting) {
             self.reject(&waiting.input, waiting.events, failure.clone());
         }
-        self.conversation.close().await;
+        if matches!(self.lease, Lease::Held { .. }) {
+            // The lease is given up next: the harness goes first.
+            let own_process = self.agent.backend.0.process_per_thread();
+            self.conversation.hand_over(own_process).await;
+        } else {
+            self.conversation.close().await;
+        }
         tracing::info!(released, "thread closed for shutdown");
     }
 
@@ -318,6 +480,9 @@ impl Task {
         }
         if let Some(since) = self.stopping {
             at(since + STOP_GRACE);
+        }
+        if let Lease::Held { renew_at, .. } = self.lease {
+            at(renew_at);
         }
         let turn = self.conversation.turn().is_some();
         let parked = self.status.is_parked();
@@ -339,6 +504,9 @@ impl Task {
 
     async fn tick(&mut self) -> Flow {
         let now = Instant::now();
+        if self.renew_lease(now).await == Flow::Exit {
+            return Flow::Exit;
+        }
         let options = self.agent.options.clone();
         while let Some(i) = self.waiting.iter().position(|w| w.deadline <= now) {
             let Some(waiting) = self.waiting.remove(i) else {
@@ -391,6 +559,11 @@ impl Task {
             tracing::info!("closing an idle thread");
             return Flow::Exit;
         }
+        if idle >= options.hibernate_after && self.lease != Lease::NotNeeded {
+            // With leases, hibernating ends the task and gives the lease up.
+            tracing::debug!("hibernating an idle thread and giving its lease up");
+            return Flow::Exit;
+        }
         if idle >= options.hibernate_after && self.conversation.is_open() {
             tracing::debug!("hibernating an idle thread");
             self.conversation.close().await;
@@ -401,20 +574,54 @@ impl Task {
 
     /// Persists the thread and leaves the agent's registry.
     async fn exit(mut self) {
-        self.conversation.close().await;
+        if matches!(self.lease, Lease::Held { .. }) {
+            let own_process = self.agent.backend.0.process_per_thread();
+            self.conversation.hand_over(own_process).await;
+        } else {
+            self.conversation.close().await;
+        }
         if !self.closing {
             self.persist();
+        }
+        if matches!(self.lease, Lease::Held { .. }) {
+            self.agent.release_lease(&self.id).await;
+            tracing::info!("gave the thread's lease up");
         }
         self.agent.forget_thread(&self.id, self.generation);
         if let Some(done) = self.shutdown_done.take() {
             let _ = done.send(());
+        }
+        // Commands that reached this task after its loop ended (while it closed down) go to
+        // the thread's next task rather than being dropped, which would end their runs with
+        // no event at all.
+        self.commands.close();
+        while let Ok(command) = self.commands.try_recv() {
+            match command {
+                Command::Run { .. } | Command::Connect { .. } => {
+                    Box::pin(self.agent.send(&self.id, command)).await;
+                }
+                Command::Stop { reply } => {
+                    let _ = reply.send(false);
+                }
+                Command::Shutdown { done } => {
+                    let _ = done.send(());
+                }
+                Command::Hibernate => {}
+            }
         }
         tracing::debug!("thread task ended");
     }
 
     /// Hands the thread's record to the store (written behind the run path).
     fn persist(&mut self) {
+        if self.lease == Lease::Lost {
+            // Another replica may be writing this record now.
+            return;
+        }
         let record = ThreadRecord {
+            // A shutdown ends its turn and says so; only a server that stops without one
+            // leaves this set, for the next one to report.
+            turn_in_flight: self.conversation.turn().is_some() && !self.closing,
             conversation_id: self.conversation_id.clone(),
             forwarded: self.forwarded.clone(),
             pending_frontend_tools: self.parking.pending_tool_calls(),
@@ -493,6 +700,20 @@ async fn run_client_left(run: Option<&ActiveRun>) {
         Some(run) if !run.events.is_closed() => run.events.closed().await,
         _ => std::future::pending().await,
     }
+}
+
+/// The failure of a run on a thread whose lease is not ours.
+fn elsewhere(denied: &LeaseDenied) -> RunFailure {
+    let message = match denied {
+        LeaseDenied::Held { retry_after, .. } => format!(
+            "Another replica of this server is running this thread; retry in {} s.",
+            retry_after.as_secs().max(1)
+        ),
+        LeaseDenied::Unavailable(_) => {
+            "This server could not check which replica runs this thread; retry shortly.".to_owned()
+        }
+    };
+    RunFailure::new(crate::RunErrorCode::ThreadElsewhere, message).with_detail(denied)
 }
 
 fn busy() -> RunFailure {

@@ -127,6 +127,10 @@ impl Task {
         if let Some(failure) = failure {
             self.fail_turn(failure);
         }
+        if self.run.is_none() {
+            // No run will persist the thread when it settles: say the turn is over now.
+            self.persist();
+        }
     }
 
     /// A turn failed: the runs watching it end with the failure; with none watching, the next

@@ -33,6 +33,10 @@ impl Task {
             self.reject(&input, events, shutting_down());
             return;
         }
+        if let Err(failure) = self.ensure_lease().await {
+            self.reject(&input, events, failure);
+            return;
+        }
         if let Some(active) = &self.run {
             if self.output.is_attached(&active.run_id) {
                 match self.agent.options.concurrent_runs {
@@ -160,6 +164,10 @@ impl Task {
     pub(super) async fn connect(&mut self, input: RunAgentInput, events: mpsc::Sender<Event>) {
         if self.closing || self.agent.is_closing() {
             self.reject(&input, events, shutting_down());
+            return;
+        }
+        if let Err(failure) = self.ensure_lease().await {
+            self.reject(&input, events, failure);
             return;
         }
         let version = negotiate(input.protocol_version.as_deref());

@@ -1,0 +1,60 @@
+//! Leases: which replica may drive a thread when several share one save dir.
+//!
+//! Several servers (replicas) can share one save dir and workspace root behind a proxy that
+//! routes each thread to one of them. Two replicas must never drive the same harness
+//! conversation, so a thread's task holds a lease on the thread while it lives: it takes the
+//! lease before it reads the thread's record (so it sees what the previous holder left),
+//! renews it while it lives, and gives it up when it ends — hibernation, a timeout or shutdown.
+//! A replica that dies stops renewing, and its leases expire.
+//!
+//! This crate only asks; where leases are kept (files on the shared volume, in agui-server) is
+//! the embedder's choice, through [`ThreadLeases`]. Without one, a thread's task never asks
+//! (one server alone owns its save dir).
+
+use std::time::Duration;
+
+/// The lease keeper an agent asks before it drives a thread. Its calls do blocking I/O (small
+/// files on a shared volume): the agent makes them off the async threads.
+pub trait ThreadLeases: Send + Sync + 'static {
+    /// Takes the lease of `thread_id` for this replica, or renews it when this replica holds
+    /// it. `Ok` says how long the lease now lasts unless renewed.
+    fn acquire(&self, thread_id: &str) -> Result<Duration, LeaseDenied>;
+
+    /// Gives the lease of `thread_id` up (nothing when this replica does not hold it).
+    fn release(&self, thread_id: &str);
+
+    /// How often a held lease is renewed (well within its lifetime).
+    fn renew_every(&self) -> Duration;
+}
+
+/// Why a lease was not granted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LeaseDenied {
+    /// Another replica holds it; it may be free after `retry_after` (when that replica has
+    /// died, its lease has expired by then).
+    Held {
+        /// The replica holding it.
+        holder: String,
+        /// When to try again.
+        retry_after: Duration,
+    },
+    /// The lease could not be read or written (the shared volume failed); the reason is for
+    /// the log.
+    Unavailable(String),
+}
+
+impl std::fmt::Display for LeaseDenied {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Held {
+                holder,
+                retry_after,
+            } => write!(
+                f,
+                "held by replica `{holder}` (retry in {} s)",
+                retry_after.as_secs().max(1)
+            ),
+            Self::Unavailable(why) => write!(f, "the lease store failed: {why}"),
+        }
+    }
+}

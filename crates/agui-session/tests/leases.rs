@@ -1,0 +1,221 @@
+//! Thread leases over the fake harness (several replicas sharing a save dir): a thread another
+//! replica holds is refused without opening its conversation; a lease lost mid-turn stops the
+//! turn; a lease is given up when the thread hibernates; a turn in flight when its server died
+//! is reported on the next run, never driven again.
+
+mod support;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use agui_session::testing::FakeHarness;
+use agui_session::{Agent, LeaseDenied, ThreadLeases, ToolRegistry};
+use serde_json::json;
+use support::{finish, input_of, run_error, user};
+
+/// Leases in memory: thread → holder. `steal` hands a thread to another replica.
+#[derive(Default)]
+struct Leases {
+    holders: Mutex<HashMap<String, String>>,
+}
+
+impl Leases {
+    fn steal(&self, thread: &str, by: &str) {
+        self.holders
+            .lock()
+            .unwrap()
+            .insert(thread.into(), by.into());
+    }
+
+    fn holder(&self, thread: &str) -> Option<String> {
+        self.holders.lock().unwrap().get(thread).cloned()
+    }
+}
+
+impl ThreadLeases for Leases {
+    fn acquire(&self, thread_id: &str) -> Result<Duration, LeaseDenied> {
+        let mut holders = self.holders.lock().unwrap();
+        match holders.get(thread_id) {
+            Some(holder) if holder != "me" => Err(LeaseDenied::Held {
+                holder: holder.clone(),
+                retry_after: Duration::from_secs(7),
+            }),
+            _ => {
+                holders.insert(thread_id.into(), "me".into());
+                Ok(Duration::from_millis(300))
+            }
+        }
+    }
+
+    fn release(&self, thread_id: &str) {
+        let mut holders = self.holders.lock().unwrap();
+        if holders.get(thread_id).is_some_and(|h| h == "me") {
+            holders.remove(thread_id);
+        }
+    }
+
+    fn renew_every(&self) -> Duration {
+        Duration::from_millis(50)
+    }
+}
+
+/// An agent with `leases` that waits for a lease held elsewhere as long as for a busy thread
+/// (5 s), or not at all with `refuse`.
+fn agent_with(
+    leases: &Arc<Leases>,
+    dir: &std::path::Path,
+    harness: &FakeHarness,
+    refuse: bool,
+) -> Agent {
+    let mut options = support::options(dir);
+    options.hibernate_after = Duration::from_millis(300);
+    if refuse {
+        options.concurrent_runs = agui_session::ConcurrentRuns::Refuse;
+    }
+    Agent::with_leases(
+        options,
+        harness.backend(),
+        ToolRegistry::new(),
+        leases.clone(),
+    )
+    .unwrap()
+}
+
+#[tokio::test]
+async fn a_thread_held_elsewhere_is_refused_and_a_lease_lost_mid_turn_stops_the_turn() {
+    let dir = tempfile::tempdir().unwrap();
+    let (harness, leases) = (FakeHarness::new(), Arc::new(Leases::default()));
+    let agent = agent_with(&leases, dir.path(), &harness, true);
+    leases.steal("thread-1", "replica-b");
+    let events = finish(agent.run(input_of(json!({"messages": [user("m1", "hi")]})))).await;
+    let error = run_error(&events);
+    assert_eq!(error.code.as_deref(), Some("THREAD_ELSEWHERE"));
+    assert!(error.message.contains("retry in 7 s"), "{}", error.message);
+    assert_eq!(harness.opened(), 0, "the conversation is never opened");
+
+    leases.holders.lock().unwrap().clear();
+    let run = agent.run(input_of(json!({"messages": [user("m1", "hi")]})));
+    let c = harness.conversation(0).await;
+    assert_eq!(c.next_input().await, "hi");
+    assert_eq!(leases.holder("thread-1").as_deref(), Some("me"));
+    // Another replica takes the thread (this one stalled past its lease): the turn stops here.
+    leases.steal("thread-1", "replica-b");
+    let events = finish(run).await;
+    assert_eq!(run_error(&events).code.as_deref(), Some("LEASE_LOST"));
+    assert_eq!(
+        leases.holder("thread-1").as_deref(),
+        Some("replica-b"),
+        "the lease it lost is not released on the new holder"
+    );
+    agent.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_hibernating_thread_gives_its_lease_up_and_another_replica_continues_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (harness, leases) = (FakeHarness::new(), Arc::new(Leases::default()));
+    let a = agent_with(&leases, dir.path(), &harness, false);
+    let run = a.run(input_of(json!({"messages": [user("m1", "one")]})));
+    let c = harness.conversation(0).await;
+    c.next_input().await;
+    c.idle(None);
+    finish(run).await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while leases.holder("thread-1").is_some() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the lease is given up on hibernation"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(
+        a.stats().sessions,
+        0,
+        "the thread's task ended with its lease"
+    );
+    // Replica b, same save dir: it reads what a wrote and does not send m1 again.
+    let b_harness = harness.restarted();
+    let b = agent_with(&leases, dir.path(), &b_harness, false);
+    let run = b.run(input_of(
+        json!({"messages": [user("m1", "one"), user("m2", "two")]}),
+    ));
+    let resumed = b_harness.conversation(0).await;
+    assert_eq!(resumed.id(), c.id(), "the same conversation");
+    assert_eq!(resumed.next_input().await, "two");
+    resumed.idle(None);
+    finish(run).await;
+    a.shutdown().await;
+    b.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_run_waits_for_a_lease_that_frees_up_within_the_busy_thread_wait() {
+    let dir = tempfile::tempdir().unwrap();
+    let (harness, leases) = (FakeHarness::new(), Arc::new(Leases::default()));
+    let agent = agent_with(&leases, dir.path(), &harness, false);
+    leases.steal("thread-1", "replica-b");
+    let run = agent.run(input_of(json!({"messages": [user("m1", "hi")]})));
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert_eq!(
+        harness.opened(),
+        0,
+        "not opened while replica-b holds the thread"
+    );
+    // replica-b's lease expires (or is given up): the waiting run takes it and goes on.
+    leases.holders.lock().unwrap().clear();
+    let c = harness.conversation(0).await;
+    assert_eq!(c.next_input().await, "hi");
+    c.idle(None);
+    let events = finish(run).await;
+    assert!(matches!(
+        events.last(),
+        Some(agui_types::Event::RunFinished(_))
+    ));
+    agent.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_turn_in_flight_when_its_server_died_is_reported_and_not_driven_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let harness = FakeHarness::new();
+    let first = Agent::new(
+        support::options(dir.path()),
+        harness.backend(),
+        ToolRegistry::new(),
+    )
+    .unwrap();
+    let _lost = first.run(input_of(json!({"messages": [user("m1", "do it")]})));
+    let c = harness.conversation(0).await;
+    assert_eq!(c.next_input().await, "do it");
+    // The server dies here (no shutdown): the record it wrote says a turn was in flight. The
+    // write is behind the run path; give it a moment.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let restarted = harness.restarted();
+    let second = Agent::new(
+        support::options(dir.path()),
+        restarted.backend(),
+        ToolRegistry::new(),
+    )
+    .unwrap();
+    let messages = json!({"messages": [user("m1", "do it"), user("m2", "and then")]});
+    let events = finish(second.run(input_of(messages.clone()))).await;
+    let error = run_error(&events);
+    assert_eq!(
+        error.code.as_deref(),
+        Some("TURN_INTERRUPTED"),
+        "{}",
+        error.message
+    );
+    assert_eq!(restarted.opened(), 0, "nothing was driven for that run");
+    let run = second.run(input_of(messages));
+    let resumed = restarted.conversation(0).await;
+    assert_eq!(
+        resumed.next_input().await,
+        "and then",
+        "m1 is not sent again"
+    );
+    resumed.idle(None);
+    finish(run).await;
+    second.shutdown().await;
+}
