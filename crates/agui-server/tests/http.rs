@@ -48,15 +48,7 @@ async fn the_demo_agent_serves_a_valid_stream_with_a_server_tool() {
         !metrics.contains("agui_run_errors_total{"),
         "no run failed: {metrics}"
     );
-    let caps: Value = fx
-        .client
-        .get(fx.url("/capabilities"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let caps = fx.get_json("/capabilities").await;
     assert_eq!(caps["custom"]["demo"], true, "the demo says so: {caps}");
     assert_eq!(caps["tools"]["items"][0]["name"], "get_weather");
     assert_eq!(
@@ -386,15 +378,7 @@ async fn capabilities_name_the_thread_routes_and_what_a_disconnect_does() {
         (&["--demo", "--on-disconnect", "cancel"][..], "cancel"),
     ] {
         let fx = Fixture::start(flags).await;
-        let caps: Value = fx
-            .client
-            .get(fx.url("/capabilities"))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let caps = fx.get_json("/capabilities").await;
         assert_eq!(
             caps["custom"]["threads"],
             json!({"connect": true, "stop": true, "onDisconnect": expected}),

@@ -15,7 +15,10 @@ use axum::response::Response;
 use gemini_script::{Reply, Script, ScriptedModel};
 use harness_client::ModelEndpoint;
 use serde_json::{Value, json};
+use support::harnesses_in;
 use tokio::sync::{Notify, mpsc};
+
+mod support;
 
 // ---------------------------------------------------------------------------------------------
 // A real turn through the proxy, against the real harness and the scripted model.
@@ -260,20 +263,6 @@ async fn an_openai_compatible_turn_reaches_the_chat_route_with_the_model_headers
         assert_eq!(got.headers["authorization"], "Bearer sk-real");
     }
     server.shutdown().await;
-}
-
-/// `localharness` processes working in `dir` (each agent's save dir is its harness's cwd).
-fn harnesses_in(dir: &std::path::Path) -> Vec<u32> {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|e| {
-            let pid = e.file_name().to_string_lossy().parse::<u32>().ok()?;
-            let cwd = std::fs::read_link(e.path().join("cwd")).ok()?;
-            let exe = std::fs::read_link(e.path().join("exe")).ok()?;
-            (cwd.starts_with(dir) && exe.ends_with("localharness")).then_some(pid)
-        })
-        .collect()
 }
 
 /// Whether the writable memory of process `pid` holds `a`, and `b`.

@@ -70,6 +70,18 @@ impl Fixture {
         format!("http://{}{path}", self.server.addr())
     }
 
+    /// The JSON body of `GET path`.
+    pub async fn get_json(&self, path: &str) -> Value {
+        self.client
+            .get(self.url(path))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap()
+    }
+
     pub async fn post(&self, path: &str, body: Value) -> reqwest::Response {
         self.client
             .post(self.url(path))
