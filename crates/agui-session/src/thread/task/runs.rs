@@ -27,13 +27,18 @@ pub(super) enum Ending {
 }
 
 impl Task {
+    /// Whether the thread may serve a run or connect now: not while shutting down, and only
+    /// with its lease.
+    async fn admit(&mut self) -> Result<(), RunFailure> {
+        if self.closing || self.agent.is_closing() {
+            return Err(shutting_down());
+        }
+        self.ensure_lease().await
+    }
+
     /// A run arrives: served now, queued behind the thread's current run, or refused.
     pub(super) async fn start_run(&mut self, input: RunAgentInput, events: mpsc::Sender<Event>) {
-        if self.closing || self.agent.is_closing() {
-            self.reject(&input, events, shutting_down());
-            return;
-        }
-        if let Err(failure) = self.ensure_lease().await {
+        if let Err(failure) = self.admit().await {
             self.reject(&input, events, failure);
             return;
         }
@@ -162,11 +167,7 @@ impl Task {
     /// open — then its live turn, if any, to the end; parked, it ends as the run that parked it
     /// did; idle, at once.
     pub(super) async fn connect(&mut self, input: RunAgentInput, events: mpsc::Sender<Event>) {
-        if self.closing || self.agent.is_closing() {
-            self.reject(&input, events, shutting_down());
-            return;
-        }
-        if let Err(failure) = self.ensure_lease().await {
+        if let Err(failure) = self.admit().await {
             self.reject(&input, events, failure);
             return;
         }
