@@ -19,7 +19,7 @@ use crate::lease::{LeaseDenied, ThreadLeases};
 use crate::options::AgentOptions;
 use crate::store::{RecordWriter, StoreLimits, ThreadStore};
 use crate::thread::conversation::LiveSlots;
-use crate::thread::{Command, LiveSlot, ThreadHandle};
+use crate::thread::{Command, LiveSlot, RunChannel, ThreadHandle, negotiate};
 use crate::tools::ToolRegistry;
 
 /// How long a run waits for an idle thread to give up its live slot before it fails with
@@ -147,16 +147,21 @@ impl Agent {
         &self.inner.tools
     }
 
-    /// Starts a run. The thread's task serves it: dropping the stream (the client went away)
-    /// stops delivery, never the harness turn or a parked request.
+    /// Starts a run. Its `RUN_STARTED` is on the stream at once; the thread's task serves the
+    /// rest: dropping the stream (the client went away) stops delivery, never the harness turn
+    /// or a parked request.
     pub fn run(&self, input: RunAgentInput) -> RunStream {
         let (tx, rx) = mpsc::channel(self.inner.options.client_buffer_events);
+        let version = negotiate(
+            input.protocol_version.as_deref(),
+            &input.thread_id,
+            &input.run_id,
+        );
+        let events = RunChannel::announce(tx, &input.thread_id, &input.run_id, version);
         let inner = self.inner.clone();
         tokio::spawn(async move {
             let thread = input.thread_id.clone();
-            inner
-                .send(&thread, Command::Run { input, events: tx })
-                .await;
+            inner.send(&thread, Command::Run { input, events }).await;
         });
         RunStream { rx }
     }

@@ -35,6 +35,7 @@ use tokio::sync::{mpsc, oneshot};
 pub(crate) use callbacks::CallbackPolicy;
 pub use callbacks::{APP_CONTEXT_TOOL, APP_STATE_TOOL};
 pub(crate) use conversation::LiveSlot;
+pub(crate) use output::{RunChannel, negotiate};
 pub(crate) use parking::{InterruptKind, ToolAnswer};
 pub(crate) use shared::Shared;
 pub(crate) use task::spawn;
@@ -43,10 +44,10 @@ use crate::interrupts::InterruptAnswer;
 
 /// What the agent asks of a thread's task.
 pub(crate) enum Command {
-    /// Serve a run: its events go to `events`.
+    /// Serve a run: its events go to `events`, which has its `RUN_STARTED` already.
     Run {
         input: RunAgentInput,
-        events: mpsc::Sender<Event>,
+        events: RunChannel,
     },
     /// Restate the thread on `events` and follow its live turn, if any, to its end.
     Connect {

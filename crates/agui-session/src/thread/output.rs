@@ -37,6 +37,78 @@ pub(crate) struct Subscriber {
     verifier: agui_types::StreamVerifier,
 }
 
+/// A run's event channel as a subscription starts: where its events go, the protocol version
+/// it speaks, and whether its `RUN_STARTED` is already on it.
+pub(crate) struct RunChannel {
+    tx: mpsc::Sender<Event>,
+    protocol_version: &'static str,
+    started_sent: bool,
+}
+
+impl RunChannel {
+    /// A channel whose `RUN_STARTED` is sent when it subscribes (a connect).
+    pub(crate) fn new(tx: mpsc::Sender<Event>, protocol_version: &'static str) -> Self {
+        Self {
+            tx,
+            protocol_version,
+            started_sent: false,
+        }
+    }
+
+    /// Sends the run's `RUN_STARTED` now, before the thread's task takes the run: the client
+    /// sees its run accepted at once, whatever the thread is doing meanwhile (loading its
+    /// record, serving another run).
+    pub(crate) fn announce(
+        tx: mpsc::Sender<Event>,
+        thread_id: &str,
+        run_id: &str,
+        protocol_version: &'static str,
+    ) -> Self {
+        // A fresh channel has room (its capacity is at least one); a client already gone
+        // is noticed when the run subscribes.
+        let _ = tx.try_send(run_started(thread_id, run_id, protocol_version));
+        Self {
+            tx,
+            protocol_version,
+            started_sent: true,
+        }
+    }
+
+    /// The channel's sender.
+    pub(crate) fn sender(&self) -> &mpsc::Sender<Event> {
+        &self.tx
+    }
+
+    /// Whether the client is gone.
+    pub(crate) fn is_closed(&self) -> bool {
+        self.tx.is_closed()
+    }
+}
+
+/// The `RUN_STARTED` of a run, declaring the protocol version its stream speaks.
+fn run_started(thread_id: &str, run_id: &str, protocol_version: &str) -> Event {
+    let mut started = agui_types::RunStarted::new(thread_id, run_id);
+    started.protocol_version = Some(protocol_version.to_owned());
+    Event::RunStarted(started)
+}
+
+/// The protocol version a run's stream speaks for the client's declared one (our own, or 1.0
+/// for a 1.0 client: nothing but `encryptedValueType` differs); a client declaring a newer or
+/// unreadable version is served, and the developer warned, as the versioning rules ask.
+pub(crate) fn negotiate(version: Option<&str>, thread_id: &str, run_id: &str) -> &'static str {
+    let negotiated = agui_types::negotiate(version);
+    if let Some(warning) = negotiated.warning {
+        tracing::warn!(
+            thread_id,
+            run_id,
+            version,
+            ours = agui_types::PROTOCOL_VERSION,
+            "{warning}"
+        );
+    }
+    negotiated.speaks
+}
+
 /// How a subscriber's run ends.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Terminal {
@@ -133,30 +205,36 @@ impl Output {
         std::mem::take(&mut self.detached)
     }
 
-    /// Starts a run stream: `RUN_STARTED` (declaring `protocol_version`), then, when `restate`,
-    /// the thread as it stands — a `MESSAGES_SNAPSHOT`, the shared state when `with_state`, and
-    /// the start events of the blocks still open — so the thread's later events are valid on
-    /// it. Returns false if the client is already gone.
+    /// Starts a run stream: `RUN_STARTED` (unless the channel has it already), then, when
+    /// `restate`, the thread as it stands — a `MESSAGES_SNAPSHOT`, the shared state when
+    /// `with_state`, and the start events of the blocks still open — so the thread's later
+    /// events are valid on it. Returns false if the client is already gone.
     pub(crate) fn subscribe(
         &mut self,
         run_id: &str,
-        tx: mpsc::Sender<Event>,
-        protocol_version: &str,
+        channel: RunChannel,
         usage_start: Option<UsageMetadata>,
         restate: Restate,
     ) -> bool {
+        let started = run_started(&self.thread_id, run_id, channel.protocol_version);
         let mut subscriber = Subscriber {
             run_id: run_id.to_owned(),
-            tx,
+            tx: channel.tx,
             usage_start,
             started: std::time::Instant::now(),
-            downgraded: protocol_version == agui_types::PROTOCOL_VERSION_1_0,
+            downgraded: channel.protocol_version == agui_types::PROTOCOL_VERSION_1_0,
             #[cfg(debug_assertions)]
             verifier: agui_types::StreamVerifier::new(),
         };
-        let mut started = agui_types::RunStarted::new(&self.thread_id, run_id);
-        started.protocol_version = Some(protocol_version.to_owned());
-        let mut first = vec![Event::RunStarted(started)];
+        let mut first = Vec::new();
+        if channel.started_sent {
+            #[cfg(debug_assertions)]
+            if let Err(violation) = subscriber.verifier.check(&started) {
+                tracing::error!(run_id, %violation, "a run's RUN_STARTED was rejected");
+            }
+        } else {
+            first.push(started);
+        }
         let backlog = self.backlog.take();
         if restate != Restate::Nothing {
             first.push(self.log.snapshot());

@@ -27,7 +27,7 @@ use tokio::time::Instant;
 use tracing::Instrument as _;
 
 use super::conversation::Conversation;
-use super::output::{ModelLabel, Output};
+use super::output::{ModelLabel, Output, RunChannel};
 use super::parking::Parking;
 use super::shared::Shared;
 use super::{Command, Request, ThreadHandle, ThreadLink, ThreadStatus};
@@ -156,7 +156,7 @@ struct ActiveRun {
 /// A run waiting for the thread's current run to end.
 struct WaitingRun {
     input: RunAgentInput,
-    events: mpsc::Sender<Event>,
+    events: RunChannel,
     deadline: Instant,
 }
 

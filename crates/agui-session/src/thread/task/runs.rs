@@ -7,7 +7,7 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tracing::Instrument as _;
 
-use super::super::output::{Restate, Terminal};
+use super::super::output::{Restate, RunChannel, Terminal, negotiate};
 use super::{ActiveRun, Task, WaitingRun};
 use crate::answers;
 use crate::contract::Contract;
@@ -37,7 +37,7 @@ impl Task {
     }
 
     /// A run arrives: served now, queued behind the thread's current run, or refused.
-    pub(super) async fn start_run(&mut self, input: RunAgentInput, events: mpsc::Sender<Event>) {
+    pub(super) async fn start_run(&mut self, input: RunAgentInput, events: RunChannel) {
         if let Err(failure) = self.admit().await {
             self.reject(&input, events, failure);
             return;
@@ -66,7 +66,7 @@ impl Task {
         self.begin_run(input, events).await;
     }
 
-    async fn begin_run(&mut self, input: RunAgentInput, events: mpsc::Sender<Event>) {
+    async fn begin_run(&mut self, input: RunAgentInput, events: RunChannel) {
         let span = tracing::info_span!(parent: &self.span, "run", run_id = %input.run_id);
         self.begin_run_in(input, events, span.clone())
             .instrument(span)
@@ -76,10 +76,9 @@ impl Task {
     async fn begin_run_in(
         &mut self,
         input: RunAgentInput,
-        events: mpsc::Sender<Event>,
+        events: RunChannel,
         span: tracing::Span,
     ) {
-        let version = negotiate(input.protocol_version.as_deref());
         self.link
             .shared
             .adopt(input.state.as_ref(), input.context.clone());
@@ -134,10 +133,8 @@ impl Task {
             Restate::Nothing
         };
         let usage = self.usage.clone();
-        if !self
-            .output
-            .subscribe(&input.run_id, events.clone(), version, usage, restate)
-        {
+        let sender = events.sender().clone();
+        if !self.output.subscribe(&input.run_id, events, usage, restate) {
             tracing::info!("the client left before the run started");
         }
         if let Some(failure) = self.unreported.take() {
@@ -155,7 +152,7 @@ impl Task {
         self.run = Some(ActiveRun {
             run_id: input.run_id.clone(),
             span,
-            events,
+            events: sender,
             prompt,
             consumed: applied.consumed,
             contract,
@@ -167,14 +164,15 @@ impl Task {
     /// open — then its live turn, if any, to the end; parked, it ends as the run that parked it
     /// did; idle, at once.
     pub(super) async fn connect(&mut self, input: RunAgentInput, events: mpsc::Sender<Event>) {
+        let version = negotiate(input.protocol_version.as_deref(), &self.id, &input.run_id);
+        let events = RunChannel::new(events, version);
         if let Err(failure) = self.admit().await {
             self.reject(&input, events, failure);
             return;
         }
-        let version = negotiate(input.protocol_version.as_deref());
         if let Some(failure) = self.lost.clone() {
             self.output
-                .subscribe(&input.run_id, events, version, None, Restate::Nothing);
+                .subscribe(&input.run_id, events, None, Restate::Nothing);
             self.finish_one(&input.run_id, Terminal::Failed(failure));
             return;
         }
@@ -184,14 +182,14 @@ impl Task {
             let contract = Contract::new(&input.tools, &self.agent.options, &self.agent.tools);
             if let Err(failure) = self.ensure_conversation(contract).await {
                 self.output
-                    .subscribe(&input.run_id, events, version, None, Restate::Nothing);
+                    .subscribe(&input.run_id, events, None, Restate::Nothing);
                 self.finish_one(&input.run_id, Terminal::Failed(failure));
                 return;
             }
         }
         let usage = self.usage.clone();
         self.output
-            .subscribe(&input.run_id, events, version, usage, Restate::WithState);
+            .subscribe(&input.run_id, events, usage, Restate::WithState);
         if self.conversation.turn().is_some() {
             if self.parking.is_parked() && self.waits_for_client() {
                 let outcome = self.parked_outcome();
@@ -377,16 +375,15 @@ impl Task {
             .finish_one(run_id, &terminal, self.usage.as_ref(), &label);
     }
 
-    /// Refuses a run: `RUN_STARTED` then `RUN_ERROR`.
+    /// Refuses a run: `RUN_STARTED` (unless sent already) then `RUN_ERROR`.
     pub(super) fn reject(
         &mut self,
         input: &RunAgentInput,
-        events: mpsc::Sender<Event>,
+        events: RunChannel,
         failure: RunFailure,
     ) {
-        let version = negotiate(input.protocol_version.as_deref());
         self.output
-            .subscribe(&input.run_id, events, version, None, Restate::Nothing);
+            .subscribe(&input.run_id, events, None, Restate::Nothing);
         self.finish_one(&input.run_id, Terminal::Failed(failure));
     }
 
@@ -448,17 +445,6 @@ impl Task {
         }
         true
     }
-}
-
-/// The protocol version a run's stream speaks for the client's declared one (our own, or 1.0
-/// for a 1.0 client: nothing but `encryptedValueType` differs); a client declaring a newer or
-/// unreadable version is served, and the developer warned, as the versioning rules ask.
-fn negotiate(version: Option<&str>) -> &'static str {
-    let negotiated = agui_types::negotiate(version);
-    if let Some(warning) = negotiated.warning {
-        tracing::warn!(version, ours = agui_types::PROTOCOL_VERSION, "{warning}");
-    }
-    negotiated.speaks
 }
 
 fn shutting_down() -> RunFailure {
