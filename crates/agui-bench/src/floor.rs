@@ -77,9 +77,12 @@ impl Floor {
         })
     }
 
-    /// A fresh pool with the server's options (start one per workload or level).
-    pub(crate) fn pool(&self) -> anyhow::Result<HarnessPool> {
-        Ok(HarnessPool::new(self.pool_options.clone())?)
+    /// A fresh pool with the server's options (start one per workload or level), warming up
+    /// as the server does when it starts.
+    pub(crate) async fn pool(&self) -> anyhow::Result<HarnessPool> {
+        let pool = HarnessPool::new(self.pool_options.clone())?;
+        pool.prestart(&self.process).await?;
+        Ok(pool)
     }
 
     /// Opens a conversation as a new thread's first run would, declaring `client_tools`.

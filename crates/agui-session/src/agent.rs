@@ -134,6 +134,8 @@ impl Agent {
             closing: AtomicBool::new(false),
         });
         tokio::spawn(sweep_store(Arc::downgrade(&inner)));
+        let (backend, save_dir) = (inner.backend.clone(), inner.options.save_dir.clone());
+        tokio::spawn(async move { backend.0.warm_up(&save_dir).await });
         Ok(Self { inner })
     }
 

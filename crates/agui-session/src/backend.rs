@@ -2,6 +2,7 @@
 //! scripted fake (`testing::FakeHarness`). The traits speak the harness's protocol types, so
 //! they stay inside the crate; embedders pick a source through the opaque [`Backend`].
 
+use std::path::Path;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -61,6 +62,11 @@ pub(crate) trait ConversationSource: Send + Sync + 'static {
     fn processes(&self) -> usize {
         0
     }
+
+    /// Gets ready for the first conversations of an agent saving in `save_dir` (boots a shared
+    /// harness process in the background, when the backend shares them and its pool keeps a
+    /// spare).
+    async fn warm_up(&self, _save_dir: &Path) {}
 
     /// Stops everything the backend started.
     async fn shutdown(&self);
@@ -141,6 +147,18 @@ impl ConversationSource for HarnessBackend {
 
     fn processes(&self) -> usize {
         self.pool.stats().processes
+    }
+
+    async fn warm_up(&self, save_dir: &Path) {
+        if self.process_per_thread() {
+            return;
+        }
+        // Threads sharing a process differ only in what reaches the harness per conversation
+        // (workspace, app data dir): any thread's placement names their partition.
+        let any_thread = Placement::new(save_dir, Path::new(""), false);
+        if let Err(e) = self.pool.prestart(&self.process_for(&any_thread)).await {
+            tracing::warn!(error = %e, "could not start a harness ahead of the first thread");
+        }
     }
 
     async fn shutdown(&self) {

@@ -278,6 +278,21 @@ impl HarnessPool {
         }
     }
 
+    /// Boots a spare process for `process`'s partition now, in the background, unless it has
+    /// one or [`PoolOptions::prestart_spare`] is off (or `process` is confined): a host calls
+    /// this when it starts, so its first conversations do not wait for a harness to boot. Like
+    /// any process with no conversation, the spare stops after `idle_grace` if none comes.
+    pub async fn prestart(&self, process: &ProcessOptions) -> Result<()> {
+        if !self.inner.options.prestart_spare || process.confinement.is_some() {
+            return Ok(());
+        }
+        let key = self.key(process).await?;
+        let mut options = process.clone();
+        options.binary = Some(key.binary.clone());
+        self.maybe_prestart(&key, &options);
+        Ok(())
+    }
+
     /// Stops every process (conversations on them end with [`crate::CloseReason::ClosedByHost`]);
     /// later `open` calls fail with [`HarnessError::PoolClosed`].
     pub async fn shutdown(&self) {

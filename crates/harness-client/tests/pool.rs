@@ -225,6 +225,47 @@ async fn a_spare_process_is_started_ahead_of_need() {
     pool.shutdown().await;
 }
 
+/// A host starting up boots its first process before any conversation asks for one; the first
+/// conversation takes it, and with prestarting off nothing boots.
+#[tokio::test]
+async fn a_prestarted_process_takes_the_first_conversation() {
+    let fx = Fixture::new(echo_script()).await;
+    let options = fx.process_options();
+    let off = pool(8, Duration::from_secs(30), false);
+    off.prestart(&options).await.unwrap();
+    let pool = pool(8, Duration::from_secs(30), true);
+    pool.prestart(&options).await.unwrap();
+    pool.prestart(&options).await.unwrap();
+    eventually("the prestarted process boots", || {
+        pool.stats().processes == 1
+    })
+    .await;
+    let mut first = pool
+        .open(
+            &options,
+            fx.config().build().unwrap(),
+            Arc::new(DefaultCallbacks),
+        )
+        .await
+        .unwrap();
+    assert_eq!(turn(&mut first, "alpha").await.answer(), "reply to alpha");
+    assert_eq!(
+        pool.stats(),
+        PoolStats {
+            processes: 1,
+            conversations: 1,
+            partitions: 1
+        },
+        "the conversation is on the prestarted process, and a second prestart added none"
+    );
+    assert_eq!(
+        off.stats().processes,
+        0,
+        "prestart_spare off: nothing boots"
+    );
+    pool.shutdown().await;
+}
+
 /// "Near capacity" means at most one free slot: with two slots per process, the first
 /// conversation already leaves only one, so a spare boots.
 #[tokio::test]

@@ -166,7 +166,7 @@ async fn floor(ctx: &Ctx, p: Params) -> anyhow::Result<Side<FloorSeries>> {
         &ctx.scratch.join("w1-floor"),
         &ServerSettings::default(),
     )?;
-    let pool = setup.pool()?;
+    let pool = setup.pool().await?;
     let expected = Some(ctx.expected.as_str());
     let mut conversations = Vec::new();
     let mut warmup = Vec::new();

@@ -176,7 +176,7 @@ async fn floor(ctx: &Ctx, c: usize, turns: usize) -> anyhow::Result<Level<FloorS
         &ctx.scratch.join(format!("w2-c{c}-floor")),
         &ServerSettings::default(),
     )?);
-    let pool = setup.pool()?;
+    let pool = setup.pool().await?;
     let go = Arc::new(Barrier::new(c + 1));
     let mut tasks = Vec::new();
     for _ in 0..c {

@@ -196,7 +196,7 @@ async fn floor(ctx: &Ctx, p: Params, answer_delay: Duration) -> anyhow::Result<F
         &ctx.scratch.join("w4-floor"),
         &ServerSettings::default(),
     )?;
-    let pool = setup.pool()?;
+    let pool = setup.pool().await?;
     let tools = [bench_tool()];
     let mut failures = Vec::new();
     let mut turns = Vec::new();
