@@ -20,6 +20,18 @@ fn pool(capacity: usize, idle_grace: Duration, prestart_spare: bool) -> HarnessP
     .unwrap()
 }
 
+/// A conversation on `pool` with `fx`'s process options and config, whose callbacks answer
+/// nothing.
+async fn open(pool: &HarnessPool, fx: &Fixture) -> harness_client::Conversation {
+    pool.open(
+        &fx.process_options(),
+        fx.config().build().unwrap(),
+        Arc::new(DefaultCallbacks),
+    )
+    .await
+    .unwrap()
+}
+
 async fn eventually(what: &str, mut check: impl FnMut() -> bool) {
     let deadline = Instant::now() + support::PATIENCE;
     while !check() {
@@ -108,14 +120,7 @@ async fn a_failed_init_spares_the_shared_process() {
     let fx = Fixture::new(echo_script()).await;
     let pool = pool(4, Duration::from_secs(30), false);
     let options = fx.process_options();
-    let mut sibling = pool
-        .open(
-            &options,
-            fx.config().build().unwrap(),
-            Arc::new(DefaultCallbacks),
-        )
-        .await
-        .unwrap();
+    let mut sibling = open(&pool, &fx).await;
     let bad = fx.config().conversation_id(
         "00000000000000000000000000000000",
         SessionContinuationMode::Resume,
@@ -166,15 +171,7 @@ async fn an_idle_process_is_stopped_after_the_grace_period() {
 async fn a_dead_process_is_replaced_for_new_conversations() {
     let fx = Fixture::new(echo_script()).await;
     let pool = pool(4, Duration::from_secs(30), false);
-    let options = fx.process_options();
-    let first = pool
-        .open(
-            &options,
-            fx.config().build().unwrap(),
-            Arc::new(DefaultCallbacks),
-        )
-        .await
-        .unwrap();
+    let first = open(&pool, &fx).await;
     let dead = first.process().pid();
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(dead as i32),
@@ -185,14 +182,7 @@ async fn a_dead_process_is_replaced_for_new_conversations() {
         first.process().exit_info().is_some()
     })
     .await;
-    let mut second = pool
-        .open(
-            &options,
-            fx.config().build().unwrap(),
-            Arc::new(DefaultCallbacks),
-        )
-        .await
-        .unwrap();
+    let mut second = open(&pool, &fx).await;
     assert_ne!(second.process().pid(), dead);
     assert_eq!(turn(&mut second, "beta").await.answer(), "reply to beta");
     pool.shutdown().await;
@@ -202,24 +192,9 @@ async fn a_dead_process_is_replaced_for_new_conversations() {
 async fn a_spare_process_is_started_ahead_of_need() {
     let fx = Fixture::new(echo_script()).await;
     let pool = pool(1, Duration::from_secs(30), true);
-    let options = fx.process_options();
-    let first = pool
-        .open(
-            &options,
-            fx.config().build().unwrap(),
-            Arc::new(DefaultCallbacks),
-        )
-        .await
-        .unwrap();
+    let first = open(&pool, &fx).await;
     eventually("a spare boots", || pool.stats().processes == 2).await;
-    let mut second = pool
-        .open(
-            &options,
-            fx.config().build().unwrap(),
-            Arc::new(DefaultCallbacks),
-        )
-        .await
-        .unwrap();
+    let mut second = open(&pool, &fx).await;
     assert_ne!(first.process().pid(), second.process().pid());
     assert_eq!(turn(&mut second, "gamma").await.answer(), "reply to gamma");
     pool.shutdown().await;
@@ -240,14 +215,7 @@ async fn a_prestarted_process_takes_the_first_conversation() {
         pool.stats().processes == 1
     })
     .await;
-    let mut first = pool
-        .open(
-            &options,
-            fx.config().build().unwrap(),
-            Arc::new(DefaultCallbacks),
-        )
-        .await
-        .unwrap();
+    let mut first = open(&pool, &fx).await;
     assert_eq!(turn(&mut first, "alpha").await.answer(), "reply to alpha");
     assert_eq!(
         pool.stats(),
@@ -272,15 +240,7 @@ async fn a_prestarted_process_takes_the_first_conversation() {
 async fn a_spare_is_started_while_one_slot_is_still_free() {
     let fx = Fixture::new(echo_script()).await;
     let pool = pool(2, Duration::from_secs(30), true);
-    let options = fx.process_options();
-    let first = pool
-        .open(
-            &options,
-            fx.config().build().unwrap(),
-            Arc::new(DefaultCallbacks),
-        )
-        .await
-        .unwrap();
+    let first = open(&pool, &fx).await;
     eventually("a spare boots", || pool.stats().processes == 2).await;
     drop(first);
     pool.shutdown().await;
@@ -291,14 +251,7 @@ async fn a_shut_down_pool_refuses_new_conversations_and_leaves_nothing() {
     let fx = Fixture::new(echo_script()).await;
     let pool = pool(4, Duration::from_secs(30), false);
     let options = fx.process_options();
-    let conversation = pool
-        .open(
-            &options,
-            fx.config().build().unwrap(),
-            Arc::new(DefaultCallbacks),
-        )
-        .await
-        .unwrap();
+    let conversation = open(&pool, &fx).await;
     let pid = conversation.process().pid();
     pool.shutdown().await;
     let err = pool
