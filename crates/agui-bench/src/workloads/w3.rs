@@ -51,7 +51,9 @@ pub(crate) struct Level {
     pub(crate) memory: Memory,
     pub(crate) idle_server_cpu_pct: Option<f64>,
     pub(crate) idle_harness_cpu_pct: Option<f64>,
-    /// Marginal over the memory before any thread, divided by the threads open.
+    /// Marginal over the server's own memory before any thread, divided by the threads open
+    /// (a harness the server started ahead of the threads counts as theirs: it serves them,
+    /// and it goes when they hibernate).
     pub(crate) server_pss_mb_per_thread: Option<f64>,
     pub(crate) tree_pss_mb_per_thread: Option<f64>,
     pub(crate) tree_rss_mb_per_thread: Option<f64>,
@@ -175,8 +177,8 @@ async fn pass(
             idle_server_cpu_pct: pct(idle.server_s),
             idle_harness_cpu_pct: pct(idle.harness_s),
             server_pss_mb_per_thread: per(memory.server_pss_mb, before.server_pss_mb),
-            tree_pss_mb_per_thread: per(memory.tree_pss_mb, before.tree_pss_mb),
-            tree_rss_mb_per_thread: per(Some(memory.tree_rss_mb), Some(before.tree_rss_mb)),
+            tree_pss_mb_per_thread: per(memory.tree_pss_mb, before.server_pss_mb),
+            tree_rss_mb_per_thread: per(Some(memory.tree_rss_mb), Some(before.server_rss_mb)),
         });
         progress(&format!(
             "W3 {label}: N={n}, {ok} ok, tree PSS {:.1} MB, {} harness processes",
