@@ -1,6 +1,6 @@
 //! Threads that outlive requests, over the fake harness: connect (idle, live, parked, after a
 //! restart, unknown), stop, clients that leave or fall behind, `on_disconnect = cancel`, a
-//! conversation the harness lost, and a turn that stalls.
+//! conversation the harness lost, a turn that stalls, and a run that waits for a busy thread.
 
 mod support;
 
@@ -393,4 +393,41 @@ async fn a_turn_waiting_only_for_the_client_never_stalls() {
     finish(run).await;
     tokio::time::sleep(Duration::from_millis(600)).await;
     assert_eq!(c.cancels(), 0, "parked on the client is not a stall");
+}
+
+#[tokio::test]
+async fn a_run_waiting_for_a_busy_thread_is_started_at_once_and_served_after_the_turn() {
+    let fx = FakeAgent::new();
+    let (first, c) = fx.begin("first job").await;
+    let mut second = fx.start(json!({
+        "runId": "r-second",
+        "messages": [user("m1", "first job"), user("m2", "second job")]
+    }));
+    let started = tokio::time::timeout(Duration::from_secs(5), second.next_event())
+        .await
+        .expect("the waiting run is started without waiting for the turn")
+        .expect("an event");
+    assert!(
+        matches!(&started, Event::RunStarted(s) if s.run_id == "r-second"),
+        "the first event is the run's own RUN_STARTED: {started:?}"
+    );
+    assert_eq!(
+        c.input_within(Duration::from_millis(200)).await,
+        None,
+        "its message waits for the turn in flight"
+    );
+    c.echo(0, "first job");
+    c.say_part(1, "Done.", "Done.");
+    c.step_done(1, "Done.");
+    c.idle(None);
+    let first = finish(first).await;
+    assert_eq!(text(&first), "Done.");
+    assert_eq!(c.next_input().await, "second job");
+    c.running();
+    c.echo(2, "second job");
+    c.say_part(3, "Also done.", "Also done.");
+    c.step_done(3, "Also done.");
+    c.idle(None);
+    let second = finish_after(vec![started], second).await;
+    assert_eq!(text(&second), "Also done.", "{}", types(&second));
 }

@@ -216,7 +216,6 @@ impl Output {
         usage_start: Option<UsageMetadata>,
         restate: Restate,
     ) -> bool {
-        let started = run_started(&self.thread_id, run_id, channel.protocol_version);
         let mut subscriber = Subscriber {
             run_id: run_id.to_owned(),
             tx: channel.tx,
@@ -227,13 +226,23 @@ impl Output {
             verifier: agui_types::StreamVerifier::new(),
         };
         let mut first = Vec::new();
-        if channel.started_sent {
-            #[cfg(debug_assertions)]
-            if let Err(violation) = subscriber.verifier.check(&started) {
-                tracing::error!(run_id, %violation, "a run's RUN_STARTED was rejected");
-            }
-        } else {
-            first.push(started);
+        if !channel.started_sent {
+            first.push(run_started(
+                &self.thread_id,
+                run_id,
+                channel.protocol_version,
+            ));
+        }
+        // The verifier checks the stream as the client sees it, which starts with it.
+        #[cfg(debug_assertions)]
+        if channel.started_sent
+            && let Err(violation) = subscriber.verifier.check(&run_started(
+                &self.thread_id,
+                run_id,
+                channel.protocol_version,
+            ))
+        {
+            tracing::error!(run_id, %violation, "a run's RUN_STARTED was rejected");
         }
         let backlog = self.backlog.take();
         if restate != Restate::Nothing {
