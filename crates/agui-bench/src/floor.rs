@@ -31,6 +31,9 @@ pub(crate) struct Floor {
     options: AgentOptions,
     pool_options: PoolOptions,
     process: ProcessOptions,
+    /// Answers the warm-up turns of the processes a pool starts ahead of need, as the server's
+    /// model proxy does (so they are not counted as the workload's model requests).
+    warm_up_model: tokio::sync::OnceCell<gemini_script::Handle>,
 }
 
 impl Floor {
@@ -74,6 +77,7 @@ impl Floor {
             options,
             pool_options,
             process,
+            warm_up_model: tokio::sync::OnceCell::new(),
         })
     }
 
@@ -81,7 +85,13 @@ impl Floor {
     /// as the server does when it starts.
     pub(crate) async fn pool(&self) -> anyhow::Result<HarnessPool> {
         let pool = HarnessPool::new(self.pool_options.clone())?;
-        pool.prestart(&self.process).await?;
+        let model = self
+            .warm_up_model
+            .get_or_try_init(|| gemini_script::ScriptedModel::start(gemini_script::Script::new()))
+            .await?;
+        let endpoint = harness_client::ModelEndpoint::gemini(model.base_url(), "warm-up");
+        let warm_up = agui_session::warm_up(&self.options, &ToolRegistry::new(), endpoint);
+        pool.prestart(&self.process, Some(warm_up)).await?;
         Ok(pool)
     }
 

@@ -138,6 +138,7 @@ pub async fn build(
                 _ => BTreeMap::new(),
             };
             options.endpoint = model_proxy.register(&options.name, &options.endpoint, &extra)?;
+            options.warm_up_endpoint = model_proxy.warm_up_endpoint(&options.endpoint);
         }
         let binary = match binaries.get(&settings.harness_path) {
             Some(binary) => binary.clone(),

@@ -172,7 +172,8 @@ agent_settings! {
         /// Seconds an empty harness process is kept.
         #[arg(long, env = "AGUI_HARNESS_IDLE_GRACE_SECS")]
         pub harness_idle_grace_secs: Option<u64>,
-        /// Start a harness with the server, and a spare before the live ones are full.
+        /// Start a harness with the server, and a spare before the live ones are full (each
+        /// warmed by a throwaway turn the model proxy answers itself).
         #[arg(long, num_args = 0..=1, default_missing_value = "true", env = "AGUI_PRESTART_HARNESS")]
         pub prestart_harness: Option<bool>,
         /// Seconds of inactivity before a session is forgotten.

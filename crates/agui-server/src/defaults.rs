@@ -38,9 +38,10 @@ pub const MODEL_READ_TIMEOUT: Duration = Duration::from_secs(600);
 /// Largest model request the proxy forwards. The harness sends the whole conversation,
 /// attachments included, in every request; this only bounds the memory one request may take.
 pub const MODEL_PROXY_MAX_BODY_BYTES: usize = 256 << 20;
-/// Start a harness with the server, and a spare before the live ones are full: the first run
-/// of a new thread (also the first after a start) is then fast, which a server wants (a library
-/// user of the pool may not). A harness nobody uses stops after `harness_idle_grace_secs`.
+/// Start a harness with the server, and a spare before the live ones are full, each warmed by a
+/// throwaway turn the model proxy answers: the first run of a new thread (also the first after a
+/// start) is then fast, which a server wants (a library user of the pool may not). A harness
+/// nobody uses stops after `harness_idle_grace_secs`.
 pub const PRESTART_HARNESS: bool = true;
 
 /// How long a thread lease lasts unless renewed (with `replica_id`): a dead replica's threads

@@ -24,6 +24,8 @@ use tokio::sync::watch;
 use crate::defaults;
 use crate::error::ServerError;
 
+mod warm_up;
+
 /// Google's Gemini API, where a Gemini endpoint without `gemini_base_url` goes.
 pub const GEMINI_API_URL: &str = "https://generativelanguage.googleapis.com";
 
@@ -253,6 +255,14 @@ impl ModelProxy {
 }
 
 impl ModelProxy {
+    /// The warm-up endpoint of `proxied` (an endpoint [`ModelProxy::register`] returned): the
+    /// same route, answered by the proxy itself at once with a canned reply, never by the
+    /// model — what a harness started ahead of need talks to in its throwaway turn
+    /// (`AgentOptions::warm_up_endpoint`). `None` for an OpenAI-compatible endpoint.
+    pub fn warm_up_endpoint(&self, proxied: &ModelEndpoint) -> Option<ModelEndpoint> {
+        warm_up::endpoint(&format!("http://{}/", self.addr), proxied)
+    }
+
     /// Stops accepting; requests in flight finish.
     pub(crate) fn stop(&self) {
         let _ = self.stop.send(true);
@@ -375,6 +385,8 @@ async fn forward(State(shared): State<Arc<Shared>>, request: Request) -> Respons
             "the model proxy does not know this token",
         );
     };
+    let warm_up = rest.strip_prefix(warm_up::PREFIX);
+    let rest = warm_up.unwrap_or(rest);
     let target = if parts.method == Method::POST {
         route.target(rest)
     } else {
@@ -391,6 +403,14 @@ async fn forward(State(shared): State<Arc<Shared>>, request: Request) -> Respons
             ),
         );
     };
+    if warm_up.is_some() {
+        // Read so the connection can carry the next call.
+        let _ = axum::body::to_bytes(body, defaults::MODEL_PROXY_MAX_BODY_BYTES).await;
+        return match (&route.upstream, warm_up::rpc_of(rest)) {
+            (Upstream::OpenAi { .. }, _) | (_, None) => warm_up::not_offered(),
+            (_, Some(rpc)) => warm_up::answer(rpc),
+        };
+    }
     if let Some(query) = parts.uri.query() {
         url = format!("{url}?{query}");
     }

@@ -163,6 +163,118 @@ async fn the_harness_is_told_a_token_and_only_the_model_receives_the_real_key() 
     server.shutdown().await;
 }
 
+/// With the sandbox off, the server starts a harness at once and warms it with one turn that the
+/// proxy answers itself: the model never sees it, nothing of it is left in the save dir, and
+/// the first thread is then served by that harness.
+#[tokio::test]
+async fn a_harness_started_with_the_server_warms_up_against_the_proxy_alone() {
+    let traced = traced();
+    let dir = tempfile::tempdir().unwrap();
+    let model = ScriptedModel::start(Script::new().then(Reply::text(["Hello."]).forever()))
+        .await
+        .unwrap();
+    let server = start_server(
+        dir.path(),
+        &[
+            "--sandbox",
+            "off",
+            "--api-key",
+            "REAL",
+            "--gemini-base-url",
+            &model.base_url(),
+        ],
+    )
+    .await;
+    let save = dir.path().join("save");
+    let log = || plain(&String::from_utf8_lossy(&traced.lock().unwrap()));
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    // The warm-up conversation runs on a harness that this server started: its pid is logged.
+    let warmed = loop {
+        let pid = log()
+            .lines()
+            .filter(|l| l.contains("harness warmed up"))
+            .filter_map(|l| {
+                l.split("pid=")
+                    .nth(1)?
+                    .split(' ')
+                    .next()?
+                    .parse::<u32>()
+                    .ok()
+            })
+            .find(|pid| {
+                std::fs::read_link(format!("/proc/{pid}/exe"))
+                    .is_ok_and(|exe| exe.ends_with("localharness"))
+                    && std::fs::read_to_string(format!("/proc/{pid}/environ"))
+                        .is_ok_and(|env| env.contains(save.to_str().unwrap()))
+            });
+        if let Some(pid) = pid {
+            break pid;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no harness of this server warmed up"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert!(model.requests().is_empty(), "the warm-up reached the model");
+    let left: Vec<String> = walk(&save)
+        .into_iter()
+        .filter(|name| name.contains("warm-up") || name.ends_with(".db"))
+        .collect();
+    assert!(left.is_empty(), "the warm-up left {left:?}");
+
+    assert_eq!(turn_text(&server).await, "Hello.");
+    assert_eq!(model.requests().len(), 1, "the thread's own turn");
+    let opened_on_warmed = log()
+        .lines()
+        .filter(|l| l.contains("conversation open") && l.contains(&format!("pid={warmed} ")))
+        .count();
+    assert_eq!(
+        opened_on_warmed, 2,
+        "the warm-up's conversation, then the first thread's, on the warmed harness"
+    );
+    server.shutdown().await;
+}
+
+/// `text` without ANSI colour codes.
+fn plain(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            for c in chars.by_ref() {
+                if c == 'm' {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Every path under `dir`, relative to it.
+fn walk(dir: &std::path::Path) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut todo = vec![dir.to_owned()];
+    while let Some(next) = todo.pop() {
+        for entry in std::fs::read_dir(&next).into_iter().flatten().flatten() {
+            let path = entry.path();
+            found.push(
+                path.strip_prefix(dir)
+                    .unwrap()
+                    .to_string_lossy()
+                    .into_owned(),
+            );
+            if path.is_dir() {
+                todo.push(path);
+            }
+        }
+    }
+    found
+}
+
 /// One turn of `hi` on a fresh thread; the text the agent answered.
 async fn turn_text(server: &RunningServer) -> String {
     let body = json!({"threadId": "t1", "runId": "r1", "messages": [{"id": "m1", "role": "user", "content": "hi"}]});
@@ -472,6 +584,69 @@ async fn wrong_tokens_and_foreign_paths_are_refused_before_reaching_the_model() 
         upstream.received().len(),
         1,
         "the right token and path pass"
+    );
+}
+
+/// A harness started ahead of need warms up against the proxy's warm-up endpoint: the proxy
+/// answers the generation calls itself (a finished text), checks the token like any call, and
+/// nothing reaches the model.
+#[tokio::test]
+async fn warm_up_calls_are_answered_by_the_proxy_and_never_reach_the_model() {
+    let upstream = Upstream::start(sse_answer()).await;
+    let proxy = ModelProxy::start(0).await.unwrap();
+    let proxied = proxy
+        .register("a", &gemini(&upstream.url, "REAL"), &none())
+        .unwrap();
+    let (base, token) = parts(&proxy.warm_up_endpoint(&proxied).unwrap());
+    let token = token.unwrap();
+    assert!(base.ends_with("/warm-up"), "{base}");
+
+    let stream = as_the_harness(
+        &base,
+        "/v1beta/models/m:streamGenerateContent?alt=sse",
+        Some(&token),
+    )
+    .await;
+    assert_eq!(stream.status(), 200);
+    assert_eq!(stream.headers()["content-type"], "text/event-stream");
+    let text = stream.text().await.unwrap();
+    let event: Value = serde_json::from_str(
+        text.strip_prefix("data: ")
+            .and_then(|rest| rest.strip_suffix("\r\n\r\n"))
+            .unwrap_or_else(|| panic!("one SSE event: {text:?}")),
+    )
+    .unwrap();
+    assert_eq!(
+        event["candidates"][0]["content"]["parts"][0]["text"],
+        "Ready."
+    );
+    assert_eq!(event["candidates"][0]["finishReason"], "STOP");
+    let unary = as_the_harness(&base, "/v1beta/models/m:generateContent", Some(&token)).await;
+    assert_eq!(unary.status(), 200);
+    let unary: Value = unary.json().await.unwrap();
+    assert_eq!(unary["candidates"][0]["finishReason"], "STOP");
+
+    let wrong = base.replace(&token, &"0".repeat(token.len()));
+    let (status, _) =
+        error_of(as_the_harness(&wrong, "/v1beta/models/m:generateContent", Some(&token)).await)
+            .await;
+    assert_eq!(status, 401, "a warm-up needs the agent's token");
+    let (status, _) = error_of(as_the_harness(&base, "/v1beta/files", Some(&token)).await).await;
+    assert_eq!(status, 404, "only generation routes");
+    assert!(upstream.received().is_empty(), "nothing reached the model");
+
+    let openai = proxy
+        .register(
+            "b",
+            &ModelEndpoint::OpenAiCompatible {
+                base_url: upstream.url.clone(),
+            },
+            &none(),
+        )
+        .unwrap();
+    assert!(
+        proxy.warm_up_endpoint(&openai).is_none(),
+        "no canned answer in the OpenAI format"
     );
 }
 

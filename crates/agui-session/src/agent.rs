@@ -135,7 +135,9 @@ impl Agent {
         });
         tokio::spawn(sweep_store(Arc::downgrade(&inner)));
         let (backend, save_dir) = (inner.backend.clone(), inner.options.save_dir.clone());
-        tokio::spawn(async move { backend.0.warm_up(&save_dir).await });
+        let warm_up = (inner.options.warm_up_endpoint.clone())
+            .map(|endpoint| crate::warm_up(&inner.options, &inner.tools, endpoint));
+        tokio::spawn(async move { backend.0.warm_up(&save_dir, warm_up).await });
         Ok(Self { inner })
     }
 

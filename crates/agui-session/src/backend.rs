@@ -8,7 +8,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use harness_client::{
     Callbacks, Canceller, Conversation, ConversationEvent, HarnessError, HarnessPool, InitInfo,
-    ProcessOptions,
+    ProcessOptions, WarmUp,
 };
 use harness_proto::lh::{HarnessConfig, UserInput};
 
@@ -65,8 +65,8 @@ pub(crate) trait ConversationSource: Send + Sync + 'static {
 
     /// Gets ready for the first conversations of an agent saving in `save_dir` (boots a shared
     /// harness process in the background, when the backend shares them and its pool keeps a
-    /// spare).
-    async fn warm_up(&self, _save_dir: &Path) {}
+    /// spare; with `warm_up`, that process and later spares run its turn before they serve).
+    async fn warm_up(&self, _save_dir: &Path, _warm_up: Option<WarmUp>) {}
 
     /// Stops everything the backend started.
     async fn shutdown(&self);
@@ -149,14 +149,15 @@ impl ConversationSource for HarnessBackend {
         self.pool.stats().processes
     }
 
-    async fn warm_up(&self, save_dir: &Path) {
+    async fn warm_up(&self, save_dir: &Path, warm_up: Option<WarmUp>) {
         if self.process_per_thread() {
             return;
         }
         // Threads sharing a process differ only in what reaches the harness per conversation
         // (workspace, app data dir): any thread's placement names their partition.
         let any_thread = Placement::new(save_dir, Path::new(""), false);
-        if let Err(e) = self.pool.prestart(&self.process_for(&any_thread)).await {
+        let process = self.process_for(&any_thread);
+        if let Err(e) = self.pool.prestart(&process, warm_up).await {
             tracing::warn!(error = %e, "could not start a harness ahead of the first thread");
         }
     }

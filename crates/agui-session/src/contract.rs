@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 use agui_types::Tool;
-use harness_client::{BuiltinTool, ConversationConfig, CustomTool, policy};
+use harness_client::{BuiltinTool, ConversationConfig, CustomTool, ModelEndpoint, WarmUp, policy};
 #[cfg(test)]
 use harness_proto::lh::HarnessConfig;
 use harness_proto::lh::{LifecycleHook, harness_config::SessionContinuationMode};
@@ -239,6 +239,34 @@ pub fn conversation_config(
         conversation_id,
         false,
     )
+}
+
+/// What a warm-up turn says (its answer is thrown away).
+const WARM_UP_PROMPT: &str = "Reply with one word: ready.";
+
+/// The throwaway turn that harness processes of an agent configured with `options` run when
+/// they are started ahead of need ([`harness_client::WarmUp`]): a conversation with the agent's
+/// tools, instructions and behaviour, talking to `endpoint` — one that answers at once, never
+/// the agent's paid model — in the warm-up's scratch directories. Extra harness settings are
+/// left out: they may start MCP servers or subagents.
+pub fn warm_up(
+    options: &AgentOptions,
+    server_tools: &ToolRegistry,
+    endpoint: ModelEndpoint,
+) -> WarmUp {
+    let options = AgentOptions {
+        endpoint,
+        harness_settings: None,
+        ..options.clone()
+    };
+    let server = server_tools.clone();
+    WarmUp::new(WARM_UP_PROMPT, move |scratch| {
+        let id = uuid::Uuid::new_v4().simple().to_string();
+        Contract::new(&[], &options, &server)
+            .conversation_config(&options, &server, &scratch.join("workspace"), &id, false)
+            .app_data_dir(scratch.join("app"))
+            .build()
+    })
 }
 
 fn declarable(name: &str, options: &AgentOptions, server: &ToolRegistry) -> Result<(), String> {

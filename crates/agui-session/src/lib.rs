@@ -49,7 +49,7 @@ pub use agent::{Agent, AgentStats, RunStream, ThreadError};
 /// The `activityType`s of file changes and commands (see [`AgentOptions::activities`]).
 pub use agui_translate::{COMMAND_ACTIVITY, FILE_CHANGE_ACTIVITY};
 pub use backend::Backend;
-pub use contract::conversation_config;
+pub use contract::{conversation_config, warm_up};
 pub use error::{RunErrorCode, RunFailure, SessionError};
 pub use interrupts::{InterruptAnswer, REASON_APPROVAL, REASON_QUESTION};
 pub use lease::{LeaseDenied, ThreadLeases};

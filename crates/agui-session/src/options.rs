@@ -152,6 +152,11 @@ pub struct AgentOptions {
     pub model: String,
     /// Where the model lives.
     pub endpoint: ModelEndpoint,
+    /// A model endpoint that answers any request at once without a real model (the server's
+    /// model proxy has one). With it, a harness process started ahead of need (prestarted or
+    /// spare) runs one throwaway turn against it before it serves ([`crate::warm_up`]), so the
+    /// first conversation on it does not pay the harness's first-use costs; `None`: no warm-up.
+    pub warm_up_endpoint: Option<ModelEndpoint>,
     /// Image model name (same endpoint); `None` uses the harness default.
     pub image_model: Option<String>,
     /// Extra instructions for the agent.
@@ -247,6 +252,7 @@ impl AgentOptions {
             name: "antigravity".into(),
             model: model.into(),
             endpoint,
+            warm_up_endpoint: None,
             image_model: None,
             system_instructions: None,
             builtin_tools: defaults::BUILTIN_TOOLS.iter().copied().collect(),

@@ -47,6 +47,7 @@ mod pool;
 mod process;
 pub mod sandbox;
 pub mod values;
+mod warm_up;
 
 pub use callbacks::{
     Answer, CallContext, Callbacks, DefaultCallbacks, HookRequest, HookResponse, Media,
@@ -70,6 +71,7 @@ pub use harness_proto::step::{
 pub use link::{ConnectOptions, FrameDirection, FrameTap, InitInfo};
 pub use pool::{HarnessPool, PoolOptions, PoolStats};
 pub use process::{DEFAULT_PASSTHROUGH_ENV, ExitInfo, HarnessProcess, ProcessOptions};
+pub use warm_up::WarmUp;
 
 /// The harness protocol types, for settings the builder does not cover.
 pub use harness_proto as proto;

@@ -25,6 +25,7 @@ use crate::error::{HarnessError, Result};
 use crate::link::ConnectOptions;
 use crate::process::{HarnessProcess, ProcessOptions};
 use crate::sandbox::Confinement;
+use crate::warm_up::WarmUp;
 
 /// A spare is wanted while a partition has fewer free slots than this ("near capacity": at
 /// most one left), or than one process holds, whichever is smaller — with one conversation per
@@ -105,6 +106,8 @@ struct Partition {
     /// failed gives up with it instead of booting again.
     failures: u64,
     last_failure: String,
+    /// How processes started ahead of need are warmed (set by [`HarnessPool::prestart`]).
+    warm_up: Option<WarmUp>,
 }
 
 impl Partition {
@@ -260,7 +263,8 @@ impl HarnessPool {
                         Err(e) => return Err(e),
                     }
                 }
-                Next::Boot => self.boot(&key, &options).await?,
+                // Someone waits for this one: no warm-up turn before it serves.
+                Next::Boot => self.boot(&key, &options, None).await?,
                 Next::Wait(failures) => {
                     booted.await;
                     let state = self.inner.state.lock().expect("pool lock");
@@ -282,13 +286,22 @@ impl HarnessPool {
     /// one or [`PoolOptions::prestart_spare`] is off (or `process` is confined): a host calls
     /// this when it starts, so its first conversations do not wait for a harness to boot. Like
     /// any process with no conversation, the spare stops after `idle_grace` if none comes.
-    pub async fn prestart(&self, process: &ProcessOptions) -> Result<()> {
+    ///
+    /// With `warm_up`, this process and every later spare of the partition run its throwaway
+    /// turn once booted (holding a slot meanwhile), so their first conversation does not pay the
+    /// harness's first-use costs. A process that opens are waiting for when it boots serves them
+    /// at once and is not warmed.
+    pub async fn prestart(&self, process: &ProcessOptions, warm_up: Option<WarmUp>) -> Result<()> {
         if !self.inner.options.prestart_spare || process.confinement.is_some() {
             return Ok(());
         }
         let key = self.key(process).await?;
         let mut options = process.clone();
         options.binary = Some(key.binary.clone());
+        if let Some(warm_up) = warm_up {
+            let mut state = self.inner.state.lock().expect("pool lock");
+            state.partitions.entry(key.clone()).or_default().warm_up = Some(warm_up);
+        }
         self.maybe_prestart(&key, &options);
         Ok(())
     }
@@ -372,18 +385,25 @@ impl HarnessPool {
         }
     }
 
-    /// Starts a process counted in the partition's `booting` and adds it to the partition. The
+    /// Starts a process counted in the partition's `booting` and adds it to the partition; with
+    /// `warm_up`, and no open waiting, the warm-up turn then runs on it in the background. The
     /// boot runs in its own task, so it completes (and is accounted for) even if the open that
     /// asked for it is cancelled.
-    async fn boot(&self, key: &PartitionKey, options: &ProcessOptions) -> Result<()> {
+    async fn boot(
+        &self,
+        key: &PartitionKey,
+        options: &ProcessOptions,
+        warm_up: Option<WarmUp>,
+    ) -> Result<()> {
         let inner = self.inner.clone();
         let (key, options) = (key.clone(), options.clone());
         let task = tokio::spawn(async move {
             let booted = HarnessProcess::spawn(&options).await;
             let mut state = inner.state.lock().expect("pool lock");
             let closed = state.closed;
-            let partition = state.partitions.entry(key).or_default();
+            let partition = state.partitions.entry(key.clone()).or_default();
             partition.booting = partition.booting.saturating_sub(1);
+            let mut warm = None;
             let result = match booted {
                 Ok(process) if closed => {
                     tokio::spawn(async move { process.shutdown().await });
@@ -395,11 +415,16 @@ impl HarnessPool {
                         capacity = inner.options.max_conversations_per_process,
                         "pooled harness started"
                     );
+                    // Opens waiting now warm the process up themselves: it serves them at once.
+                    // Otherwise the warm-up holds a slot while it runs, and opens that come
+                    // meanwhile share the process with it.
+                    let warming = warm_up.filter(|_| partition.waiting == 0);
                     partition.slots.push(Slot {
-                        process,
-                        leases: 0,
-                        idle_since: Some(Instant::now()),
+                        process: process.clone(),
+                        leases: usize::from(warming.is_some()),
+                        idle_since: warming.is_none().then(Instant::now),
                     });
+                    warm = warming.map(|warm_up| (warm_up, process));
                     Ok(())
                 }
                 Err(e) => {
@@ -410,6 +435,38 @@ impl HarnessPool {
             };
             drop(state);
             inner.booted.notify_waiters();
+            if let Some((warm_up, process)) = warm {
+                let lease = Lease {
+                    pool: Arc::downgrade(&inner),
+                    key,
+                    process: process.clone(),
+                };
+                let connect = inner.options.connect.clone();
+                let pool = Arc::downgrade(&inner);
+                tokio::spawn(async move {
+                    match warm_up.run(&process, &options.storage_dir, connect).await {
+                        Ok(took) => {
+                            tracing::debug!(
+                                pid = process.pid(),
+                                took_ms = took.as_millis() as u64,
+                                "harness warmed up"
+                            );
+                        }
+                        // A shutdown stops the process under its warm-up: nothing to report.
+                        Err(reason)
+                            if pool
+                                .upgrade()
+                                .is_none_or(|p| p.state.lock().expect("pool lock").closed) =>
+                        {
+                            tracing::debug!(pid = process.pid(), %reason, "warm-up ended by the pool's shutdown");
+                        }
+                        Err(reason) => {
+                            tracing::warn!(pid = process.pid(), %reason, "a harness started ahead of need could not run its warm-up turn; it serves without");
+                        }
+                    }
+                    drop(lease);
+                });
+            }
             result
         });
         task.await.unwrap_or_else(|e| {
@@ -426,7 +483,7 @@ impl HarnessPool {
             return;
         }
         let capacity = self.inner.options.max_conversations_per_process;
-        {
+        let warm_up = {
             let mut state = self.inner.state.lock().expect("pool lock");
             let partition = state.partitions.entry(key.clone()).or_default();
             let coming = partition.free_slots(capacity) + partition.booting * capacity;
@@ -434,11 +491,12 @@ impl HarnessPool {
                 return;
             }
             partition.booting += 1;
-        }
+            partition.warm_up.clone()
+        };
         let pool = self.clone();
         let (key, options) = (key.clone(), options.clone());
         tokio::spawn(async move {
-            if let Err(e) = pool.boot(&key, &options).await {
+            if let Err(e) = pool.boot(&key, &options, warm_up).await {
                 tracing::warn!(error = %e, "could not start a spare harness");
             }
         });

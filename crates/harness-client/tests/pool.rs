@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use gemini_script::{Matcher, Reply, Script};
 use harness_client::proto::lh::harness_config::SessionContinuationMode;
-use harness_client::{DefaultCallbacks, HarnessError, HarnessPool, PoolOptions, PoolStats};
+use harness_client::{DefaultCallbacks, HarnessError, HarnessPool, PoolOptions, PoolStats, WarmUp};
 use support::{Fixture, assert_group_gone, turn};
 
 fn pool(capacity: usize, idle_grace: Duration, prestart_spare: bool) -> HarnessPool {
@@ -207,10 +207,10 @@ async fn a_prestarted_process_takes_the_first_conversation() {
     let fx = Fixture::new(echo_script()).await;
     let options = fx.process_options();
     let off = pool(8, Duration::from_secs(30), false);
-    off.prestart(&options).await.unwrap();
+    off.prestart(&options, None).await.unwrap();
     let pool = pool(8, Duration::from_secs(30), true);
-    pool.prestart(&options).await.unwrap();
-    pool.prestart(&options).await.unwrap();
+    pool.prestart(&options, None).await.unwrap();
+    pool.prestart(&options, None).await.unwrap();
     eventually("the prestarted process boots", || {
         pool.stats().processes == 1
     })
@@ -231,6 +231,110 @@ async fn a_prestarted_process_takes_the_first_conversation() {
         0,
         "prestart_spare off: nothing boots"
     );
+    pool.shutdown().await;
+}
+
+/// A process started ahead of need runs the warm-up's one turn before it serves, then leaves
+/// nothing behind (no scratch directory, no conversation database); the first real
+/// conversation lands on it. A spare booted later for the partition is warmed the same way.
+#[tokio::test]
+async fn prestarted_and_spare_processes_run_the_warm_up_turn_and_leave_nothing() {
+    let script = echo_script().then(
+        Reply::text(["warm"])
+            .when(Matcher::user_text().keywords(["warm-up"]))
+            .forever(),
+    );
+    let fx = Fixture::new(script).await;
+    let options = fx.process_options();
+    let config = fx.config();
+    let warm_up = WarmUp::new("warm-up", move |scratch| {
+        config
+            .clone()
+            .workspace(scratch.join("ws"))
+            .app_data_dir(scratch.join("app"))
+            .build()
+    });
+    let warm_turns = || {
+        fx.model
+            .requests()
+            .iter()
+            .filter(|r| r.last_user_text().as_deref() == Some("warm-up"))
+            .count()
+    };
+    let pool = pool(2, Duration::from_secs(30), true);
+    pool.prestart(&options, Some(warm_up)).await.unwrap();
+    eventually("the prestarted process boots and warms up", || {
+        pool.stats().processes == 1 && warm_turns() == 1 && pool.stats().conversations == 0
+    })
+    .await;
+    let mut first = open(&pool, &fx).await;
+    assert_eq!(turn(&mut first, "alpha").await.answer(), "reply to alpha");
+    assert_eq!(
+        pool.stats().processes,
+        1,
+        "the first conversation took the warmed process"
+    );
+    // One slot left of two: a spare boots, and is warmed too.
+    // The warm-up holds a slot until it is done.
+    eventually("a warmed spare", || {
+        pool.stats().processes == 2 && warm_turns() == 2 && pool.stats().conversations == 1
+    })
+    .await;
+    let mut second = open(&pool, &fx).await;
+    assert_ne!(
+        first.process().pid(),
+        second.process().pid(),
+        "the next conversation goes to the warmed spare, the least loaded"
+    );
+    assert_eq!(turn(&mut second, "beta").await.answer(), "reply to beta");
+    let save = options.storage_dir.clone();
+    let mut left: Vec<String> = std::fs::read_dir(&save)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        // The processes' `HOME`, there before any warm-up.
+        .filter(|name| name != ".home")
+        .collect();
+    left.sort();
+    let mut ours = [first.id(), second.id()]
+        .map(|id| format!("{id}.db"))
+        .to_vec();
+    ours.sort();
+    assert!(
+        left.iter()
+            .all(|name| ours.iter().any(|db| name.starts_with(db.as_str()))),
+        "only the real conversations' databases are left in {}: {left:?}",
+        save.display()
+    );
+    pool.shutdown().await;
+}
+
+/// A conversation that is already waiting when the prestarted process boots gets it at once:
+/// no warm-up turn runs before (or beside) it.
+#[tokio::test]
+async fn a_process_that_an_open_waits_for_serves_it_without_a_warm_up() {
+    let fx = Fixture::new(echo_script()).await;
+    let options = fx.process_options();
+    let config = fx.config();
+    let warm_up = WarmUp::new("warm-up", move |scratch| {
+        config.clone().app_data_dir(scratch.join("app")).build()
+    });
+    let pool = pool(8, Duration::from_secs(30), true);
+    pool.prestart(&options, Some(warm_up)).await.unwrap();
+    let mut first = open(&pool, &fx).await;
+    assert_eq!(turn(&mut first, "alpha").await.answer(), "reply to alpha");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let texts: Vec<Option<String>> = fx
+        .model
+        .requests()
+        .iter()
+        .map(|r| r.last_user_text())
+        .collect();
+    assert_eq!(
+        texts,
+        [Some("alpha".to_owned())],
+        "only the conversation's own turn"
+    );
+    assert_eq!(pool.stats().processes, 1);
     pool.shutdown().await;
 }
 

@@ -1,0 +1,171 @@
+//! One throwaway turn on a harness process started ahead of need.
+//!
+//! A new `localharness` process pays for much on its first conversation's first turn (its heap
+//! grows through several collections, its conversation database and model client are set up):
+//! measured here, the first turn on a new process took about twice as long as the next ones.
+//! A pool that starts a process before anyone needs it (a prestart or a spare, see
+//! [`crate::PoolOptions::prestart_spare`]) can pay that cost then, with a [`WarmUp`]: one
+//! conversation, one turn against a model endpoint that answers at once (the host's own, never
+//! a paid model), then everything it left on disk is removed.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use harness_proto::lh::HarnessConfig;
+
+use crate::callbacks::DefaultCallbacks;
+use crate::conversation::Conversation;
+use crate::events::ConversationEvent;
+use crate::link::ConnectOptions;
+use crate::process::HarnessProcess;
+
+/// The longest a warm-up turn may take; past it the process is used as it is.
+const WARM_UP_LIMIT: Duration = Duration::from_secs(20);
+
+/// Builds the warm-up conversation's config for a scratch directory (its workspace and app
+/// data dir go there).
+type ConfigFor = dyn Fn(&Path) -> crate::Result<HarnessConfig> + Send + Sync;
+
+/// How a pool warms the processes it starts ahead of need: the conversation config (built for
+/// a scratch directory the pool creates and removes) and the one prompt sent.
+///
+/// The config's model endpoint should answer at once without a real model: the turn's answer
+/// is thrown away.
+#[derive(Clone)]
+pub struct WarmUp {
+    config: Arc<ConfigFor>,
+    prompt: String,
+}
+
+impl fmt::Debug for WarmUp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("WarmUp")
+            .field("prompt", &self.prompt)
+            .finish_non_exhaustive()
+    }
+}
+
+impl WarmUp {
+    /// A warm-up sending `prompt` in a conversation configured by `config(scratch_dir)`; the
+    /// config should put its workspace and app data dir inside `scratch_dir`, which is removed
+    /// afterwards.
+    pub fn new(
+        prompt: impl Into<String>,
+        config: impl Fn(&Path) -> crate::Result<HarnessConfig> + Send + Sync + 'static,
+    ) -> Self {
+        Self {
+            config: Arc::new(config),
+            prompt: prompt.into(),
+        }
+    }
+
+    /// Runs the warm-up on `process`, whose storage dir is `storage_dir`; returns why it did
+    /// not complete (the process is usable either way, unless it died).
+    pub(crate) async fn run(
+        &self,
+        process: &HarnessProcess,
+        storage_dir: &Path,
+        connect: ConnectOptions,
+    ) -> Result<Duration, String> {
+        let started = Instant::now();
+        let scratch = storage_dir.join(format!(".warm-up-{}", process.pid()));
+        let outcome = self.turn(process, &scratch, connect).await;
+        let conversation_id = match &outcome {
+            Ok(id) | Err((Some(id), _)) => Some(id.clone()),
+            Err((None, _)) => None,
+        };
+        remove_leftovers(scratch, storage_dir.to_owned(), conversation_id).await;
+        outcome
+            .map(|_| started.elapsed())
+            .map_err(|(_, reason)| reason)
+    }
+
+    /// Opens the conversation, runs the turn and closes it; the conversation id, if it opened.
+    async fn turn(
+        &self,
+        process: &HarnessProcess,
+        scratch: &Path,
+        connect: ConnectOptions,
+    ) -> Result<String, (Option<String>, String)> {
+        let made = tokio::fs::create_dir_all(scratch).await;
+        made.map_err(|e| (None, format!("cannot create {}: {e}", scratch.display())))?;
+        let config = (self.config)(scratch).map_err(|e| (None, e.to_string()))?;
+        let mut conversation =
+            Conversation::open_with(process, config, Arc::new(DefaultCallbacks), connect)
+                .await
+                .map_err(|e| (None, format!("the conversation did not open: {e}")))?;
+        let id = conversation.id().to_owned();
+        let ended = async {
+            conversation
+                .send_text(&self.prompt)
+                .await
+                .map_err(|e| format!("the prompt was not sent: {e}"))?;
+            loop {
+                match conversation.next_event().await {
+                    Some(ConversationEvent::TurnEnded(_)) => return Ok(()),
+                    Some(ConversationEvent::Closed(reason)) => {
+                        return Err(format!("the conversation closed: {reason:?}"));
+                    }
+                    Some(_) => {}
+                    None => return Err("the conversation closed".to_owned()),
+                }
+            }
+        };
+        let ended = match tokio::time::timeout(WARM_UP_LIMIT, ended).await {
+            Ok(ended) => ended,
+            Err(_) => Err(format!("the turn did not end within {WARM_UP_LIMIT:?}")),
+        };
+        conversation.close().await;
+        ended
+            .map(|()| id.clone())
+            .map_err(|reason| (Some(id), reason))
+    }
+}
+
+/// Removes the scratch directory and the conversation's database (`<id>.db` and its SQLite
+/// companions in the storage dir), so a warm-up leaves nothing a host would see.
+async fn remove_leftovers(scratch: PathBuf, storage_dir: PathBuf, conversation_id: Option<String>) {
+    let removed = tokio::task::spawn_blocking(move || {
+        if let Err(e) = std::fs::remove_dir_all(&scratch)
+            && e.kind() != std::io::ErrorKind::NotFound
+        {
+            tracing::warn!(dir = %scratch.display(), error = %e, "could not remove a warm-up's scratch directory");
+        }
+        let Some(id) = conversation_id.filter(|id| is_plain_name(id)) else {
+            return;
+        };
+        for suffix in ["", "-wal", "-shm", "-journal"] {
+            let path = storage_dir.join(format!("{id}.db{suffix}"));
+            if let Err(e) = std::fs::remove_file(&path)
+                && e.kind() != std::io::ErrorKind::NotFound
+            {
+                tracing::warn!(path = %path.display(), error = %e, "could not remove a warm-up's conversation database");
+            }
+        }
+    });
+    let _ = removed.await;
+}
+
+/// Whether `id` can name a file in the storage dir and nothing outside it.
+fn is_plain_name(id: &str) -> bool {
+    !id.is_empty()
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_plain_conversation_ids_name_files() {
+        assert!(is_plain_name("0a1b2c3d-4e5f"));
+        assert!(is_plain_name("c0ffee_1"));
+        for id in ["", "..", "../x", "a/b", "a.db", "a b"] {
+            assert!(!is_plain_name(id), "{id:?}");
+        }
+    }
+}
