@@ -27,11 +27,11 @@ use crate::process::{HarnessProcess, ProcessOptions};
 use crate::sandbox::Confinement;
 use crate::warm_up::WarmUp;
 
-/// A spare is wanted while a partition has fewer free slots than this ("near capacity": at
-/// most one left), or than one process holds, whichever is smaller — with one conversation per
-/// process, one idle process is the spare.
+/// A spare is wanted while a partition has fewer free slots than this: half a process, at least
+/// two, at most one process (with one conversation per process, one idle process is the spare).
+/// Half a process gives the spare time to boot and warm up while new threads keep coming.
 fn spare_below_free_slots(capacity: usize) -> usize {
-    2.min(capacity)
+    (capacity / 2).max(2).min(capacity)
 }
 
 /// How many times one `open` replaces a process that died under it before giving up (a binary
@@ -45,9 +45,10 @@ pub struct PoolOptions {
     pub max_conversations_per_process: usize,
     /// How long a process with no conversation is kept before it is stopped.
     pub idle_grace: Duration,
-    /// Start one spare process when the live ones have at most one free slot left, so a new
-    /// conversation never waits for a harness to boot; while it is needed the spare is not
-    /// stopped by `idle_grace`. Not for confined processes.
+    /// Start one spare process when the live ones have less than half a process of free slots
+    /// left (fewer than two, with two or three slots per process), so a new conversation does
+    /// not wait for a harness to boot; while it is needed the spare is not stopped by
+    /// `idle_grace`. Not for confined processes.
     pub prestart_spare: bool,
     /// Connection tuning for every conversation.
     pub connect: ConnectOptions,
@@ -659,6 +660,15 @@ mod tests {
             let err = result.unwrap_err().to_string();
             assert!(err.contains("/nonexistent/localharness"), "{err}");
         }
+    }
+
+    #[test]
+    fn a_spare_is_wanted_below_half_a_process_of_free_slots() {
+        let by_capacity: Vec<usize> = [1, 2, 3, 4, 8, 16]
+            .into_iter()
+            .map(spare_below_free_slots)
+            .collect();
+        assert_eq!(by_capacity, [1, 2, 2, 2, 4, 8]);
     }
 
     #[test]

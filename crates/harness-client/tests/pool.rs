@@ -338,8 +338,8 @@ async fn a_process_that_an_open_waits_for_serves_it_without_a_warm_up() {
     pool.shutdown().await;
 }
 
-/// "Near capacity" means at most one free slot: with two slots per process, the first
-/// conversation already leaves only one, so a spare boots.
+/// A spare boots once fewer than two slots are free (half a process, at least two): with two
+/// slots per process, the first conversation already leaves only one.
 #[tokio::test]
 async fn a_spare_is_started_while_one_slot_is_still_free() {
     let fx = Fixture::new(echo_script()).await;
