@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 
 use harness_proto::lh::HarnessConfig;
 
+use crate::blocking::off_runtime;
 use crate::callbacks::DefaultCallbacks;
 use crate::conversation::Conversation;
 use crate::events::ConversationEvent;
@@ -71,32 +72,30 @@ impl WarmUp {
     ) -> Result<Duration, String> {
         let started = Instant::now();
         let scratch = storage_dir.join(format!(".warm-up-{}", process.pid()));
-        let outcome = self.turn(process, &scratch, connect).await;
-        let conversation_id = match &outcome {
-            Ok(id) | Err((Some(id), _)) => Some(id.clone()),
-            Err((None, _)) => None,
-        };
+        let mut conversation_id = None;
+        let outcome = self
+            .turn(process, &scratch, connect, &mut conversation_id)
+            .await;
         remove_leftovers(scratch, storage_dir.to_owned(), conversation_id).await;
-        outcome
-            .map(|_| started.elapsed())
-            .map_err(|(_, reason)| reason)
+        outcome.map(|()| started.elapsed())
     }
 
-    /// Opens the conversation, runs the turn and closes it; the conversation id, if it opened.
+    /// Opens the conversation (its id into `opened`), runs the turn and closes it.
     async fn turn(
         &self,
         process: &HarnessProcess,
         scratch: &Path,
         connect: ConnectOptions,
-    ) -> Result<String, (Option<String>, String)> {
+        opened: &mut Option<String>,
+    ) -> Result<(), String> {
         let made = tokio::fs::create_dir_all(scratch).await;
-        made.map_err(|e| (None, format!("cannot create {}: {e}", scratch.display())))?;
-        let config = (self.config)(scratch).map_err(|e| (None, e.to_string()))?;
+        made.map_err(|e| format!("cannot create {}: {e}", scratch.display()))?;
+        let config = (self.config)(scratch).map_err(|e| e.to_string())?;
         let mut conversation =
             Conversation::open_with(process, config, Arc::new(DefaultCallbacks), connect)
                 .await
-                .map_err(|e| (None, format!("the conversation did not open: {e}")))?;
-        let id = conversation.id().to_owned();
+                .map_err(|e| format!("the conversation did not open: {e}"))?;
+        *opened = Some(conversation.id().to_owned());
         let ended = async {
             conversation
                 .send_text(&self.prompt)
@@ -119,15 +118,13 @@ impl WarmUp {
         };
         conversation.close().await;
         ended
-            .map(|()| id.clone())
-            .map_err(|reason| (Some(id), reason))
     }
 }
 
 /// Removes the scratch directory and the conversation's database (`<id>.db` and its SQLite
 /// companions in the storage dir), so a warm-up leaves nothing a host would see.
 async fn remove_leftovers(scratch: PathBuf, storage_dir: PathBuf, conversation_id: Option<String>) {
-    let removed = tokio::task::spawn_blocking(move || {
+    off_runtime(move || {
         if let Err(e) = std::fs::remove_dir_all(&scratch)
             && e.kind() != std::io::ErrorKind::NotFound
         {
@@ -144,8 +141,8 @@ async fn remove_leftovers(scratch: PathBuf, storage_dir: PathBuf, conversation_i
                 tracing::warn!(path = %path.display(), error = %e, "could not remove a warm-up's conversation database");
             }
         }
-    });
-    let _ = removed.await;
+    })
+    .await;
 }
 
 /// Whether `id` can name a file in the storage dir and nothing outside it.
