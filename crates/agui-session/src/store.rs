@@ -7,29 +7,31 @@
 //!
 //! - File names are the SHA-256 of the thread id: ids are client input and never become a
 //!   path. The id is stored inside the file and checked on read.
-//! - Writes are atomic (temp file, fsync, rename, fsync of the directory), so a crash leaves the
-//!   old record or the new one, never a torn file.
-//! - A file that cannot be read or parsed is renamed to `<name>.corrupt` with a warning; it
-//!   never fails [`ThreadStore::open`] and never panics.
+//! - Each thread has two slot files written in turn, in place, each with a sequence number and
+//!   a digest (`slots`): a crash leaves the old record or the new one, never a torn record, and
+//!   a write allocates no inode.
+//! - A thread none of whose files can be read or parsed has them renamed to `<name>.corrupt`
+//!   with a warning; it never fails [`ThreadStore::open`] and never panics.
 //! - The I/O is synchronous std I/O on tiny files, under one mutex. Sessions reach it through
-//!   `RecordWriter`, which writes behind the run path (a put is one small write and two
-//!   fsyncs, never awaited by a run).
+//!   `RecordWriter`, which writes behind the run path (a put is one small write and one
+//!   fdatasync, never awaited by a run).
 //! - One store per directory: two processes sharing a directory are not coordinated.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::ffi::OsStr;
 use std::fmt;
 use std::fs::{self, File};
-use std::io::{self, Read as _, Write as _};
+use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 use crate::error::SessionError;
+use slots::{Head, Slot, Stored};
 
+mod slots;
 #[cfg(test)]
 mod tests;
 mod writer;
@@ -42,7 +44,7 @@ pub(crate) const FORMAT_VERSION: u32 = 1;
 /// Files larger than this are not records (ours are a few KiB at most).
 const MAX_FILE_BYTES: u64 = 4 * 1024 * 1024;
 
-const RECORD_EXTENSION: &str = "json";
+/// Temp files of the earlier format's atomic writes: one left by a crash is removed at open.
 const TEMP_SUFFIX: &str = ".tmp";
 const CORRUPT_SUFFIX: &str = ".corrupt";
 
@@ -208,15 +210,6 @@ pub(crate) struct ThreadRecord {
     pub(crate) updated_at: u64,
 }
 
-/// The file as written: the format version and thread id around the record.
-#[derive(Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct RecordFile {
-    version: u32,
-    thread_id: String,
-    record: ThreadRecord,
-}
-
 /// A durable, bounded map from thread id to [`ThreadRecord`].
 pub(crate) struct ThreadStore {
     dir: PathBuf,
@@ -263,7 +256,7 @@ impl ThreadStore {
             index: Mutex::new(Index::default()),
         };
         let now = store.now();
-        let mut loaded = Vec::new();
+        let mut stems = BTreeSet::new();
         let entries =
             fs::read_dir(dir).map_err(io_error("list the thread store directory", dir))?;
         for entry in entries {
@@ -279,37 +272,41 @@ impl ThreadStore {
                 continue;
             };
             if name.ends_with(TEMP_SUFFIX) {
-                // Left by a write interrupted before its rename: never a committed record.
+                // Left by a write of the earlier format interrupted before its rename: never
+                // a committed record.
                 if let Err(error) = fs::remove_file(&path) {
                     tracing::warn!(path = %path.display(), %error, "Could not remove a leftover temp file of the thread store.");
                 }
                 continue;
             }
-            if !is_record_name(name) {
-                continue;
+            if let Some((stem, _)) = slots::parse_name(name) {
+                stems.insert(stem.to_owned());
             }
-            match read_record(&path) {
-                Ok(Read::Record { thread_id, record }) => {
-                    if record_file_name(&thread_id) != name {
-                        move_aside(&path, "its name does not match the thread id it holds");
-                    } else if store.expired(record.updated_at, now) {
-                        remove_quietly(&path, "expired");
+        }
+        let mut loaded = Vec::new();
+        for stem in stems {
+            match slots::read_thread(dir, &stem) {
+                Stored::Record {
+                    head,
+                    thread_id,
+                    record,
+                } => {
+                    if store.expired(record.updated_at, now) {
+                        remove_thread_files(dir, &stem, "expired");
                     } else {
-                        loaded.push((record.updated_at, thread_id));
+                        loaded.push((record.updated_at, thread_id, head));
                     }
                 }
-                Ok(Read::NewerVersion(version)) => {
-                    tracing::warn!(path = %path.display(), version, "Ignoring a thread record written by a newer version of the server.");
-                }
-                Err(Unreadable::Missing) => {}
-                Err(Unreadable::Corrupt(reason)) => move_aside(&path, &reason),
+                Stored::NewerVersion(version) => warn_newer_version(dir, &stem, version),
+                Stored::Absent => {}
+                Stored::Corrupt(unusable) => move_aside(&unusable),
             }
         }
         // Oldest first, so sequence numbers follow update order.
-        loaded.sort();
+        loaded.sort_by(|(a_at, a_id, _), (b_at, b_id, _)| (a_at, a_id).cmp(&(b_at, b_id)));
         let mut index = store.lock();
-        for (updated_at, thread_id) in loaded {
-            index.touch(thread_id, updated_at);
+        for (updated_at, thread_id, head) in loaded {
+            index.touch(thread_id, updated_at, head);
         }
         store.evict_over_limit(&mut index);
         drop(index);
@@ -322,37 +319,33 @@ impl ThreadStore {
         &self.dir
     }
 
-    /// The record of a thread, if one is remembered and not expired. A record that turns out
-    /// unreadable is moved aside (logged) and reads as absent.
+    /// The record of a thread, if one is remembered and not expired. A thread none of whose
+    /// files is usable has them moved aside (logged) and reads as absent.
     pub(crate) fn get(&self, thread_id: &str) -> Option<ThreadRecord> {
         let now = self.now();
         let mut index = self.lock();
-        let path = self.path_of(thread_id);
+        let stem = slots::stem_of(thread_id);
         let Some(updated_at) = index.updated_at(thread_id) else {
             // Not written nor seen by this process: another server sharing the directory (a
             // replica) may have written it since the index was loaded.
-            return self.adopt(&mut index, thread_id, &path, now);
+            return self.adopt(&mut index, thread_id, &stem, now);
         };
         if self.expired(updated_at, now) {
             index.remove(thread_id);
-            remove_quietly(&path, "expired");
+            remove_thread_files(&self.dir, &stem, "expired");
             return None;
         }
-        match read_record(&path) {
-            Ok(Read::Record {
-                thread_id: stored,
-                record,
-            }) if stored == thread_id => return Some(record),
-            Ok(Read::Record { .. }) => {
-                move_aside(&path, "it holds a different thread id");
+        match slots::read_thread(&self.dir, &stem) {
+            Stored::Record { head, record, .. } => {
+                // Another process sharing the directory may have written since.
+                index.set_head(thread_id, head);
+                return Some(record);
             }
-            Ok(Read::NewerVersion(version)) => {
-                tracing::warn!(path = %path.display(), version, "Ignoring a thread record written by a newer version of the server.");
+            Stored::NewerVersion(version) => warn_newer_version(&self.dir, &stem, version),
+            Stored::Absent => {
+                tracing::warn!(dir = %self.dir.display(), stem, "A thread record disappeared from the store.");
             }
-            Err(Unreadable::Missing) => {
-                tracing::warn!(path = %path.display(), "A thread record disappeared from the store.");
-            }
-            Err(Unreadable::Corrupt(reason)) => move_aside(&path, &reason),
+            Stored::Corrupt(unusable) => move_aside(&unusable),
         }
         index.remove(thread_id);
         None
@@ -364,15 +357,16 @@ impl ThreadStore {
         &self,
         index: &mut Index,
         thread_id: &str,
-        path: &Path,
+        stem: &str,
         now: u64,
     ) -> Option<ThreadRecord> {
-        match read_record(path) {
-            Ok(Read::Record {
+        match slots::read_thread(&self.dir, stem) {
+            Stored::Record {
+                head,
                 thread_id: stored,
                 record,
-            }) if stored == thread_id && !self.expired(record.updated_at, now) => {
-                index.touch(thread_id.to_owned(), record.updated_at);
+            } if stored == thread_id && !self.expired(record.updated_at, now) => {
+                index.touch(thread_id.to_owned(), record.updated_at, head);
                 Some(record)
             }
             _ => None,
@@ -381,27 +375,38 @@ impl ThreadStore {
 
     /// Saves a thread's record, replacing any previous one.
     ///
-    /// `updated_at` is set to now. When this makes more than `max_threads` records, the least
-    /// recently updated ones are dropped.
+    /// `updated_at` is set to now. The record goes to the slot that does not hold the newest
+    /// one. When this makes more than `max_threads` records, the least recently updated ones
+    /// are dropped.
     pub(crate) fn put(&self, thread_id: &str, record: &ThreadRecord) -> Result<(), SessionError> {
         let now = self.now();
         let mut record = record.clone();
         record.updated_at = now;
-        let path = self.path_of(thread_id);
-        let file = RecordFile {
-            version: FORMAT_VERSION,
-            thread_id: thread_id.to_owned(),
-            record,
-        };
-        let bytes =
-            serde_json::to_vec_pretty(&file).map_err(|source| SessionError::RecordEncode {
-                path: path.clone(),
-                source,
-            })?;
+        let stem = slots::stem_of(thread_id);
         // The lock covers the write so the index and the files agree on who wrote last.
         let mut index = self.lock();
-        write_atomically(&self.dir, &path, &bytes)?;
-        index.touch(thread_id.to_owned(), now);
+        let head = match index.head(thread_id) {
+            Some(head) => head.next(),
+            // Not indexed: files may still exist (a record this process dropped as unreadable,
+            // or one of another process), and the newest of them must not be overwritten.
+            None => match slots::read_thread(&self.dir, &stem) {
+                Stored::Record { head, .. } => head.next(),
+                _ => Head::FIRST,
+            },
+        };
+        let path = slots::slot_path(&self.dir, &stem, head.slot);
+        let bytes = slots::encode(thread_id, head.sequence, &record).map_err(|source| {
+            SessionError::RecordEncode {
+                path: path.clone(),
+                source,
+            }
+        })?;
+        let created = slots::write_slot(&path, &bytes)
+            .map_err(|source| store_io("write the thread record", &path, source))?;
+        if created {
+            sync_dir(&self.dir);
+        }
+        index.touch(thread_id.to_owned(), now, head);
         self.evict_over_limit(&mut index);
         Ok(())
     }
@@ -410,13 +415,17 @@ impl ThreadStore {
     #[cfg(test)]
     pub(crate) fn remove(&self, thread_id: &str) -> Result<bool, SessionError> {
         let mut index = self.lock();
-        let known = index.remove(thread_id);
-        let path = self.path_of(thread_id);
-        match fs::remove_file(&path) {
-            Ok(()) => Ok(true),
-            Err(error) if error.kind() == io::ErrorKind::NotFound => Ok(known),
-            Err(source) => Err(store_io("remove the thread record", &path, source)),
+        let mut removed = index.remove(thread_id);
+        let stem = slots::stem_of(thread_id);
+        for slot in Slot::BOTH {
+            let path = slots::slot_path(&self.dir, &stem, slot);
+            match fs::remove_file(&path) {
+                Ok(()) => removed = true,
+                Err(error) if error.kind() == io::ErrorKind::NotFound => {}
+                Err(source) => return Err(store_io("remove the thread record", &path, source)),
+            }
         }
+        Ok(removed)
     }
 
     /// The number of threads remembered.
@@ -440,15 +449,15 @@ impl ThreadStore {
                 break;
             }
             index.remove(&thread_id);
-            let path = self.path_of(&thread_id);
+            let stem = slots::stem_of(&thread_id);
             // Another process sharing the directory may have written it since.
-            if let Ok(Read::Record { record, .. }) = read_record(&path)
+            if let Stored::Record { head, record, .. } = slots::read_thread(&self.dir, &stem)
                 && !self.expired(record.updated_at, now)
             {
-                index.touch(thread_id, record.updated_at);
+                index.touch(thread_id, record.updated_at, head);
                 continue;
             }
-            remove_quietly(&path, "expired");
+            remove_thread_files(&self.dir, &stem, "expired");
             dropped += 1;
         }
         dropped
@@ -468,44 +477,61 @@ impl ThreadStore {
         now.saturating_sub(updated_at) > self.limits.ttl.as_secs()
     }
 
-    fn path_of(&self, thread_id: &str) -> PathBuf {
-        self.dir.join(record_file_name(thread_id))
-    }
-
     fn evict_over_limit(&self, index: &mut Index) {
         while index.by_thread.len() > self.limits.max_threads {
             let Some((_, thread_id)) = index.oldest() else {
                 break;
             };
             index.remove(&thread_id);
-            remove_quietly(&self.path_of(&thread_id), "evicted");
+            remove_thread_files(&self.dir, &slots::stem_of(&thread_id), "evicted");
         }
     }
 }
 
-/// Thread id → last update, and the same ordered by age for eviction and sweeping.
+/// Thread id → last update and newest slot, and the ids ordered by age for eviction and
+/// sweeping.
 #[derive(Debug, Default)]
 struct Index {
-    by_thread: HashMap<String, (u64, u64)>,
+    by_thread: HashMap<String, Indexed>,
     /// (updated_at, sequence) → thread id; the sequence orders updates within one second.
     by_age: BTreeMap<(u64, u64), String>,
     next_seq: u64,
 }
 
+/// What the index knows of one thread.
+#[derive(Debug, Clone, Copy)]
+struct Indexed {
+    /// Its key in `by_age`.
+    age: (u64, u64),
+    /// Where its newest record is.
+    head: Head,
+}
+
 impl Index {
-    fn touch(&mut self, thread_id: String, updated_at: u64) {
+    fn touch(&mut self, thread_id: String, updated_at: u64, head: Head) {
         let seq = self.next_seq;
         self.next_seq += 1;
-        if let Some(old) = self.by_thread.insert(thread_id.clone(), (updated_at, seq)) {
-            self.by_age.remove(&old);
+        let age = (updated_at, seq);
+        if let Some(old) = self
+            .by_thread
+            .insert(thread_id.clone(), Indexed { age, head })
+        {
+            self.by_age.remove(&old.age);
         }
-        self.by_age.insert((updated_at, seq), thread_id);
+        self.by_age.insert(age, thread_id);
+    }
+
+    /// Moves a thread's head without renewing it.
+    fn set_head(&mut self, thread_id: &str, head: Head) {
+        if let Some(indexed) = self.by_thread.get_mut(thread_id) {
+            indexed.head = head;
+        }
     }
 
     fn remove(&mut self, thread_id: &str) -> bool {
         match self.by_thread.remove(thread_id) {
-            Some(key) => {
-                self.by_age.remove(&key);
+            Some(indexed) => {
+                self.by_age.remove(&indexed.age);
                 true
             }
             None => false,
@@ -513,9 +539,11 @@ impl Index {
     }
 
     fn updated_at(&self, thread_id: &str) -> Option<u64> {
-        self.by_thread
-            .get(thread_id)
-            .map(|&(updated_at, _)| updated_at)
+        self.by_thread.get(thread_id).map(|indexed| indexed.age.0)
+    }
+
+    fn head(&self, thread_id: &str) -> Option<Head> {
+        self.by_thread.get(thread_id).map(|indexed| indexed.head)
     }
 
     fn oldest(&self) -> Option<(u64, String)> {
@@ -525,102 +553,7 @@ impl Index {
     }
 }
 
-/// The file name of a thread's record: hex SHA-256 of the id.
-fn record_file_name(thread_id: &str) -> String {
-    let mut name = crate::sha256_hex(thread_id.as_bytes(), 32);
-    name.push('.');
-    name.push_str(RECORD_EXTENSION);
-    name
-}
-
-fn is_record_name(name: &str) -> bool {
-    name.strip_suffix(RECORD_EXTENSION)
-        .and_then(|stem| stem.strip_suffix('.'))
-        .is_some_and(|hash| {
-            hash.len() == 64
-                && hash
-                    .bytes()
-                    .all(|byte| byte.is_ascii_digit() || (b'a'..=b'f').contains(&byte))
-        })
-}
-
-/// A record file as read.
-enum Read {
-    Record {
-        thread_id: String,
-        record: ThreadRecord,
-    },
-    /// Written by a newer build: left alone.
-    NewerVersion(u64),
-}
-
-/// Why a record file could not be used.
-enum Unreadable {
-    /// It is gone.
-    Missing,
-    /// It cannot be read or parsed (the reason, for the log).
-    Corrupt(String),
-}
-
-fn read_record(path: &Path) -> Result<Read, Unreadable> {
-    let mut bytes = Vec::new();
-    let read = File::open(path).and_then(|file| {
-        // One byte over the cap tells "too large" apart from "exactly at the cap".
-        file.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes)
-    });
-    match read {
-        Ok(_) if bytes.len() as u64 > MAX_FILE_BYTES => {
-            return Err(Unreadable::Corrupt(format!(
-                "it is larger than {MAX_FILE_BYTES} bytes"
-            )));
-        }
-        Ok(_) => {}
-        Err(error) if error.kind() == io::ErrorKind::NotFound => return Err(Unreadable::Missing),
-        Err(error) => return Err(Unreadable::Corrupt(format!("it cannot be read: {error}"))),
-    }
-    let value: Value = serde_json::from_slice(&bytes)
-        .map_err(|error| Unreadable::Corrupt(format!("it is not valid JSON: {error}")))?;
-    let version = value.get("version").and_then(Value::as_u64);
-    match version {
-        Some(version) if version > u64::from(FORMAT_VERSION) => {
-            return Ok(Read::NewerVersion(version));
-        }
-        Some(_) => {}
-        None => {
-            return Err(Unreadable::Corrupt("it has no format version".to_owned()));
-        }
-    }
-    let file: RecordFile = serde_json::from_value(value)
-        .map_err(|error| Unreadable::Corrupt(format!("it is not a thread record: {error}")))?;
-    Ok(Read::Record {
-        thread_id: file.thread_id,
-        record: file.record,
-    })
-}
-
-/// Writes `bytes` to `path` so that a crash leaves either the old file or the new one.
-fn write_atomically(dir: &Path, path: &Path, bytes: &[u8]) -> Result<(), SessionError> {
-    let mut temp_name = path.file_name().unwrap_or_default().to_owned();
-    temp_name.push(format!(".{}{TEMP_SUFFIX}", std::process::id()));
-    let temp = dir.join(temp_name);
-    let written = File::create(&temp).and_then(|mut file| {
-        file.write_all(bytes)?;
-        // Flushed before the rename, or a crash could publish an empty file.
-        file.sync_all()
-    });
-    if let Err(source) = written {
-        let _ = fs::remove_file(&temp);
-        return Err(store_io("write the thread record", &temp, source));
-    }
-    if let Err(source) = fs::rename(&temp, path) {
-        let _ = fs::remove_file(&temp);
-        return Err(store_io("replace the thread record", path, source));
-    }
-    sync_dir(dir);
-    Ok(())
-}
-
-/// Makes a rename in `dir` durable. Best effort: not every platform can sync a directory, and
+/// Makes a new file in `dir` durable. Best effort: not every platform can sync a directory, and
 /// the record is already complete on disk.
 fn sync_dir(dir: &Path) {
     if let Err(error) = File::open(dir).and_then(|dir| dir.sync_all()) {
@@ -628,9 +561,27 @@ fn sync_dir(dir: &Path) {
     }
 }
 
-/// Renames an unusable record to `<name>.corrupt` so it is kept for inspection but never
+fn warn_newer_version(dir: &Path, stem: &str, version: u64) {
+    tracing::warn!(dir = %dir.display(), stem, version, "Ignoring a thread record written by a newer version of the server.");
+}
+
+/// Renames each unusable slot to `<name>.corrupt` so it is kept for inspection but never
 /// read again.
-fn move_aside(path: &Path, reason: &str) {
+fn move_aside(unusable: &[(PathBuf, String)]) {
+    for (path, reason) in unusable {
+        move_aside_one(path, reason);
+    }
+}
+
+/// Removes both slots of a thread, logging (not failing) when that is impossible.
+fn remove_thread_files(dir: &Path, stem: &str, why: &str) {
+    for slot in Slot::BOTH {
+        remove_quietly(&slots::slot_path(dir, stem, slot), why);
+    }
+}
+
+/// Renames an unusable record file to `<name>.corrupt`.
+fn move_aside_one(path: &Path, reason: &str) {
     let mut aside = path.as_os_str().to_owned();
     aside.push(CORRUPT_SUFFIX);
     let aside = PathBuf::from(aside);

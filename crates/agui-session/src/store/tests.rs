@@ -55,9 +55,21 @@ impl Fixture {
         names
     }
 
+    /// Slot A of a thread: the only file of a thread written once.
     fn path_of(&self, thread_id: &str) -> PathBuf {
-        self.dir().join(record_file_name(thread_id))
+        self.slot_path(thread_id, Slot::A)
     }
+
+    fn slot_path(&self, thread_id: &str, slot: Slot) -> PathBuf {
+        slots::slot_path(&self.dir(), &slots::stem_of(thread_id), slot)
+    }
+}
+
+/// The name of one slot file of a thread.
+fn file_name(thread_id: &str, slot: Slot) -> String {
+    slots::slot_path(Path::new(""), &slots::stem_of(thread_id), slot)
+        .to_string_lossy()
+        .into_owned()
 }
 
 fn record(conversation_id: &str) -> ThreadRecord {
@@ -106,7 +118,11 @@ fn a_record_round_trips_with_its_update_time() {
         ("conv-2", fixture.now())
     );
     assert_eq!(store.len(), 1);
-    assert_eq!(fixture.files(), [record_file_name("t1")]);
+    assert_eq!(
+        fixture.files(),
+        [file_name("t1", Slot::B), file_name("t1", Slot::A)],
+        "two writes fill both slots"
+    );
 }
 
 #[test]
@@ -139,8 +155,8 @@ fn the_least_recently_updated_threads_are_evicted() {
     assert_eq!(store.len(), 2);
     assert_eq!(store.get("b"), None);
     assert!(store.get("a").is_some() && store.get("c").is_some());
-    assert!(!fixture.path_of("b").exists());
-    assert_eq!(fixture.files().len(), 2);
+    assert!(!fixture.slot_path("b", Slot::A).exists() && !fixture.slot_path("b", Slot::B).exists());
+    assert_eq!(fixture.files().len(), 3, "a's two slots and c's one");
 
     // Within one second, the earlier update goes first.
     store.put("d", &record("cd")).expect("put");
@@ -297,7 +313,7 @@ fn corrupt_files_are_moved_aside_at_open() {
     assert!(store.get("good").is_some());
     for (thread, bytes) in &bad {
         assert_eq!(store.get(thread), None, "{thread}");
-        let aside = format!("{}.corrupt", record_file_name(thread));
+        let aside = format!("{}.corrupt", file_name(thread, Slot::A));
         assert_eq!(
             fs::read(fixture.dir().join(aside)).expect("moved aside"),
             *bytes,
@@ -318,7 +334,7 @@ fn a_record_corrupted_after_open_reads_as_absent() {
     assert!(store.is_empty());
     assert_eq!(
         fixture.files(),
-        [format!("{}.corrupt", record_file_name("t"))]
+        [format!("{}.corrupt", file_name("t", Slot::A))]
     );
 
     // A record deleted behind the store's back also reads as absent.
@@ -342,7 +358,7 @@ fn oversized_files_are_not_read() {
     assert!(store.is_empty());
     assert_eq!(
         fixture.files(),
-        [format!("{}.corrupt", record_file_name("big"))]
+        [format!("{}.corrupt", file_name("big", Slot::A))]
     );
 }
 
@@ -385,13 +401,13 @@ fn leftover_temp_files_are_removed_at_open() {
     drop(store);
     let temp = fixture
         .dir()
-        .join(format!("{}.4242.tmp", record_file_name("t")));
+        .join(format!("{}.4242.tmp", file_name("t", Slot::A)));
     fs::write(&temp, "half a rec").expect("write");
 
     let store = fixture.open(StoreLimits::default());
     assert!(!temp.exists());
     assert!(store.get("t").is_some());
-    assert_eq!(fixture.files(), [record_file_name("t")]);
+    assert_eq!(fixture.files(), [file_name("t", Slot::A)]);
 }
 
 #[test]
@@ -440,7 +456,10 @@ fn hostile_thread_ids_stay_inside_the_directory() {
     // Only record files, all directly in the store directory, and nothing beside it.
     let files = fixture.files();
     assert_eq!(files.len(), ids.len());
-    assert!(files.iter().all(|name| is_record_name(name)), "{files:?}");
+    assert!(
+        files.iter().all(|name| slots::parse_name(name).is_some()),
+        "{files:?}"
+    );
     let beside: Vec<_> = fs::read_dir(fixture.root.path())
         .expect("list")
         .map(|entry| entry.expect("entry").file_name())
@@ -492,7 +511,11 @@ fn concurrent_puts_from_threads() {
     }
     let shared = store.get("shared").expect("record").conversation_id;
     assert!(shared.starts_with('w'), "{shared}");
-    assert_eq!(fixture.files().len(), 8 * 25 + 1);
+    assert_eq!(
+        fixture.files().len(),
+        8 * 25 + 2,
+        "one file per own thread, two for the shared one"
+    );
 
     drop(store);
     let store = fixture.open(limits(1_000));
@@ -549,4 +572,132 @@ fn a_record_written_by_another_process_sharing_the_directory_is_read() {
     fixture.advance(11);
     assert_eq!(b.sweep(), 1, "and drops it once it has really expired");
     assert!(a.get("t").is_none());
+}
+
+#[test]
+fn writes_alternate_between_two_slots_in_place() {
+    use std::os::unix::fs::MetadataExt as _;
+    let fixture = Fixture::new();
+    let store = fixture.open(StoreLimits::default());
+    store.put("t", &record("c0")).expect("put");
+    store.put("t", &record("c1")).expect("put");
+    let inodes = || {
+        Slot::BOTH.map(|slot| {
+            fs::metadata(fixture.slot_path("t", slot))
+                .expect("slot")
+                .ino()
+        })
+    };
+    let before = inodes();
+    for n in 2..12 {
+        store.put("t", &record(&format!("c{n}"))).expect("put");
+        assert_eq!(
+            store.get("t").expect("record").conversation_id,
+            format!("c{n}")
+        );
+    }
+    assert_eq!(
+        inodes(),
+        before,
+        "every write went into one of the same two files"
+    );
+    assert_eq!(fixture.files().len(), 2);
+    drop(store);
+    let store = fixture.open(StoreLimits::default());
+    assert_eq!(store.get("t").expect("record").conversation_id, "c11");
+}
+
+#[test]
+fn a_write_cut_short_at_any_byte_leaves_the_previous_record_or_the_new_one() {
+    let fixture = Fixture::new();
+    let store = fixture.open(StoreLimits::default());
+    store.put("t", &record("first")).expect("put");
+    store.put("t", &record("previous")).expect("put");
+    drop(store);
+    // The next write goes over slot A (it holds the older record): what a crash can leave
+    // there is a prefix of the new bytes, alone or over the rest of the old ones.
+    let old = fs::read(fixture.slot_path("t", Slot::A)).expect("slot A");
+    let new = slots::encode(
+        "t",
+        3,
+        &ThreadRecord {
+            updated_at: fixture.now(),
+            ..record("new")
+        },
+    )
+    .expect("encode");
+    let mut previous_seen = 0;
+    for cut in 0..=new.len() {
+        for over_old in [false, true] {
+            let mut torn = new[..cut].to_vec();
+            if over_old && old.len() > cut {
+                torn.extend_from_slice(&old[cut..]);
+            }
+            fs::write(fixture.slot_path("t", Slot::A), &torn).expect("tear");
+            let store = fixture.open(StoreLimits::default());
+            let got = store.get("t").expect("a record survives every cut");
+            match got.conversation_id.as_str() {
+                "previous" => previous_seen += 1,
+                "new" => assert!(
+                    cut + 2 >= new.len(),
+                    "cut {cut}: the new record only when whole"
+                ),
+                other => panic!("cut {cut} (over old: {over_old}) read {other:?}"),
+            }
+            assert_eq!(
+                fixture.files().len(),
+                2,
+                "a torn slot is overwritten, not moved aside"
+            );
+        }
+    }
+    assert!(previous_seen >= 2 * new.len(), "{previous_seen}");
+
+    // After a torn write, the next one goes over the torn slot and wins.
+    let store = fixture.open(StoreLimits::default());
+    fs::write(fixture.slot_path("t", Slot::A), &new[..new.len() / 2]).expect("tear");
+    assert_eq!(store.get("t").expect("record").conversation_id, "previous");
+    store.put("t", &record("after")).expect("put");
+    drop(store);
+    let store = fixture.open(StoreLimits::default());
+    assert_eq!(store.get("t").expect("record").conversation_id, "after");
+}
+
+#[test]
+fn a_slot_whose_record_does_not_match_its_digest_is_passed_over() {
+    let fixture = Fixture::new();
+    let store = fixture.open(StoreLimits::default());
+    store.put("t", &record("older")).expect("put");
+    store.put("t", &record("newer")).expect("put");
+    // Still valid JSON and a valid record, but not what was written.
+    let slot_b = fixture.slot_path("t", Slot::B);
+    let flipped = fs::read_to_string(&slot_b)
+        .expect("slot B")
+        .replace("newer", "nEwer");
+    fs::write(&slot_b, flipped).expect("flip");
+    assert_eq!(store.get("t").expect("record").conversation_id, "older");
+}
+
+#[test]
+fn a_record_of_the_single_file_format_is_read_then_superseded() {
+    let fixture = Fixture::new();
+    drop(fixture.open(StoreLimits::default()));
+    let now = fixture.now();
+    let legacy = format!(
+        r#"{{"version":1,"threadId":"t","record":{{"conversationId":"legacy","updatedAt":{now}}}}}"#
+    );
+    fs::write(fixture.path_of("t"), &legacy).expect("write");
+
+    let store = fixture.open(StoreLimits::default());
+    assert_eq!(store.get("t").expect("record").conversation_id, "legacy");
+    store.put("t", &record("current")).expect("put");
+    assert_eq!(
+        fs::read_to_string(fixture.path_of("t")).expect("slot A"),
+        legacy,
+        "the first write goes beside the old file"
+    );
+    assert_eq!(store.get("t").expect("record").conversation_id, "current");
+    drop(store);
+    let store = fixture.open(StoreLimits::default());
+    assert_eq!(store.get("t").expect("record").conversation_id, "current");
 }
