@@ -38,8 +38,13 @@ mod writer;
 
 pub(crate) use writer::RecordWriter;
 
-/// The version of the file format written by this build.
-pub(crate) const FORMAT_VERSION: u32 = 1;
+/// The version of the file format written by this build: 2, a slot with a sequence number and
+/// a digest (`slots`). Version 1, the single file written by rename, is still read; an older
+/// build leaves version 2 alone instead of reading a slot that may not be its thread's newest.
+pub(crate) const FORMAT_VERSION: u32 = 2;
+
+/// The version of the single-file format, read as a slot holding sequence 0.
+const SINGLE_FILE_VERSION: u32 = 1;
 
 /// Files larger than this are not records (ours are a few KiB at most).
 const MAX_FILE_BYTES: u64 = 4 * 1024 * 1024;

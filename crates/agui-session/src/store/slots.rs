@@ -8,8 +8,9 @@
 //! record, and a read takes the valid slot with the highest sequence. A torn slot (a crash
 //! during its write) fails its digest or its parse and is simply older than the other one.
 //!
-//! Slot A is `<sha256 of the thread id>.json`, the single file of the earlier format (read as
-//! sequence 0, without a digest: it was written atomically); slot B is `<sha256>.b.json`.
+//! Slot A is `<sha256 of the thread id>.json`, the name of the single file of format version 1
+//! (read as sequence 0, without a digest: it was written whole by a rename); slot B is
+//! `<sha256>.b.json`.
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read as _, Seek as _, SeekFrom, Write as _};
@@ -18,7 +19,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
-use super::{FORMAT_VERSION, MAX_FILE_BYTES, ThreadRecord};
+use super::{FORMAT_VERSION, MAX_FILE_BYTES, SINGLE_FILE_VERSION, ThreadRecord};
 
 const SLOT_A_SUFFIX: &str = ".json";
 const SLOT_B_SUFFIX: &str = ".b.json";
@@ -104,11 +105,11 @@ pub(super) fn parse_name(name: &str) -> Option<(&str, Slot)> {
 struct SlotFile<'a> {
     version: u32,
     thread_id: String,
-    /// Higher is newer; absent (0) in files of the earlier single-file format.
+    /// Higher is newer; absent in the single-file format (read as 0).
     #[serde(default)]
     sequence: u64,
-    /// [`digest`] of the thread id, sequence and record as written; absent in the earlier
-    /// format (and only there).
+    /// [`digest`] of the thread id, sequence and record as written; absent in the single-file
+    /// format (and required in any other).
     #[serde(default)]
     digest: Option<String>,
     #[serde(borrow)]
@@ -211,22 +212,26 @@ pub(super) fn read_slot(path: &Path) -> Result<SlotRead, Unreadable> {
     }
     let file: SlotFile<'_> = serde_json::from_slice(&bytes)
         .map_err(|error| Unreadable::Corrupt(format!("it is not a thread record: {error}")))?;
-    match &file.digest {
-        Some(written) if *written == digest(&file.thread_id, file.sequence, file.record) => {}
-        Some(_) => {
-            return Err(Unreadable::Corrupt(
-                "it does not match its digest (a write was cut short)".to_owned(),
-            ));
+    let sequence = if file.version <= SINGLE_FILE_VERSION {
+        // Written whole by a rename: older than any slot.
+        0
+    } else {
+        match &file.digest {
+            Some(written) if *written == digest(&file.thread_id, file.sequence, file.record) => {}
+            Some(_) => {
+                return Err(Unreadable::Corrupt(
+                    "it does not match its digest (a write was cut short)".to_owned(),
+                ));
+            }
+            None => return Err(Unreadable::Corrupt("it has no digest".to_owned())),
         }
-        // A file of the earlier format: written whole by a rename.
-        None if file.sequence == 0 => {}
-        None => return Err(Unreadable::Corrupt("it has no digest".to_owned())),
-    }
+        file.sequence
+    };
     let record: ThreadRecord = serde_json::from_str(file.record.get())
         .map_err(|error| Unreadable::Corrupt(format!("it is not a thread record: {error}")))?;
     Ok(SlotRead::Record {
         thread_id: file.thread_id,
-        sequence: file.sequence,
+        sequence,
         record,
     })
 }

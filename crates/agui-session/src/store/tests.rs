@@ -373,7 +373,7 @@ fn unknown_fields_are_tolerated_and_newer_formats_left_alone() {
             "record":{{"conversationId":"c","updatedAt":{now},"colour":"red"}}}}"#
     );
     fs::write(fixture.path_of("t"), extended).expect("write");
-    let newer = r#"{"version":2,"threadId":"n","record":{"conversationId":"c"}}"#;
+    let newer = r#"{"version":3,"threadId":"n","record":{"conversationId":"c"}}"#;
     fs::write(fixture.path_of("n"), newer).expect("write");
 
     let store = fixture.open(StoreLimits::default());
@@ -664,18 +664,29 @@ fn a_write_cut_short_at_any_byte_leaves_the_previous_record_or_the_new_one() {
 }
 
 #[test]
-fn a_slot_whose_record_does_not_match_its_digest_is_passed_over() {
-    let fixture = Fixture::new();
-    let store = fixture.open(StoreLimits::default());
-    store.put("t", &record("older")).expect("put");
-    store.put("t", &record("newer")).expect("put");
-    // Still valid JSON and a valid record, but not what was written.
-    let slot_b = fixture.slot_path("t", Slot::B);
-    let flipped = fs::read_to_string(&slot_b)
-        .expect("slot B")
-        .replace("newer", "nEwer");
-    fs::write(&slot_b, flipped).expect("flip");
-    assert_eq!(store.get("t").expect("record").conversation_id, "older");
+fn a_slot_whose_digest_is_wrong_or_missing_is_passed_over() {
+    // Each is still valid JSON holding a valid record, but not as written.
+    let edits = [
+        ("a changed record", "newer", "nEwer"),
+        ("a changed sequence", "\"sequence\": 2", "\"sequence\": 7"),
+        ("no digest", "\"digest\"", "\"removed\""),
+    ];
+    for (what, from, to) in edits {
+        let fixture = Fixture::new();
+        let store = fixture.open(StoreLimits::default());
+        store.put("t", &record("older")).expect("put");
+        store.put("t", &record("newer")).expect("put");
+        let slot_b = fixture.slot_path("t", Slot::B);
+        let written = fs::read_to_string(&slot_b).expect("slot B");
+        let edited = written.replace(from, to);
+        assert_ne!(edited, written, "{what}: the edit applies");
+        fs::write(&slot_b, edited).expect("edit");
+        assert_eq!(
+            store.get("t").expect("record").conversation_id,
+            "older",
+            "{what}"
+        );
+    }
 }
 
 #[test]
