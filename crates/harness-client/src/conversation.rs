@@ -218,7 +218,7 @@ impl Drop for Conversation {
 #[derive(Clone)]
 pub struct Canceller {
     outbound: tokio::sync::mpsc::UnboundedSender<Outbound>,
-    tracker: Arc<std::sync::Mutex<crate::events::TurnTracker>>,
+    tracker: Arc<std::sync::Mutex<crate::turn_end::TurnTracker>>,
 }
 
 impl std::fmt::Debug for Canceller {

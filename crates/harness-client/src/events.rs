@@ -17,7 +17,10 @@ pub enum ConversationEvent {
     /// Cumulative token usage after a model response.
     Usage(Usage),
     /// The turn is over: the root trajectory went idle or was cancelled. Sent after the
-    /// corresponding [`ConversationEvent::Trajectory`].
+    /// corresponding [`ConversationEvent::Trajectory`] — at once, except when a subagent that
+    /// finished during the turn is about to wake the root again (its idle message has not reached
+    /// the root yet, or reached it while the root was still running): then only if the root does
+    /// not run again within a bound, and otherwise at the idle that follows.
     TurnEnded(TurnEnd),
     /// The connection is gone; this is the last event of the connection.
     Closed(CloseReason),
@@ -149,131 +152,5 @@ impl std::fmt::Display for CloseReason {
             Self::ConnectionLost(e) => write!(f, "the connection to the harness broke: {e}"),
             Self::ClosedByHost => f.write_str("the conversation was closed by this host"),
         }
-    }
-}
-
-/// Detects the end of a turn: the root trajectory (whose id is the conversation id) reporting
-/// FULLY_IDLE or CANCELLED. Subagent trajectories going idle, and the root waiting for its
-/// subagents, are not the end. A second input queued while running yields one idle only.
-#[derive(Debug)]
-pub(crate) struct TurnTracker {
-    root: String,
-    halted: bool,
-    last_error: Option<String>,
-}
-
-impl TurnTracker {
-    pub(crate) fn new(root: String) -> Self {
-        Self {
-            root,
-            halted: false,
-            last_error: None,
-        }
-    }
-
-    /// Records that this host sent a `haltRequest`.
-    pub(crate) fn halted(&mut self) {
-        self.halted = true;
-    }
-
-    /// The error of the last finished turn (reported with a following socket close).
-    pub(crate) fn last_error(&self) -> Option<String> {
-        self.last_error.clone()
-    }
-
-    pub(crate) fn on_trajectory(&mut self, state: &TrajectoryState) -> Option<TurnEnd> {
-        if state.trajectory_id != self.root {
-            return None;
-        }
-        match state.status {
-            TrajectoryStatus::Running => {
-                self.last_error = None;
-                None
-            }
-            TrajectoryStatus::Idle | TrajectoryStatus::Cancelled => {
-                let end = TurnEnd {
-                    cancelled: state.status == TrajectoryStatus::Cancelled,
-                    halted: std::mem::take(&mut self.halted),
-                    error: state.error.clone(),
-                    error_code: state.error_code.clone(),
-                    stop_reason: state.stop_reason.clone(),
-                };
-                self.last_error = end.error.clone();
-                Some(end)
-            }
-            _ => None,
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn state(id: &str, status: TrajectoryStatus, error: Option<&str>) -> TrajectoryState {
-        TrajectoryState {
-            trajectory_id: id.into(),
-            parent_trajectory_id: None,
-            depth: 0,
-            status,
-            error: error.map(Into::into),
-            error_code: None,
-            stop_reason: None,
-        }
-    }
-
-    /// Feeds states; returns the index of each state that ended the turn.
-    fn check(states: &[TrajectoryState], expected_ends: &[usize]) {
-        let mut tracker = TurnTracker::new("root".into());
-        let ends: Vec<usize> = states
-            .iter()
-            .enumerate()
-            .filter_map(|(i, s)| tracker.on_trajectory(s).map(|_| i))
-            .collect();
-        assert_eq!(ends, expected_ends);
-    }
-
-    #[test]
-    fn only_the_root_ends_a_turn() {
-        use TrajectoryStatus::*;
-        check(
-            &[state("root", Running, None), state("root", Idle, None)],
-            &[1],
-        );
-        check(
-            &[
-                state("root", Running, None),
-                state("sub", Running, None),
-                state("root", WaitingForSubagents, None),
-                state("sub", Idle, None),
-                state("root", Running, None),
-                state("root", Idle, None),
-            ],
-            &[5],
-        );
-        check(&[state("root", Cancelled, Some("denied"))], &[0]);
-        check(
-            &[
-                state("sub", Cancelled, None),
-                state("root", WaitingForTasks, None),
-            ],
-            &[],
-        );
-    }
-
-    #[test]
-    fn a_halt_and_an_error_are_reported_once() {
-        let mut tracker = TurnTracker::new("root".into());
-        tracker.halted();
-        let end = tracker
-            .on_trajectory(&state("root", TrajectoryStatus::Idle, Some("boom")))
-            .unwrap();
-        assert!(end.halted && !end.cancelled);
-        assert_eq!(end.error.as_deref(), Some("boom"));
-        assert_eq!(tracker.last_error().as_deref(), Some("boom"));
-        let next = tracker
-            .on_trajectory(&state("root", TrajectoryStatus::Idle, None))
-            .unwrap();
-        assert!(!next.halted, "a halt belongs to one turn");
     }
 }

@@ -46,6 +46,7 @@ mod link;
 mod pool;
 mod process;
 pub mod sandbox;
+mod turn_end;
 pub mod values;
 mod warm_up;
 

@@ -20,7 +20,8 @@ use harness_proto::lh::{self, InputEvent};
 use harness_proto::step::Step;
 use tokio::sync::{mpsc, oneshot};
 
-use crate::events::{CloseReason, ConversationEvent, TurnTracker};
+use crate::events::{CloseReason, ConversationEvent};
+use crate::turn_end::TurnTracker;
 
 pub(crate) use connect::open;
 

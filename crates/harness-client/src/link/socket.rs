@@ -19,8 +19,9 @@ use tracing::Instrument as _;
 use super::dispatch::Dispatcher;
 use super::{FrameDirection, FrameTap, Link, Outbound, observe};
 use crate::callbacks::Callbacks;
-use crate::events::{CloseReason, ConversationEvent, TrajectoryState, TurnTracker, Usage};
+use crate::events::{CloseReason, ConversationEvent, TrajectoryState, TurnEnd, Usage};
 use crate::process::{HarnessProcess, LiveGuard};
+use crate::turn_end::{TurnSignal, TurnTracker};
 
 pub(super) type Socket = WebSocketStream<MaybeTlsStream<TcpStream>>;
 
@@ -49,6 +50,7 @@ pub(super) fn start(
         events: events_tx,
         closed: closed.clone(),
         tracker: tracker.clone(),
+        held_end: None,
         tap,
     };
     let reader = tokio::spawn(reader.run(stream).instrument(span));
@@ -103,6 +105,9 @@ struct Reader {
     events: mpsc::UnboundedSender<ConversationEvent>,
     closed: Arc<Mutex<Option<CloseReason>>>,
     tracker: Arc<Mutex<TurnTracker>>,
+    /// An idle root the harness is expected to wake again: the turn's end, sent at the deadline
+    /// unless the root runs first.
+    held_end: Option<(TurnEnd, tokio::time::Instant)>,
     tap: Option<FrameTap>,
 }
 
@@ -143,8 +148,14 @@ impl Reader {
                         break CloseReason::ClosedByHost;
                     }
                 }
+                () = held_deadline(self.held_end.as_ref()), if self.held_end.is_some() => {
+                    tracing::debug!("the root was not woken again; the turn is over");
+                    self.release_held_end();
+                }
             }
         };
+        // The turn did end at that idle: its end precedes the connection's.
+        self.release_held_end();
         tracing::debug!(%reason, "conversation connection ended");
         *self.closed.lock().expect("closed lock") = Some(reason.clone());
         let _ = self.events.send(ConversationEvent::Closed(reason.clone()));
@@ -183,6 +194,7 @@ impl Reader {
         match event.event {
             Some(Event::StepUpdate(update)) => {
                 let step = Step::from(update);
+                self.tracker.lock().expect("tracker lock").on_step(&step);
                 // The step reaches the event stream before its callback starts, so a host that
                 // sees the callback park has every event that preceded it queued.
                 let waiting = (step.status == StepStatus::WaitingForUser).then(|| step.clone());
@@ -193,14 +205,23 @@ impl Reader {
             }
             Some(Event::TrajectoryStateUpdate(update)) => {
                 let state = TrajectoryState::from(&update);
-                let end = self
+                let signal = self
                     .tracker
                     .lock()
                     .expect("tracker lock")
                     .on_trajectory(&state);
                 self.emit(ConversationEvent::Trajectory(state));
-                if let Some(end) = end {
-                    self.emit(ConversationEvent::TurnEnded(end));
+                match signal {
+                    Some(TurnSignal::Ended(end)) => self.emit(ConversationEvent::TurnEnded(end)),
+                    Some(TurnSignal::IdleAwaitingWake { end, within }) => {
+                        tracing::debug!(
+                            within_ms = within.as_millis() as u64,
+                            "the root is idle, but a subagent's idle message is to wake it again"
+                        );
+                        self.held_end = Some((end, tokio::time::Instant::now() + within));
+                    }
+                    Some(TurnSignal::Running) => self.void_held_end(),
+                    None => {}
                 }
             }
             Some(Event::UsageUpdate(update)) => {
@@ -217,8 +238,30 @@ impl Reader {
         }
     }
 
+    /// The root runs again: the turn goes on past a held end.
+    fn void_held_end(&mut self) {
+        if self.held_end.take().is_some() {
+            tracing::debug!("the harness woke the root again; the turn goes on");
+        }
+    }
+
+    /// Sends the held end of the turn, if any.
+    fn release_held_end(&mut self) {
+        if let Some((end, _)) = self.held_end.take() {
+            self.emit(ConversationEvent::TurnEnded(end));
+        }
+    }
+
     fn emit(&self, event: ConversationEvent) {
         // The receiver may be gone (the conversation was dropped); callbacks still get answered.
         let _ = self.events.send(event);
+    }
+}
+
+/// Completes at the held end's deadline (never without one: the branch is disabled then).
+async fn held_deadline(held: Option<&(TurnEnd, tokio::time::Instant)>) {
+    match held {
+        Some((_, deadline)) => tokio::time::sleep_until(*deadline).await,
+        None => std::future::pending().await,
     }
 }

@@ -1,0 +1,322 @@
+use super::*;
+
+/// One thing the tracker is told, in harness order.
+#[derive(Clone, Copy)]
+enum Ev {
+    Root(TrajectoryStatus),
+    RootError(&'static str),
+    /// A direct subagent of the root.
+    Child(&'static str, TrajectoryStatus),
+    /// A subagent of a subagent.
+    Grandchild(&'static str, TrajectoryStatus),
+    /// The root's system step carrying a subagent's idle message.
+    IdleMessage(&'static str),
+    /// Another system step of the root (not an idle message).
+    OtherSystemStep,
+    Halt,
+}
+
+/// What a signal was, for comparison.
+#[derive(Debug, PartialEq, Eq)]
+enum Seen {
+    Ended,
+    Held(Duration),
+    Running,
+}
+
+fn state(
+    id: &str,
+    parent: Option<&str>,
+    status: TrajectoryStatus,
+    error: Option<&str>,
+) -> TrajectoryState {
+    TrajectoryState {
+        trajectory_id: id.into(),
+        parent_trajectory_id: parent.map(Into::into),
+        depth: i32::from(parent.is_some()),
+        status,
+        error: error.map(Into::into),
+        error_code: None,
+        stop_reason: None,
+    }
+}
+
+fn system_step(text: String) -> Step {
+    Step {
+        key: harness_proto::step::StepKey::new("root", 3),
+        status: StepStatus::Done,
+        source: StepSource::System,
+        text,
+        ..Step::default()
+    }
+}
+
+/// Feeds the events; returns each signal with the index of the event that produced it.
+fn signals(events: &[Ev]) -> Vec<(usize, Seen)> {
+    use TrajectoryStatus::*;
+    let mut tracker = TurnTracker::new("root".into());
+    let mut out = Vec::new();
+    for (i, event) in events.iter().enumerate() {
+        let signal = match *event {
+            Ev::Root(status) => tracker.on_trajectory(&state("root", None, status, None)),
+            Ev::RootError(error) => tracker.on_trajectory(&state("root", None, Idle, Some(error))),
+            Ev::Child(id, status) => tracker.on_trajectory(&state(id, Some("root"), status, None)),
+            Ev::Grandchild(id, status) => {
+                tracker.on_trajectory(&state(id, Some("child"), status, None))
+            }
+            Ev::IdleMessage(id) => {
+                tracker.on_step(&system_step(format!(
+                    "[Message] timestamp=2026-12-02T08:18:08Z sender=system priority=MESSAGE_PRIORITY_HIGH content=Subagent {id} has gone idle. This was the subagent's most recent response: hi"
+                )));
+                None
+            }
+            Ev::OtherSystemStep => {
+                tracker.on_step(&system_step("[Message] sender=root content=say hi".into()));
+                None
+            }
+            Ev::Halt => {
+                tracker.halted();
+                None
+            }
+        };
+        if let Some(signal) = signal {
+            out.push((
+                i,
+                match signal {
+                    TurnSignal::Ended(_) => Seen::Ended,
+                    TurnSignal::IdleAwaitingWake { within, .. } => Seen::Held(within),
+                    TurnSignal::Running => Seen::Running,
+                },
+            ));
+        }
+    }
+    out
+}
+
+/// The idle (and hold) signals only.
+fn ends(events: &[Ev]) -> Vec<(usize, Seen)> {
+    signals(events)
+        .into_iter()
+        .filter(|(_, s)| *s != Seen::Running)
+        .collect()
+}
+
+use Ev::*;
+use TrajectoryStatus::{Cancelled, Idle, Running, WaitingForSubagents, WaitingForTasks};
+
+#[test]
+fn only_the_root_ends_a_turn() {
+    assert_eq!(ends(&[Root(Running), Root(Idle)]), [(1, Seen::Ended)]);
+    assert_eq!(ends(&[Root(Cancelled)]), [(0, Seen::Ended)]);
+    assert_eq!(ends(&[Child("a", Cancelled), Root(WaitingForTasks)]), []);
+    assert_eq!(
+        ends(&[
+            Root(Running),
+            Grandchild("g", Running),
+            Grandchild("g", Idle),
+            Root(Idle)
+        ]),
+        [(3, Seen::Ended)],
+        "a subagent's own subagent wakes its parent, not the root"
+    );
+}
+
+/// A named order of events and the signals it must produce.
+type Case = (&'static str, &'static [Ev], &'static [(usize, Seen)]);
+
+/// The orders of events recorded from the real harness (the `c-delegate` and `c-twice` turns of
+/// the e2e suite, 160 turns with subagents), and what each means for the turn.
+#[test]
+fn an_idle_root_ends_the_turn_unless_a_subagent_s_message_will_wake_it() {
+    let cases: &[Case] = &[
+        (
+            "the root waited for its subagent: the message woke it, its next idle is the end",
+            &[
+                Root(Running),
+                Child("a", Running),
+                Root(WaitingForSubagents),
+                Child("a", Idle),
+                Root(Running),
+                IdleMessage("a"),
+                Root(Idle),
+            ],
+            &[(6, Seen::Ended)],
+        ),
+        (
+            "the root woke for the message just before the subagent's idle state arrived",
+            &[
+                Root(Running),
+                Child("a", Running),
+                Root(WaitingForSubagents),
+                Root(Running),
+                Child("a", Idle),
+                IdleMessage("a"),
+                Root(Idle),
+            ],
+            &[(6, Seen::Ended)],
+        ),
+        (
+            "the subagent finished while the root still ran, and the root took the message in: a stray wake-up may follow",
+            &[
+                Root(Running),
+                Child("a", Running),
+                Child("a", Idle),
+                IdleMessage("a"),
+                Root(Idle),
+            ],
+            &[(4, Seen::Held(STRAY_WAKE_GRACE))],
+        ),
+        (
+            "the root went idle before the message reached it: the message will wake it",
+            &[
+                Root(Running),
+                Child("a", Running),
+                Child("a", Idle),
+                Root(Idle),
+            ],
+            &[(3, Seen::Held(UNANNOUNCED_BOUND))],
+        ),
+        (
+            "the wake-up came: the turn goes on to the next idle, which is the end",
+            &[
+                Root(Running),
+                Child("a", Running),
+                Child("a", Idle),
+                Root(Idle),
+                Root(Running),
+                IdleMessage("a"),
+                Root(Idle),
+            ],
+            &[(3, Seen::Held(UNANNOUNCED_BOUND)), (6, Seen::Ended)],
+        ),
+        (
+            "two subagents, one message shown before the second subagent's idle state",
+            &[
+                Root(Running),
+                Child("a", Running),
+                Child("b", Running),
+                Child("a", Idle),
+                IdleMessage("a"),
+                IdleMessage("b"),
+                Child("b", Idle),
+                Root(Idle),
+            ],
+            &[(7, Seen::Held(STRAY_WAKE_GRACE))],
+        ),
+        (
+            "a message shown early counts once: the next turn's subagent is judged afresh",
+            &[
+                Root(Running),
+                Child("a", Running),
+                Root(WaitingForSubagents),
+                Root(Running),
+                IdleMessage("a"),
+                Child("a", Idle),
+                Root(Idle),
+                Root(Running),
+                Child("a", Running),
+                Root(WaitingForSubagents),
+                Child("a", Idle),
+                Root(Running),
+                Root(Idle),
+            ],
+            &[(6, Seen::Ended), (12, Seen::Held(UNANNOUNCED_BOUND))],
+        ),
+        (
+            "a system step that is not an idle message announces nothing",
+            &[
+                Root(Running),
+                Child("a", Running),
+                OtherSystemStep,
+                Child("a", Idle),
+                Root(Idle),
+            ],
+            &[(4, Seen::Held(UNANNOUNCED_BOUND))],
+        ),
+        (
+            "a cancelled subagent sends no idle message",
+            &[
+                Root(Running),
+                Child("a", Running),
+                Root(WaitingForSubagents),
+                Child("a", Cancelled),
+                Root(Running),
+                Root(Idle),
+            ],
+            &[(5, Seen::Ended)],
+        ),
+    ];
+    for (name, events, expected) in cases {
+        assert_eq!(ends(events), *expected, "{name}");
+    }
+}
+
+#[test]
+fn a_halt_a_cancel_or_an_error_ends_the_turn_at_once() {
+    let unannounced = [Root(Running), Child("a", Running), Child("a", Idle)];
+    let with = |last: Ev| {
+        let mut events = unannounced.to_vec();
+        events.push(last);
+        events
+    };
+    assert_eq!(ends(&with(Root(Cancelled))), [(3, Seen::Ended)]);
+    assert_eq!(ends(&with(RootError("Error 400"))), [(3, Seen::Ended)]);
+    let mut halted = unannounced.to_vec();
+    halted.extend([Halt, Root(Idle)]);
+    assert_eq!(ends(&halted), [(4, Seen::Ended)]);
+}
+
+#[test]
+fn every_running_root_voids_a_held_end() {
+    assert_eq!(
+        signals(&[
+            Root(Running),
+            Child("a", Running),
+            Child("a", Idle),
+            IdleMessage("a"),
+            Root(Idle),
+            Root(Running)
+        ]),
+        [
+            (0, Seen::Running),
+            (4, Seen::Held(STRAY_WAKE_GRACE)),
+            (5, Seen::Running)
+        ]
+    );
+}
+
+#[test]
+fn the_subject_of_an_idle_message_is_the_subagent_s_id() {
+    let cases = [
+        (
+            "[Message] timestamp=… sender=system content=Subagent 3606bda9 has gone idle. This was …",
+            Some("3606bda9"),
+        ),
+        ("Subagent x has gone idle", Some("x")),
+        ("Subagent  has gone idle", None),
+        ("Subagent a b has gone idle", None),
+        ("[Message] content=E2E-SUB-A say hi", None),
+    ];
+    for (text, expected) in cases {
+        assert_eq!(idle_message_subject(text), expected, "{text}");
+    }
+}
+
+#[test]
+fn a_halt_and_an_error_are_reported_once() {
+    let mut tracker = TurnTracker::new("root".into());
+    tracker.halted();
+    let Some(TurnSignal::Ended(end)) =
+        tracker.on_trajectory(&state("root", None, Idle, Some("boom")))
+    else {
+        panic!("the idle is the end");
+    };
+    assert!(end.halted && !end.cancelled);
+    assert_eq!(end.error.as_deref(), Some("boom"));
+    assert_eq!(tracker.last_error().as_deref(), Some("boom"));
+    let Some(TurnSignal::Ended(next)) = tracker.on_trajectory(&state("root", None, Idle, None))
+    else {
+        panic!("the idle is the end");
+    };
+    assert!(!next.halted, "a halt belongs to one turn");
+}
