@@ -59,6 +59,11 @@ impl Bracket {
     fn closable(&self) -> bool {
         (self.invoke.is_none() || self.invoke_final) && self.running.is_empty()
     }
+
+    /// An invocation in flight that has started no subagent yet.
+    fn awaits_first_subagent(&self) -> bool {
+        !self.merged && self.invoke.is_some() && !self.invoke_final && self.members.is_empty()
+    }
 }
 
 impl Subagents {
@@ -212,6 +217,37 @@ impl Subagents {
         bracket.members.push(trajectory_id.to_owned());
         bracket.running.insert(trajectory_id.to_owned());
         self.of_trajectory.insert(trajectory_id.to_owned(), index);
+    }
+
+    /// Whether more than one invocation of `parent` could have started the unknown `trajectory_id`:
+    /// several in flight, none final and none with a subagent yet. The harness starts the
+    /// subagents of parallel invocations in any order.
+    pub(crate) fn placement_ambiguous(&self, trajectory_id: &str, parent: &str) -> bool {
+        !self.of_trajectory.contains_key(trajectory_id)
+            && self
+                .brackets
+                .iter()
+                .filter(|b| b.invoker == parent && b.awaits_first_subagent())
+                .count()
+                > 1
+    }
+
+    /// Places `trajectory_id` in the bracket of the invocation `key`, if that invocation still
+    /// awaits its first subagent; false otherwise.
+    pub(crate) fn place(&mut self, trajectory_id: &str, key: &StepKey) -> bool {
+        let Some(&index) = self.of_invoke.get(key) else {
+            return false;
+        };
+        if self.of_trajectory.contains_key(trajectory_id)
+            || !self.brackets[index].awaits_first_subagent()
+        {
+            return false;
+        }
+        let bracket = &mut self.brackets[index];
+        bracket.members.push(trajectory_id.to_owned());
+        bracket.running.insert(trajectory_id.to_owned());
+        self.of_trajectory.insert(trajectory_id.to_owned(), index);
+        true
     }
 
     /// Whether the trajectory is a known subagent.

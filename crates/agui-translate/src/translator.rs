@@ -43,6 +43,11 @@ pub struct Translator {
     subagents: Subagents,
     invocations: Invocations,
     activities: Activities,
+    /// Subagents whose `RUNNING` came while several invocations of their parent could have
+    /// started them, in arrival order: each is placed when one of those invocations turns final
+    /// (the harness marks an invocation final right after starting its subagent), or by the
+    /// usual rule once it shows output, goes idle or the run closes.
+    unplaced: Vec<TrajectoryChange>,
 }
 
 impl std::fmt::Debug for Translator {
@@ -89,6 +94,7 @@ impl Translator {
             subagents: Subagents::default(),
             invocations: Invocations::default(),
             activities: Activities::default(),
+            unplaced: Vec::new(),
         }
     }
 
@@ -199,8 +205,68 @@ impl Translator {
             && (self.options.subagent_events == SubagentEvents::Steps
                 || self.invocations.active(trajectory));
         if !in_progress {
-            self.subagent_running(trajectory, parent);
+            if self.unplaced.iter().any(|c| c.trajectory_id == trajectory) {
+                self.place_unplaced(|c| c.trajectory_id == trajectory);
+            } else {
+                self.subagent_running(trajectory, parent);
+            }
         }
+    }
+
+    /// A subagent trajectory reported running (placed): joins its bracket, announced at once
+    /// when the invocation's tool call is known (else with its first output, once the
+    /// invocation step has been seen).
+    fn child_running(&mut self, trajectory: &str, parent: &str) {
+        self.subagent_running(trajectory, parent);
+        if self
+            .subagents
+            .bracket_of(trajectory)
+            .is_some_and(|index| self.subagents.invoke_key(index).is_some())
+        {
+            let mut announced = Vec::new();
+            self.announce(trajectory, &mut announced);
+            self.out.events.extend(announced);
+        }
+    }
+
+    /// Places the unplaced subagents `which` selects by the usual rule, in arrival order.
+    fn place_unplaced(&mut self, which: impl Fn(&TrajectoryChange) -> bool) {
+        let (chosen, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut self.unplaced)
+            .into_iter()
+            .partition(|c| which(c));
+        self.unplaced = rest;
+        for change in chosen {
+            if let Some(parent) = change.parent_trajectory_id.as_deref() {
+                self.child_running(&change.trajectory_id, parent);
+            }
+        }
+    }
+
+    /// The invocation `key` turned final: the oldest unplaced subagent of its invoker is the
+    /// one it started (when it has none yet); the others are placed as soon as that leaves
+    /// them a single candidate.
+    fn invocation_final(&mut self, key: &StepKey) {
+        let invoker = key.trajectory_id.as_str();
+        let of_invoker = |c: &TrajectoryChange| c.parent_trajectory_id.as_deref() == Some(invoker);
+        let Some(position) = self.unplaced.iter().position(of_invoker) else {
+            return;
+        };
+        if !self
+            .subagents
+            .place(&self.unplaced[position].trajectory_id, key)
+        {
+            return;
+        }
+        let change = self.unplaced.remove(position);
+        self.child_running(&change.trajectory_id, invoker);
+        let subagents = &self.subagents;
+        let settled: Vec<String> = self
+            .unplaced
+            .iter()
+            .filter(|c| of_invoker(c) && !subagents.placement_ambiguous(&c.trajectory_id, invoker))
+            .map(|c| c.trajectory_id.clone())
+            .collect();
+        self.place_unplaced(|c| settled.contains(&c.trajectory_id));
     }
 
     /// A subagent trajectory runs: joins an invocation bracket and, with subagent events,
@@ -272,21 +338,18 @@ impl Translator {
             | TrajectoryStatus::WaitingForTasks
             | TrajectoryStatus::WaitingForSubagents => {
                 if let Some(parent) = change.parent_trajectory_id.as_deref() {
-                    self.subagent_running(trajectory, parent);
-                    // Announced at once when the invocation's tool call is known (else with
-                    // its first output, once the invocation step has been seen).
-                    if self
-                        .subagents
-                        .bracket_of(trajectory)
-                        .is_some_and(|index| self.subagents.invoke_key(index).is_some())
-                    {
-                        let mut announced = Vec::new();
-                        self.announce(trajectory, &mut announced);
-                        self.out.events.extend(announced);
+                    if self.subagents.placement_ambiguous(trajectory, parent) {
+                        if !self.unplaced.iter().any(|c| c.trajectory_id == trajectory) {
+                            self.unplaced.push(change.clone());
+                        }
+                    } else {
+                        self.unplaced.retain(|c| c.trajectory_id != trajectory);
+                        self.child_running(trajectory, parent);
                     }
                 }
             }
             TrajectoryStatus::Idle | TrajectoryStatus::Cancelled => {
+                self.place_unplaced(|c| c.trajectory_id == trajectory);
                 if self.subagents.is_subagent(trajectory) {
                     self.close_lane(trajectory);
                     if self.options.subagent_events == SubagentEvents::Subagent {
@@ -343,6 +406,7 @@ impl Translator {
     /// their ids with the trajectory that raised each, so that a subagent invocation closed as
     /// suspended names the interrupts raised inside it.
     pub fn close_run_with_interrupts(&mut self, interrupts: &[(String, String)]) -> Vec<Event> {
+        self.place_unplaced(|_| true);
         self.reasoning.close(&mut self.out);
         self.text.close_all(&mut self.out);
         self.tools.flush_all(&mut self.out);
@@ -358,6 +422,7 @@ impl Translator {
     /// Closes everything at the end of the turn: commands the harness left running are
     /// reported stopped, invocations get their results, then as [`close_run`](Self::close_run).
     pub fn close_turn(&mut self) -> Vec<Event> {
+        self.place_unplaced(|_| true);
         self.activities.stop_all(&mut self.out);
         if self.options.subagent_events == SubagentEvents::Subagent {
             let invocations: Vec<usize> = self.subagents.invocations().collect();
@@ -457,6 +522,7 @@ impl Translator {
             }
         }
         if step.is_final() {
+            self.invocation_final(key);
             self.tools.end(key, &mut self.out);
             if let Some(index) = self.subagents.invoke_finished(key) {
                 self.complete(index);

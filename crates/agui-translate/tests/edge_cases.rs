@@ -223,3 +223,91 @@ fn subagents_first_seen_at_done_or_before_their_invocation() {
         ],
     );
 }
+
+/// Two invocations in one model reply: the harness starts their subagents in either order and
+/// marks each invocation final right after starting its subagent. Every order recorded from the
+/// real harness (the e2e suite's `c-twice`, 93 turns) attributes each subagent to its own
+/// invocation: its call's result is its reply, and its `SUBAGENT_STARTED` names that call.
+#[test]
+fn parallel_invocations_get_their_own_subagents_in_every_recorded_order() {
+    use common::Input;
+    let a1 = || step("r", 1).invoke("Subagent delegation");
+    let a2 = || step("r", 2).invoke("Subagent delegation");
+    let d1 = || step("r", 1).invoke("Subagent delegation").done();
+    let d2 = || step("r", 2).invoke("Subagent delegation").done();
+    let sa = || running("sa", "r");
+    let sb = || running("sb", "r");
+    let orders: [(&str, Vec<Input>); 5] = [
+        (
+            "A1 A2 SA D1 SB D2",
+            vec![a1(), a2(), sa(), d1(), sb(), d2()],
+        ),
+        (
+            "A1 SA A2 D1 SB D2",
+            vec![a1(), sa(), a2(), d1(), sb(), d2()],
+        ),
+        (
+            "A1 SA D1 A2 SB D2",
+            vec![a1(), sa(), d1(), a2(), sb(), d2()],
+        ),
+        (
+            "A1 A2 SB D2 SA D1",
+            vec![a1(), a2(), sb(), d2(), sa(), d1()],
+        ),
+        (
+            "A1 A2 SA SB D1 D2",
+            vec![a1(), a2(), sa(), sb(), d1(), d2()],
+        ),
+    ];
+    for options in [
+        TranslatorOptions::default().with_builtin_tool_calls(true),
+        TranslatorOptions::default().with_subagent_events(SubagentEvents::Steps),
+    ] {
+        for (order, mut inputs) in orders.clone() {
+            inputs.extend([
+                step("sa", 1).child_of("r").say("A here.").done(),
+                step("sb", 1).child_of("r").say("B here.").done(),
+                idle("sa", "r"),
+                idle("sb", "r"),
+                step("r", 3).say("Both answered.").done(),
+            ]);
+            let runs = replay(&script(&inputs), &options);
+            let events: Vec<serde_json::Value> = runs
+                .iter()
+                .flat_map(|r| &r.events)
+                .map(|e| serde_json::to_value(e).unwrap())
+                .collect();
+            let of_type = |t: &'static str| events.iter().filter(move |e| e["type"] == t);
+            if options.subagent_events == SubagentEvents::Subagent {
+                let calls: Vec<&str> = of_type("TOOL_CALL_START")
+                    .map(|e| e["toolCallId"].as_str().unwrap())
+                    .collect();
+                assert_eq!(calls.len(), 2, "{order}: two invocation calls");
+                let result = |call: &str| {
+                    of_type("TOOL_CALL_RESULT")
+                        .find(|e| e["toolCallId"] == call)
+                        .map(|e| e["content"].as_str().unwrap().to_owned())
+                };
+                assert_eq!(result(calls[0]).as_deref(), Some("A here."), "{order}");
+                assert_eq!(result(calls[1]).as_deref(), Some("B here."), "{order}");
+                let started: Vec<&str> = of_type("SUBAGENT_STARTED")
+                    .map(|e| e["parentToolCallId"].as_str().unwrap())
+                    .collect();
+                let mut sorted = started.clone();
+                sorted.sort_unstable();
+                sorted.dedup();
+                assert_eq!(
+                    sorted.len(),
+                    2,
+                    "{order}: one invocation per call: {started:?}"
+                );
+            }
+            assert_valid_order(order, &runs);
+        }
+    }
+}
+
+fn assert_valid_order(order: &str, runs: &[common::Run]) {
+    let result = std::panic::catch_unwind(|| common::assert_valid(runs));
+    assert!(result.is_ok(), "{order}: the stream passes the verifier");
+}
