@@ -91,6 +91,12 @@ impl TurnTracker {
         self.halted = true;
     }
 
+    /// Takes a halt recorded since the last end: one sent while an end was held belongs to
+    /// that turn, not to the next.
+    pub(crate) fn take_halted(&mut self) -> bool {
+        std::mem::take(&mut self.halted)
+    }
+
     /// The error of the last finished turn (reported with a following socket close).
     pub(crate) fn last_error(&self) -> Option<String> {
         self.last_error.clone()

@@ -247,7 +247,8 @@ impl Reader {
 
     /// Sends the held end of the turn, if any.
     fn release_held_end(&mut self) {
-        if let Some((end, _)) = self.held_end.take() {
+        if let Some((mut end, _)) = self.held_end.take() {
+            end.halted |= self.tracker.lock().expect("tracker lock").take_halted();
             self.emit(ConversationEvent::TurnEnded(end));
         }
     }

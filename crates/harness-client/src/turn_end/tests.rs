@@ -320,3 +320,29 @@ fn a_halt_and_an_error_are_reported_once() {
     };
     assert!(!next.halted, "a halt belongs to one turn");
 }
+
+#[test]
+fn a_halt_sent_while_the_end_is_held_belongs_to_that_turn() {
+    let mut tracker = TurnTracker::new("root".into());
+    for state in [
+        state("root", None, Running, None),
+        state("a", Some("root"), Running, None),
+        state("a", Some("root"), Idle, None),
+    ] {
+        tracker.on_trajectory(&state);
+    }
+    let held = tracker.on_trajectory(&state("root", None, Idle, None));
+    assert!(
+        matches!(held, Some(TurnSignal::IdleAwaitingWake { .. })),
+        "{held:?}"
+    );
+    tracker.halted();
+    assert!(tracker.take_halted(), "the held end takes the halt");
+    tracker.on_trajectory(&state("root", None, Running, None));
+    tracker.on_step(&system_step("content=Subagent a has gone idle. …".into()));
+    let Some(TurnSignal::Ended(next)) = tracker.on_trajectory(&state("root", None, Idle, None))
+    else {
+        panic!("the next idle is the end");
+    };
+    assert!(!next.halted, "the next turn is not halted");
+}
