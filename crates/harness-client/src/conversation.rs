@@ -126,6 +126,7 @@ impl Conversation {
     /// harness then runs in the same turn: one turn end for both). Returns once the frame is on
     /// the socket.
     pub async fn send(&self, input: lh::UserInput) -> Result<()> {
+        self.link.tracker.lock().expect("tracker lock").input_sent();
         self.send_event(input_event::Event::UserInput(input)).await
     }
 

@@ -91,6 +91,20 @@ impl TurnTracker {
         self.halted = true;
     }
 
+    /// Notes that the host sent user input. With the root not running, the input starts a new
+    /// turn, so a halt recorded since the last end (sent as that turn was ending) is stale; with
+    /// the root running, the input queues behind the turn the halt is for.
+    pub(crate) fn input_sent(&mut self) {
+        if !matches!(
+            self.root_status,
+            TrajectoryStatus::Running
+                | TrajectoryStatus::WaitingForSubagents
+                | TrajectoryStatus::WaitingForTasks
+        ) {
+            self.halted = false;
+        }
+    }
+
     /// Takes a halt recorded since the last end: one sent while an end was held belongs to
     /// that turn, not to the next.
     pub(crate) fn take_halted(&mut self) -> bool {

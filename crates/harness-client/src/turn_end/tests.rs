@@ -346,3 +346,27 @@ fn a_halt_sent_while_the_end_is_held_belongs_to_that_turn() {
     };
     assert!(!next.halted, "the next turn is not halted");
 }
+
+#[test]
+fn a_halt_recorded_after_a_turn_ended_does_not_mark_the_next_one() {
+    let end_of =
+        |tracker: &mut TurnTracker| match tracker.on_trajectory(&state("root", None, Idle, None)) {
+            Some(TurnSignal::Ended(end)) => end,
+            other => panic!("the idle is the end: {other:?}"),
+        };
+    let mut tracker = TurnTracker::new("root".into());
+    tracker.on_trajectory(&state("root", None, Running, None));
+    assert!(!end_of(&mut tracker).halted);
+    // The halt crossed the turn's end; the next input starts a turn of its own.
+    tracker.halted();
+    tracker.input_sent();
+    tracker.on_trajectory(&state("root", None, Running, None));
+    assert!(!end_of(&mut tracker).halted, "the next turn was not halted");
+
+    // Input queued behind a running turn keeps that turn's halt.
+    tracker.input_sent();
+    tracker.on_trajectory(&state("root", None, Running, None));
+    tracker.halted();
+    tracker.input_sent();
+    assert!(end_of(&mut tracker).halted, "the running turn was halted");
+}
