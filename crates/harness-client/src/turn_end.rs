@@ -118,10 +118,7 @@ impl TurnTracker {
 
     /// Notes a step: the root showing a subagent's idle message.
     pub(crate) fn on_step(&mut self, step: &Step) {
-        if step.key.trajectory_id != self.root
-            || step.source != StepSource::System
-            || step.status != StepStatus::Done
-        {
+        if !is_system_message(step) || step.key.trajectory_id != self.root {
             return;
         }
         if let Some(subagent) = idle_message_subject(&step.text)
@@ -208,6 +205,12 @@ impl TurnTracker {
             _ => {}
         }
     }
+}
+
+/// A finished step the harness itself addressed: the only kind [`TurnTracker::on_step`] reads,
+/// so a reader can skip the tracker for every other step.
+pub(crate) fn is_system_message(step: &Step) -> bool {
+    step.source == StepSource::System && step.status == StepStatus::Done
 }
 
 /// The subagent an idle message is about: `… Subagent <id> has gone idle. …`.

@@ -21,7 +21,7 @@ use super::{FrameDirection, FrameTap, Link, Outbound, observe};
 use crate::callbacks::Callbacks;
 use crate::events::{CloseReason, ConversationEvent, TrajectoryState, TurnEnd, Usage};
 use crate::process::{HarnessProcess, LiveGuard};
-use crate::turn_end::{TurnSignal, TurnTracker};
+use crate::turn_end::{TurnSignal, TurnTracker, is_system_message};
 
 pub(super) type Socket = WebSocketStream<MaybeTlsStream<TcpStream>>;
 
@@ -194,7 +194,9 @@ impl Reader {
         match event.event {
             Some(Event::StepUpdate(update)) => {
                 let step = Step::from(update);
-                self.tracker.lock().expect("tracker lock").on_step(&step);
+                if is_system_message(&step) {
+                    self.tracker.lock().expect("tracker lock").on_step(&step);
+                }
                 // The step reaches the event stream before its callback starts, so a host that
                 // sees the callback park has every event that preceded it queued.
                 let waiting = (step.status == StepStatus::WaitingForUser).then(|| step.clone());

@@ -302,23 +302,26 @@ fn the_subject_of_an_idle_message_is_the_subagent_s_id() {
     }
 }
 
+/// The end the root's idle (with `error`) gives; fails when the end is held or absent.
+fn ended(tracker: &mut TurnTracker, error: Option<&str>) -> TurnEnd {
+    match tracker.on_trajectory(&state("root", None, Idle, error)) {
+        Some(TurnSignal::Ended(end)) => end,
+        other => panic!("the idle is the end: {other:?}"),
+    }
+}
+
 #[test]
 fn a_halt_and_an_error_are_reported_once() {
     let mut tracker = TurnTracker::new("root".into());
     tracker.halted();
-    let Some(TurnSignal::Ended(end)) =
-        tracker.on_trajectory(&state("root", None, Idle, Some("boom")))
-    else {
-        panic!("the idle is the end");
-    };
+    let end = ended(&mut tracker, Some("boom"));
     assert!(end.halted && !end.cancelled);
     assert_eq!(end.error.as_deref(), Some("boom"));
     assert_eq!(tracker.last_error().as_deref(), Some("boom"));
-    let Some(TurnSignal::Ended(next)) = tracker.on_trajectory(&state("root", None, Idle, None))
-    else {
-        panic!("the idle is the end");
-    };
-    assert!(!next.halted, "a halt belongs to one turn");
+    assert!(
+        !ended(&mut tracker, None).halted,
+        "a halt belongs to one turn"
+    );
 }
 
 #[test]
@@ -340,33 +343,33 @@ fn a_halt_sent_while_the_end_is_held_belongs_to_that_turn() {
     assert!(tracker.take_halted(), "the held end takes the halt");
     tracker.on_trajectory(&state("root", None, Running, None));
     tracker.on_step(&system_step("content=Subagent a has gone idle. …".into()));
-    let Some(TurnSignal::Ended(next)) = tracker.on_trajectory(&state("root", None, Idle, None))
-    else {
-        panic!("the next idle is the end");
-    };
-    assert!(!next.halted, "the next turn is not halted");
+    assert!(
+        !ended(&mut tracker, None).halted,
+        "the next turn is not halted"
+    );
 }
 
 #[test]
 fn a_halt_recorded_after_a_turn_ended_does_not_mark_the_next_one() {
-    let end_of =
-        |tracker: &mut TurnTracker| match tracker.on_trajectory(&state("root", None, Idle, None)) {
-            Some(TurnSignal::Ended(end)) => end,
-            other => panic!("the idle is the end: {other:?}"),
-        };
     let mut tracker = TurnTracker::new("root".into());
     tracker.on_trajectory(&state("root", None, Running, None));
-    assert!(!end_of(&mut tracker).halted);
+    assert!(!ended(&mut tracker, None).halted);
     // The halt crossed the turn's end; the next input starts a turn of its own.
     tracker.halted();
     tracker.input_sent();
     tracker.on_trajectory(&state("root", None, Running, None));
-    assert!(!end_of(&mut tracker).halted, "the next turn was not halted");
+    assert!(
+        !ended(&mut tracker, None).halted,
+        "the next turn was not halted"
+    );
 
     // Input queued behind a running turn keeps that turn's halt.
     tracker.input_sent();
     tracker.on_trajectory(&state("root", None, Running, None));
     tracker.halted();
     tracker.input_sent();
-    assert!(end_of(&mut tracker).halted, "the running turn was halted");
+    assert!(
+        ended(&mut tracker, None).halted,
+        "the running turn was halted"
+    );
 }
