@@ -13,8 +13,8 @@
 //!   of the server, the harness processes, the model and the benchmark itself.
 //! - **W2 concurrency**: for C in 8/32/64, C fresh threads × 3 turns started together, a fresh
 //!   server per level: throughput, turn latency, first-turn latency (session creation),
-//!   later-turn latency, ok/attempted, errors, CPU per turn per process group, machine
-//!   utilisation, harness processes after, peak tree RSS.
+//!   later-turn latency, each thread's time to finish all its turns, ok/attempted, errors, CPU
+//!   per turn per process group, machine utilisation, harness processes after, peak tree RSS.
 //! - **W3 idle memory**: grow to N threads (one turn each) for N in 16/64/256, then PSS of the
 //!   server and of the whole tree per thread, harness processes, idle CPU; once with
 //!   hibernation off a few seconds after the turns, once with a short `--hibernate-after-secs`

@@ -406,6 +406,15 @@ pub(crate) fn w2(w: &W2) -> Vec<Table> {
             |l| &l.later_turn_ms,
             "p99",
         );
+        for p in ["p50", "p90"] {
+            lat(
+                &mut t,
+                "thread done (all its turns)",
+                |l| &l.thread_done_ms,
+                |l| &l.thread_done_ms,
+                p,
+            );
+        }
         t.apart(
             &format!("C={c} turns ok / attempted"),
             format!("{} / {}", o.ok, o.attempted),

@@ -37,6 +37,10 @@ pub(crate) struct Level<S> {
     /// Each thread's first turn (session creation included).
     pub(crate) first_turn_ms: Summary,
     pub(crate) later_turn_ms: Summary,
+    /// Each thread from the level's start to the end of its last turn, when all its turns
+    /// succeeded: how long a new thread's whole exchange takes (session creation favoured over
+    /// later turns lowers the first-turn figure and raises this one).
+    pub(crate) thread_done_ms: Summary,
     pub(crate) cost: Cost,
     pub(crate) harness_processes_after: usize,
     pub(crate) peak_tree_rss_mb: Option<f64>,
@@ -80,11 +84,19 @@ async fn pause(secs: f64) {
     tokio::time::sleep(Duration::from_secs_f64(secs)).await;
 }
 
-/// Timings shared by both sides: (ok, turn end) per thread and turn.
+/// One thread's timings, the same for both sides.
+struct ThreadTimings {
+    /// (ok, turn end) per turn.
+    turns: Vec<(bool, Option<Duration>)>,
+    /// When the thread's last turn ended, since the level's start.
+    done: Duration,
+}
+
+/// The figures of a level from its threads' timings.
 fn level<S>(
     c: usize,
     stats: S,
-    per_thread: &[Vec<(bool, Option<Duration>)>],
+    per_thread: &[ThreadTimings],
     wall: Duration,
     cost: Cost,
     harness_processes_after: usize,
@@ -94,13 +106,17 @@ fn level<S>(
         Summary::of(
             per_thread
                 .iter()
-                .flat_map(|t| t.iter().skip(skip).take(take))
+                .flat_map(|t| t.turns.iter().skip(skip).take(take))
                 .filter(|(ok, _)| *ok)
                 .map(|(_, end)| *end),
         )
     };
-    let attempted = per_thread.iter().map(Vec::len).sum();
-    let ok = per_thread.iter().flatten().filter(|(ok, _)| *ok).count();
+    let attempted = per_thread.iter().map(|t| t.turns.len()).sum();
+    let ok = per_thread
+        .iter()
+        .flat_map(|t| &t.turns)
+        .filter(|(ok, _)| *ok)
+        .count();
     Level {
         concurrency: c,
         stats,
@@ -111,6 +127,11 @@ fn level<S>(
         turn_ms: ok_ends(0, usize::MAX),
         first_turn_ms: ok_ends(0, 1),
         later_turn_ms: ok_ends(1, usize::MAX),
+        thread_done_ms: Summary::of(
+            per_thread
+                .iter()
+                .map(|t| t.turns.iter().all(|(ok, _)| *ok).then_some(t.done)),
+        ),
         cost,
         harness_processes_after,
         peak_tree_rss_mb,
@@ -136,7 +157,7 @@ async fn ours(ctx: &Ctx, c: usize, turns: usize) -> anyhow::Result<Level<Series>
                 thread.record_reply(&r.text);
                 results.push(r);
             }
-            results
+            (results, Instant::now())
         }));
     }
     tokio::time::sleep(Duration::from_millis(50)).await;
@@ -144,8 +165,11 @@ async fn ours(ctx: &Ctx, c: usize, turns: usize) -> anyhow::Result<Level<Series>
     let t0 = Instant::now();
     go.wait().await;
     let mut per_thread: Vec<Vec<RunResult>> = Vec::new();
+    let mut finished = Vec::new();
     for task in tasks {
-        per_thread.push(task.await?);
+        let (results, done) = task.await?;
+        per_thread.push(results);
+        finished.push(done.saturating_duration_since(t0));
     }
     let wall = t0.elapsed();
     let ok = per_thread.iter().flatten().filter(|r| r.ok()).count();
@@ -154,9 +178,13 @@ async fn ours(ctx: &Ctx, c: usize, turns: usize) -> anyhow::Result<Level<Series>
         crate::procfs::ProcWatch::new(Some(server.pid), Some(ctx.model.pid)).harness_processes();
     server.stop().await;
     let stats = Series::of(per_thread.iter().flatten(), Some(&ctx.expected));
-    let timings: Vec<Vec<(bool, Option<Duration>)>> = per_thread
+    let timings: Vec<ThreadTimings> = per_thread
         .iter()
-        .map(|rs| rs.iter().map(|r| (r.ok(), r.terminal)).collect())
+        .zip(finished)
+        .map(|(rs, done)| ThreadTimings {
+            turns: rs.iter().map(|r| (r.ok(), r.terminal)).collect(),
+            done,
+        })
         .collect();
     Ok(level(
         c,
@@ -194,7 +222,7 @@ async fn floor(ctx: &Ctx, c: usize, turns: usize) -> anyhow::Result<Level<FloorS
                         error: Some(format!("open: {e:#}")),
                         ..FloorTurn::default()
                     });
-                    return results;
+                    return (results, Instant::now());
                 }
             };
             for k in 0..turns {
@@ -202,8 +230,10 @@ async fn floor(ctx: &Ctx, c: usize, turns: usize) -> anyhow::Result<Level<FloorS
                 let text = format!("Concurrent turn {k}, please answer.");
                 results.push(floor::turn(&mut conversation, &text, start, None, timeout).await);
             }
+            // Done when its last turn ended (the close is the host's business, as a server's).
+            let done = Instant::now();
             conversation.close().await;
-            results
+            (results, done)
         }));
     }
     tokio::time::sleep(Duration::from_millis(50)).await;
@@ -211,8 +241,11 @@ async fn floor(ctx: &Ctx, c: usize, turns: usize) -> anyhow::Result<Level<FloorS
     let t0 = Instant::now();
     go.wait().await;
     let mut per_thread: Vec<Vec<FloorTurn>> = Vec::new();
+    let mut finished = Vec::new();
     for task in tasks {
-        per_thread.push(task.await?);
+        let (turns, done) = task.await?;
+        per_thread.push(turns);
+        finished.push(done.saturating_duration_since(t0));
     }
     let wall = t0.elapsed();
     let ok = per_thread.iter().flatten().filter(|t| t.ok()).count();
@@ -231,9 +264,13 @@ async fn floor(ctx: &Ctx, c: usize, turns: usize) -> anyhow::Result<Level<FloorS
             lost,
         )));
     }
-    let timings: Vec<Vec<(bool, Option<Duration>)>> = per_thread
+    let timings: Vec<ThreadTimings> = per_thread
         .iter()
-        .map(|ts| ts.iter().map(|t| (t.ok(), t.end)).collect())
+        .zip(finished)
+        .map(|(ts, done)| ThreadTimings {
+            turns: ts.iter().map(|t| (t.ok(), t.end)).collect(),
+            done,
+        })
         .collect();
     // The tree here is this process (the host) and its harness processes.
     Ok(level(
@@ -245,4 +282,32 @@ async fn floor(ctx: &Ctx, c: usize, turns: usize) -> anyhow::Result<Level<FloorS
         harness_after,
         Some(peak),
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_thread_counts_as_done_only_when_all_its_turns_succeeded() {
+        let ms = Duration::from_millis;
+        let thread = |turns: &[Option<u64>], done: u64| ThreadTimings {
+            turns: turns.iter().map(|t| (t.is_some(), t.map(ms))).collect(),
+            done: ms(done),
+        };
+        let threads = [
+            thread(&[Some(100), Some(50)], 150),
+            thread(&[Some(120), None], 400),
+            thread(&[Some(200), Some(60)], 260),
+        ];
+        let l = level(3, (), &threads, ms(400), Cost::default(), 1, None);
+        assert_eq!((l.ok, l.attempted), (5, 6));
+        assert_eq!(l.first_turn_ms.n, 3);
+        assert_eq!(
+            l.thread_done_ms.n, 2,
+            "the thread with a failed turn is left out"
+        );
+        assert_eq!(l.thread_done_ms.min, Some(150.0));
+        assert_eq!(l.thread_done_ms.max, Some(260.0));
+    }
 }
