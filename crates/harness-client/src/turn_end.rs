@@ -207,6 +207,49 @@ impl TurnTracker {
     }
 }
 
+/// The end of a turn held back while the harness may wake the root again (the reader's side
+/// of [`TurnSignal`]): at most one, so a turn ends once.
+#[derive(Debug, Default)]
+pub(crate) struct HeldEnd {
+    held: Option<(TurnEnd, tokio::time::Instant)>,
+}
+
+impl HeldEnd {
+    /// Applies a signal; returns the end to report now, if any. A root that ends again (a
+    /// cancel, an error, another idle) while an end is held replaces the held end: the newer
+    /// state is the same turn's end.
+    pub(crate) fn on_signal(
+        &mut self,
+        signal: TurnSignal,
+        now: tokio::time::Instant,
+    ) -> Option<TurnEnd> {
+        match signal {
+            TurnSignal::Ended(end) => {
+                self.held = None;
+                Some(end)
+            }
+            TurnSignal::IdleAwaitingWake { end, within } => {
+                self.held = Some((end, now + within));
+                None
+            }
+            TurnSignal::Running => {
+                self.held = None;
+                None
+            }
+        }
+    }
+
+    /// When the held end is due, if one is held.
+    pub(crate) fn deadline(&self) -> Option<tokio::time::Instant> {
+        self.held.as_ref().map(|(_, deadline)| *deadline)
+    }
+
+    /// Takes the held end (at its deadline, or before the connection's close).
+    pub(crate) fn release(&mut self) -> Option<TurnEnd> {
+        self.held.take().map(|(end, _)| end)
+    }
+}
+
 /// A finished step the harness itself addressed: the only kind [`TurnTracker::on_step`] reads,
 /// so a reader can skip the tracker for every other step.
 pub(crate) fn is_system_message(step: &Step) -> bool {

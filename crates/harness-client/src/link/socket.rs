@@ -19,9 +19,9 @@ use tracing::Instrument as _;
 use super::dispatch::Dispatcher;
 use super::{FrameDirection, FrameTap, Link, Outbound, observe};
 use crate::callbacks::Callbacks;
-use crate::events::{CloseReason, ConversationEvent, TrajectoryState, TurnEnd, Usage};
+use crate::events::{CloseReason, ConversationEvent, TrajectoryState, Usage};
 use crate::process::{HarnessProcess, LiveGuard};
-use crate::turn_end::{TurnSignal, TurnTracker, is_system_message};
+use crate::turn_end::{HeldEnd, TurnSignal, TurnTracker, is_system_message};
 
 pub(super) type Socket = WebSocketStream<MaybeTlsStream<TcpStream>>;
 
@@ -50,7 +50,7 @@ pub(super) fn start(
         events: events_tx,
         closed: closed.clone(),
         tracker: tracker.clone(),
-        held_end: None,
+        held_end: HeldEnd::default(),
         tap,
     };
     let reader = tokio::spawn(reader.run(stream).instrument(span));
@@ -107,7 +107,7 @@ struct Reader {
     tracker: Arc<Mutex<TurnTracker>>,
     /// An idle root the harness is expected to wake again: the turn's end, sent at the deadline
     /// unless the root runs first.
-    held_end: Option<(TurnEnd, tokio::time::Instant)>,
+    held_end: HeldEnd,
     tap: Option<FrameTap>,
 }
 
@@ -148,7 +148,7 @@ impl Reader {
                         break CloseReason::ClosedByHost;
                     }
                 }
-                () = held_deadline(self.held_end.as_ref()), if self.held_end.is_some() => {
+                () = held_deadline(self.held_end.deadline()), if self.held_end.deadline().is_some() => {
                     tracing::debug!("the root was not woken again; the turn is over");
                     self.release_held_end();
                 }
@@ -213,17 +213,21 @@ impl Reader {
                     .expect("tracker lock")
                     .on_trajectory(&state);
                 self.emit(ConversationEvent::Trajectory(state));
-                match signal {
-                    Some(TurnSignal::Ended(end)) => self.emit(ConversationEvent::TurnEnded(end)),
-                    Some(TurnSignal::IdleAwaitingWake { end, within }) => {
-                        tracing::debug!(
+                if let Some(signal) = signal {
+                    match &signal {
+                        TurnSignal::IdleAwaitingWake { within, .. } => tracing::debug!(
                             within_ms = within.as_millis() as u64,
                             "the root is idle, but a subagent's idle message is to wake it again"
-                        );
-                        self.held_end = Some((end, tokio::time::Instant::now() + within));
+                        ),
+                        TurnSignal::Running if self.held_end.deadline().is_some() => {
+                            tracing::debug!("the harness woke the root again; the turn goes on");
+                        }
+                        _ => {}
                     }
-                    Some(TurnSignal::Running) => self.void_held_end(),
-                    None => {}
+                    if let Some(end) = self.held_end.on_signal(signal, tokio::time::Instant::now())
+                    {
+                        self.emit(ConversationEvent::TurnEnded(end));
+                    }
                 }
             }
             Some(Event::UsageUpdate(update)) => {
@@ -240,16 +244,9 @@ impl Reader {
         }
     }
 
-    /// The root runs again: the turn goes on past a held end.
-    fn void_held_end(&mut self) {
-        if self.held_end.take().is_some() {
-            tracing::debug!("the harness woke the root again; the turn goes on");
-        }
-    }
-
     /// Sends the held end of the turn, if any.
     fn release_held_end(&mut self) {
-        if let Some((mut end, _)) = self.held_end.take() {
+        if let Some(mut end) = self.held_end.release() {
             end.halted |= self.tracker.lock().expect("tracker lock").take_halted();
             self.emit(ConversationEvent::TurnEnded(end));
         }
@@ -262,9 +259,9 @@ impl Reader {
 }
 
 /// Completes at the held end's deadline (never without one: the branch is disabled then).
-async fn held_deadline(held: Option<&(TurnEnd, tokio::time::Instant)>) {
-    match held {
-        Some((_, deadline)) => tokio::time::sleep_until(*deadline).await,
+async fn held_deadline(deadline: Option<tokio::time::Instant>) {
+    match deadline {
+        Some(deadline) => tokio::time::sleep_until(deadline).await,
         None => std::future::pending().await,
     }
 }

@@ -373,3 +373,35 @@ fn a_halt_recorded_after_a_turn_ended_does_not_mark_the_next_one() {
         "the running turn was halted"
     );
 }
+
+#[test]
+fn a_turn_that_ends_again_while_its_end_is_held_ends_once() {
+    let now = tokio::time::Instant::now();
+    let end = |halted| TurnEnd {
+        cancelled: false,
+        halted,
+        error: None,
+        error_code: None,
+        stop_reason: None,
+    };
+    let wait = |halted| TurnSignal::IdleAwaitingWake {
+        end: end(halted),
+        within: STRAY_WAKE_GRACE,
+    };
+    let mut held = HeldEnd::default();
+    assert_eq!(held.on_signal(wait(false), now), None);
+    assert_eq!(held.deadline(), Some(now + STRAY_WAKE_GRACE));
+    // A halt cancels the idle root: that end replaces the held one.
+    assert_eq!(
+        held.on_signal(TurnSignal::Ended(end(true)), now),
+        Some(end(true))
+    );
+    assert_eq!(held.release(), None, "the held end is not reported as well");
+    // Running again voids a held end; a later hold is released once.
+    held.on_signal(wait(false), now);
+    assert_eq!(held.on_signal(TurnSignal::Running, now), None);
+    assert_eq!(held.deadline(), None);
+    held.on_signal(wait(false), now);
+    assert_eq!(held.release(), Some(end(false)));
+    assert_eq!(held.release(), None);
+}
