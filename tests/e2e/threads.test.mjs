@@ -236,13 +236,12 @@ describe("threads that outlive requests", { skip: NEEDS_SCRIPT }, () => {
     const a = agent();
     a.say("t-slow: slowly again");
     const alive = () => server.harnesses().filter((pid) => fs.existsSync(`/proc/${pid}`));
-    const before = new Set(alive());
-    const running = run(a, {}, { log: server.log, timeoutMs: 40_000 });
-    // Confined, the thread gets a harness of its own: freeze once it is there (pooled, after a
-    // moment), however long it takes to start.
-    const deadline = Date.now() + 10_000;
-    while (!alive().some((pid) => !before.has(pid)) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
-    await new Promise((r) => setTimeout(r, 300));
+    // Freeze once the reply has begun: the harness is past its start and mid-turn (a harness
+    // frozen while it starts is the boot timeout's case, not the stall's).
+    let begun;
+    const replying = new Promise((resolve) => (begun = resolve));
+    const running = run(a, {}, { log: server.log, timeoutMs: 40_000, subscriber: { onTextMessageContentEvent: () => begun() } });
+    await Promise.race([replying, running]);
     const frozen = alive();
     assert.ok(frozen.length > 0, "a harness runs the turn");
     for (const pid of frozen) process.kill(pid, "SIGSTOP");
@@ -258,6 +257,6 @@ describe("threads that outlive requests", { skip: NEEDS_SCRIPT }, () => {
     }
     a.say("t-hello: after the freeze");
     const next = await run(a, {}, { log: server.log });
-    assert.equal(outcome(next), "success", "the thread goes on");
+    assert.equal(outcome(next), "success", `the thread goes on (${JSON.stringify(next.runError)})\n${server.log()}`);
   });
 });

@@ -147,8 +147,10 @@ const TERMINAL = new Set(["RUN_FINISHED", "RUN_ERROR"]);
  * @param {object} [opts]
  * @param {number} [opts.timeoutMs]
  * @param {() => string} [opts.log]  server log tail, added to failure messages
+ * @param {object} [opts.subscriber]  more `AgentSubscriber` callbacks for this run (e.g. to act
+ *   mid-run once the reply has begun)
  */
-export async function run(agent, params = {}, { timeoutMs = GEMINI ? 180_000 : 60_000, log, connect = false } = {}) {
+export async function run(agent, params = {}, { timeoutMs = GEMINI ? 180_000 : 60_000, log, connect = false, subscriber = {} } = {}) {
   assert.equal(current, undefined, "runs must not overlap (console capture is per run)");
   const runId = params.runId ?? `run-${randomUUID()}`;
   const rec = (current = { runId, threadId: agent.threadId, clientEvents: [], warnings: [], started: Date.now() });
@@ -160,6 +162,7 @@ export async function run(agent, params = {}, { timeoutMs = GEMINI ? 180_000 : 6
   try {
     const go = connect ? agent.connectAgent.bind(agent) : agent.runAgent.bind(agent);
     await go({ ...params, runId }, {
+      ...subscriber,
       onRunFinishedEvent: (p) => {
         rec.finished = { outcome: p.outcome, interrupts: p.interrupts, pendingToolCallIds: p.pendingToolCallIds, result: p.result };
       },
@@ -205,7 +208,8 @@ function keepStream(rec, agent) {
 
 function describe(rec, log) {
   const types = (rec.wireEvents ?? rec.events).map((e) => e.type).join(" ");
-  return `\n  thread ${rec.threadId} run ${rec.runId}\n  events: ${types || "(none)"}${rec.wire && !rec.wireEvents ? `\n  body: ${rec.wire.toString("utf8").slice(0, 2000)}` : ""}${log ? `\n--- server log\n${log()}` : ""}`;
+  const error = rec.runError ? `\n  RUN_ERROR ${rec.runError.code}: ${rec.runError.message}` : "";
+  return `\n  thread ${rec.threadId} run ${rec.runId}\n  events: ${types || "(none)"}${error}${rec.wire && !rec.wireEvents ? `\n  body: ${rec.wire.toString("utf8").slice(0, 2000)}` : ""}${log ? `\n--- server log\n${log()}` : ""}`;
 }
 
 function check(rec, agent, log) {
