@@ -117,10 +117,17 @@ async fn try_open(
     Ok((link, init))
 }
 
+/// How much the socket reads at once. The codec zero-fills this much of its buffer before every
+/// read, including the read that finds nothing more (tungstenite's default of 128 KiB made that
+/// fill the host's largest single cost per streamed step); the harness's frames are a few KiB,
+/// and a larger frame still arrives whole (the buffer grows to the frame's length).
+const READ_BUFFER_BYTES: usize = 16 * 1024;
+
 /// Connects to the harness's port, retrying with backoff while it is not yet listening.
 async fn connect(process: &HarnessProcess, options: &ConnectOptions) -> Result<Socket> {
     let url = format!("ws://127.0.0.1:{}/", process.port());
     let ws_config = WebSocketConfig::default()
+        .read_buffer_size(READ_BUFFER_BYTES)
         .max_message_size(Some(options.max_message_size))
         .max_frame_size(Some(options.max_message_size));
     // The key comes from the harness's stdout: a malformed one is an error, not a panic.
