@@ -118,9 +118,9 @@ async fn try_open(
 }
 
 /// How much the socket reads at once. The codec zero-fills this much of its buffer before every
-/// read, including the read that finds nothing more (tungstenite's default of 128 KiB made that
-/// fill the host's largest single cost per streamed step); the harness's frames are a few KiB,
-/// and a larger frame still arrives whole (the buffer grows to the frame's length).
+/// read, including the read that finds nothing more (with tungstenite's default of 128 KiB that
+/// fill was about a twentieth of a busy server's CPU); the harness's frames are a few KiB, and a
+/// larger frame still arrives whole (the buffer grows to the frame's length).
 const READ_BUFFER_BYTES: usize = 16 * 1024;
 
 /// Connects to the harness's port, retrying with backoff while it is not yet listening.
