@@ -92,6 +92,26 @@ struct ThreadTimings {
     done: Duration,
 }
 
+/// Waits for the threads' tasks (each gives its turns' results and when its last turn ended):
+/// the results per thread, and each thread's timings since `t0`, `turn` reading one result.
+async fn joined<R>(
+    tasks: Vec<tokio::task::JoinHandle<(Vec<R>, Instant)>>,
+    t0: Instant,
+    turn: impl Fn(&R) -> (bool, Option<Duration>),
+) -> anyhow::Result<(Vec<Vec<R>>, Vec<ThreadTimings>)> {
+    let mut per_thread = Vec::with_capacity(tasks.len());
+    let mut timings = Vec::with_capacity(tasks.len());
+    for task in tasks {
+        let (results, done) = task.await?;
+        timings.push(ThreadTimings {
+            turns: results.iter().map(&turn).collect(),
+            done: done.saturating_duration_since(t0),
+        });
+        per_thread.push(results);
+    }
+    Ok((per_thread, timings))
+}
+
 /// The figures of a level from its threads' timings.
 fn level<S>(
     c: usize,
@@ -164,13 +184,7 @@ async fn ours(ctx: &Ctx, c: usize, turns: usize) -> anyhow::Result<Level<Series>
     let window = Window::open(ctx, server.pid).await;
     let t0 = Instant::now();
     go.wait().await;
-    let mut per_thread: Vec<Vec<RunResult>> = Vec::new();
-    let mut finished = Vec::new();
-    for task in tasks {
-        let (results, done) = task.await?;
-        per_thread.push(results);
-        finished.push(done.saturating_duration_since(t0));
-    }
+    let (per_thread, timings) = joined(tasks, t0, |r: &RunResult| (r.ok(), r.terminal)).await?;
     let wall = t0.elapsed();
     let ok = per_thread.iter().flatten().filter(|r| r.ok()).count();
     let (cost, peak) = window.close(ctx, ok).await;
@@ -178,14 +192,6 @@ async fn ours(ctx: &Ctx, c: usize, turns: usize) -> anyhow::Result<Level<Series>
         crate::procfs::ProcWatch::new(Some(server.pid), Some(ctx.model.pid)).harness_processes();
     server.stop().await;
     let stats = Series::of(per_thread.iter().flatten(), Some(&ctx.expected));
-    let timings: Vec<ThreadTimings> = per_thread
-        .iter()
-        .zip(finished)
-        .map(|(rs, done)| ThreadTimings {
-            turns: rs.iter().map(|r| (r.ok(), r.terminal)).collect(),
-            done,
-        })
-        .collect();
     Ok(level(
         c,
         stats,
@@ -240,13 +246,7 @@ async fn floor(ctx: &Ctx, c: usize, turns: usize) -> anyhow::Result<Level<FloorS
     let window = Window::open(ctx, std::process::id()).await;
     let t0 = Instant::now();
     go.wait().await;
-    let mut per_thread: Vec<Vec<FloorTurn>> = Vec::new();
-    let mut finished = Vec::new();
-    for task in tasks {
-        let (turns, done) = task.await?;
-        per_thread.push(turns);
-        finished.push(done.saturating_duration_since(t0));
-    }
+    let (per_thread, timings) = joined(tasks, t0, |t: &FloorTurn| (t.ok(), t.end)).await?;
     let wall = t0.elapsed();
     let ok = per_thread.iter().flatten().filter(|t| t.ok()).count();
     let (cost, peak) = window.close(ctx, ok).await;
@@ -264,14 +264,6 @@ async fn floor(ctx: &Ctx, c: usize, turns: usize) -> anyhow::Result<Level<FloorS
             lost,
         )));
     }
-    let timings: Vec<ThreadTimings> = per_thread
-        .iter()
-        .zip(finished)
-        .map(|(ts, done)| ThreadTimings {
-            turns: ts.iter().map(|t| (t.ok(), t.end)).collect(),
-            done,
-        })
-        .collect();
     // The tree here is this process (the host) and its harness processes.
     Ok(level(
         c,
