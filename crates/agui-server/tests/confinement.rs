@@ -416,6 +416,40 @@ async fn writes_outside_the_workspace_fail() {
     assert!(mine, "the agent still writes its own workspace");
 }
 
+/// The harness would store its 16.8 MB webm encoder (browser recordings) in every thread's
+/// own `HOME`; the sandbox keeps it out, and the agent cannot make room for it.
+#[tokio::test]
+async fn a_threads_home_holds_no_copy_of_the_harness_encoder_and_the_agent_cannot_make_room() {
+    let served = Served::start(&[], &[]).await;
+    let out = served
+        .say(
+            "thread-a",
+            "rm -rf $HOME/.gemini/antigravity/bin; mkdir -p $HOME/.gemini/antigravity/bin \
+             && echo made; echo tried",
+        )
+        .await;
+    assert!(out.contains("tried"), "the commands ran: {out}");
+    assert!(!out.contains("made"), "the agent replaced the mask: {out}");
+    // A second turn: a process's first turn is when the harness installs the encoder.
+    let out = served.say("thread-a", "echo again").await;
+    assert!(out.contains("again"), "{out}");
+    let files = walk(&served.save_dir());
+    let encoders: Vec<_> = files
+        .iter()
+        .filter(|p| p.ends_with("webm_encoder"))
+        .collect();
+    assert!(
+        encoders.is_empty(),
+        "the encoder was installed: {encoders:?}"
+    );
+    let masks: Vec<_> = files
+        .iter()
+        .filter(|p| p.ends_with(".gemini/antigravity/bin"))
+        .collect();
+    assert_eq!(masks.len(), 1, "{files:?}");
+    assert_eq!(std::fs::metadata(masks[0]).unwrap().len(), 0);
+}
+
 #[tokio::test]
 async fn tmp_is_private_to_each_thread() {
     let served = Served::start(&[], &[]).await;

@@ -176,6 +176,18 @@ impl HarnessProcess {
         let storage_dir = std::path::absolute(&options.storage_dir).map_err(HarnessError::io(
             format!("resolve {}", options.storage_dir.display()),
         ))?;
+        if options
+            .confinement
+            .as_ref()
+            .is_some_and(|c| !c.webm_encoder)
+        {
+            let dir = home.clone();
+            if let Some(Err(e)) =
+                off_runtime(move || crate::sandbox::keep_webm_encoder_out(&dir)).await
+            {
+                tracing::warn!(home = %home.display(), error = %e, "could not keep the harness's webm encoder out of HOME; it may install it there (16.8 MB)");
+            }
+        }
 
         let mut command = match &options.confinement {
             None => Command::new(&binary),

@@ -16,6 +16,7 @@
 //! reaps orphaned commands and exits with the harness, which kills everything left in the
 //! sandbox. [`probe`] tells what this machine supports.
 
+mod encoder;
 mod launch;
 
 use std::collections::BTreeSet;
@@ -29,6 +30,9 @@ use serde::{Deserialize, Serialize};
 use crate::error::{HarnessError, Result};
 
 pub use launch::launcher_main;
+
+use encoder::WEBM_ENCODER_DIR;
+pub(crate) use encoder::keep_out as keep_webm_encoder_out;
 
 /// Setting this variable (to any text, the reason given) in the environment of a probe makes
 /// the launcher fail as on a machine without user namespaces: for testing the fallback.
@@ -88,6 +92,12 @@ pub struct Confinement {
     /// TCP ports the harness and its commands may connect to (any host); `None` allows every
     /// port. Needs Landlock network rules (Linux 6.7); elsewhere every port stays open.
     pub tcp_connect: Option<BTreeSet<u16>>,
+    /// Let the harness install the webm encoder it embeds (used only to record browser
+    /// sessions) under `HOME`. Off: `HOME/.gemini/antigravity/bin` is made an empty file, masked
+    /// read-only inside the sandbox, so the harness skips the install — a confined process
+    /// usually has a `HOME` of its own (one per thread), where the encoder would take 16.8 MB of
+    /// disk and the first turn of every process would spend ~30 ms writing or comparing it.
+    pub webm_encoder: bool,
 }
 
 impl Confinement {
@@ -99,6 +109,7 @@ impl Confinement {
             read_only: Vec::new(),
             hidden: Vec::new(),
             tcp_connect: None,
+            webm_encoder: false,
         }
     }
 
@@ -114,12 +125,20 @@ impl Confinement {
         read_write.extend([storage_dir.to_owned(), home.to_owned()]);
         let mut read_only = self.read_only.clone();
         read_only.push(binary.to_owned());
+        let mut hidden = self.hidden.clone();
+        let encoder_dir = home.join(WEBM_ENCODER_DIR);
+        if !self.webm_encoder
+            && std::fs::symlink_metadata(&encoder_dir).is_ok_and(|m| m.file_type().is_file())
+        {
+            // Masked: the agent cannot turn it back into a directory the harness installs into.
+            hidden.push(encoder_dir);
+        }
         let spec = Spec {
             program: binary.to_owned(),
             cwd: storage_dir.to_owned(),
             read_write,
             read_only,
-            hidden: self.hidden.clone(),
+            hidden,
             tcp_connect: self.tcp_connect.clone(),
             probe: false,
         };
@@ -376,6 +395,25 @@ mod tests {
             .command(Path::new("/h"), Path::new("/s"), Path::new("/home"))
             .unwrap_err();
         assert!(err.to_string().contains("relative/dir"), "{err}");
+    }
+
+    #[test]
+    fn the_encoders_place_in_home_is_masked_unless_the_encoder_is_wanted() {
+        let home = tempfile::tempdir().unwrap();
+        keep_webm_encoder_out(home.path()).unwrap();
+        let mut confinement = Confinement::new(Launcher::new("/bin/launcher", ["x"]));
+        let hidden = |confinement: &Confinement| {
+            let command = confinement
+                .command(Path::new("/opt/localharness"), Path::new("/s"), home.path())
+                .unwrap();
+            let spec = command.as_std().get_args().nth(1).unwrap().to_owned();
+            serde_json::from_str::<Spec>(spec.to_str().unwrap())
+                .unwrap()
+                .hidden
+        };
+        assert_eq!(hidden(&confinement), [home.path().join(WEBM_ENCODER_DIR)]);
+        confinement.webm_encoder = true;
+        assert!(hidden(&confinement).is_empty());
     }
 
     #[test]
