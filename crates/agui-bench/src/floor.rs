@@ -110,6 +110,7 @@ impl Floor {
             &ToolRegistry::new(),
             client_tools,
             &workspace,
+            &workspace.join(".app"),
             &id,
         )
         .build()?;

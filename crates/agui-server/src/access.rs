@@ -134,6 +134,27 @@ impl AccessPolicy {
                 identity: Some(name.clone()),
             });
         }
+        if let Some(proxy) = &config.proxy_token {
+            if config.user_header.is_none() {
+                return bad("proxy_token is the token of the proxy that names users in user_header; set user_header too, or drop proxy_token".into());
+            }
+            if tokens.iter().any(|t| t.secret.matches(proxy.as_bytes())) {
+                return bad(
+                    "proxy_token must differ from every auth_token and auth_tokens entry".into(),
+                );
+            }
+            // Like a single auth_token: a request with it names its user in the header.
+            tokens.push(Token {
+                secret: Secret::new(proxy),
+                identity: None,
+            });
+        }
+        if config.user_header.is_some()
+            && !config.auth_tokens.is_empty()
+            && config.proxy_token.is_none()
+        {
+            return bad("auth_tokens together with user_header would let any token holder name any user in the header; set proxy_token (the token only the authenticating proxy presents: the header is trusted from it alone), or use one of the two".into());
+        }
         let user_header = match &config.user_header {
             Some(name) => match HeaderName::from_str(name.trim()) {
                 Ok(header) => Some((header, name.trim().to_owned())),
@@ -340,6 +361,22 @@ impl AccessPolicy {
                 });
             };
             caller.identity = token.identity.clone();
+            if let (Some((header, name)), Some(_)) = (&self.user_header, &token.identity)
+                && headers.contains_key(header)
+            {
+                // A caller with a token of its own is that token's identity: naming another
+                // user is the proxy's alone.
+                return Err(Refusal {
+                    status: StatusCode::FORBIDDEN,
+                    error: "forbidden",
+                    detail: format!(
+                        "`{name}` is accepted only from the authenticating proxy; a caller with its own token must not send it"
+                    ),
+                });
+            }
+            if token.identity.is_some() {
+                return Ok(caller);
+            }
         }
         if needs_identity && let Some((header, name)) = &self.user_header {
             let user = headers

@@ -6,16 +6,20 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use agui_session::{Agent, AgentOptions, Backend, ConcurrentRuns, ToolRegistry};
-use harness_client::sandbox::{Launcher, SandboxSupport};
-use harness_client::{HarnessPool, ModelEndpoint, PoolOptions, ProcessOptions, SystemInstructions};
+use harness_client::sandbox::{Launcher, Limits, cgroups};
+use harness_client::{
+    BuiltinTool, DEFAULT_IMAGE_MODEL, HarnessPool, ModelEndpoint, PoolOptions, ProcessOptions,
+    SystemInstructions,
+};
 
 use crate::config::{
     AgentSettings, SandboxMode, ServerConfig, SystemInstructionsMode, builtin_tools, choice_name,
     slug,
 };
+use crate::egress::{AllowedHost, EgressProxy};
 use crate::error::ServerError;
-use crate::model_proxy::{self, ModelProxy};
-use crate::sandbox::SandboxStatus;
+use crate::model_proxy::{self, CallLimits, ModelProxy};
+use crate::sandbox::{Machine, SandboxStatus};
 use crate::{defaults, demo, sandbox};
 
 /// An agent mounted at a path.
@@ -83,8 +87,9 @@ pub fn default_data_dir() -> PathBuf {
 /// binary has none; embedders and examples add theirs). `demo_script` replaces the embedded
 /// demo script for agents served by the demo model; without it they run
 /// [`gemini_script::demo::script`] and get its `get_weather` tool. `launcher` starts the
-/// sandboxes of agents with `sandbox = "strict"` (default: this program, if its `main` calls
-/// [`sandbox::launcher_if_asked`]); the machine is probed once, before the first such agent.
+/// sandboxes of confined agents (default: this program, if its `main` calls
+/// [`sandbox::launcher_if_asked`]; without one, a confined agent is refused); the machine is
+/// probed once, before the first such agent.
 pub async fn build(
     config: &ServerConfig,
     tools_for: impl Fn(&str) -> ToolRegistry,
@@ -92,15 +97,8 @@ pub async fn build(
     launcher: Option<Launcher>,
 ) -> Result<Runtime, ServerError> {
     let launcher = launcher.or_else(sandbox::registered_launcher);
-    let mut support: Option<SandboxSupport> = None;
-    let reach = sandbox::Reach {
-        hidden: config
-            .config_file
-            .iter()
-            .filter_map(|file| std::fs::canonicalize(file).ok())
-            .collect(),
-        extra_ports: Vec::new(),
-    };
+    let mut machine: Option<Machine> = None;
+    let several_owners = !config.auth_tokens.is_empty() || config.user_header.is_some();
     // The built-in demo tools exist for the built-in script; a custom script brings its own.
     let demo_tools = demo_script.is_none();
     let mut demo_model = None;
@@ -127,17 +125,33 @@ pub async fn build(
             None
         };
         let mut options = options(settings, &path, &data, endpoint_url)?;
+        options.several_owners = several_owners;
+        options.replica_id = config.replica_id.clone();
         claim_dirs(&mut claimed, &path, &options)?;
+        let mode = settings.sandbox.unwrap_or(defaults::SANDBOX);
         if model_proxy::uses_ambient_credentials(&options.endpoint) {
+            if mode != SandboxMode::Off {
+                return Err(ServerError::Config(format!(
+                    "agent at `{path}`: Vertex without api_key needs the harness to reach Google with its own ambient credentials, which a confined harness cannot (its only network is the server's model proxy); set api_key, or sandbox = \"off\""
+                )));
+            }
             tracing::warn!(path = %path, "Vertex without api_key: the harness authenticates itself with its ambient credentials and calls Vertex directly, not through the model proxy; set api_key to keep credentials out of the agent's reach");
-        } else {
-            // The harness gets the proxy's address and a token; the key and headers stay here.
-            // An OpenAI-compatible endpoint has no headers of its own: the proxy adds them.
-            let extra = match &options.endpoint {
-                ModelEndpoint::OpenAiCompatible { .. } => model_headers(settings),
-                _ => BTreeMap::new(),
-            };
-            options.endpoint = model_proxy.register(&options.name, &options.endpoint, &extra)?;
+        }
+        // The harness gets the proxy's address and a token; the key and headers stay here.
+        // An OpenAI-compatible endpoint has no headers of its own: the proxy adds them.
+        let extra = match &options.endpoint {
+            ModelEndpoint::OpenAiCompatible { .. } => model_headers(settings),
+            _ => BTreeMap::new(),
+        };
+        let (proxied, channel) = model_proxy.register(
+            &options.name,
+            &options.endpoint,
+            &extra,
+            agent_models(&options),
+            call_limits(settings),
+        )?;
+        if !model_proxy::uses_ambient_credentials(&options.endpoint) {
+            options.endpoint = proxied;
             options.warm_up_endpoint = model_proxy.warm_up_endpoint(&options.endpoint);
         }
         let binary = match binaries.get(&settings.harness_path) {
@@ -182,27 +196,67 @@ pub async fn build(
         };
         let mut process = ProcessOptions::new(options.save_dir.clone());
         process.binary = Some(binary);
-        let mode = settings.sandbox.unwrap_or(defaults::SANDBOX);
-        if mode == SandboxMode::Strict && support.is_none() {
-            support = Some(match &launcher {
-                Some(launcher) => harness_client::sandbox::probe(launcher).await,
-                None => sandbox::no_launcher(),
-            });
-        }
-        let status = sandbox::apply(
-            mode,
-            support.as_ref().unwrap_or(&sandbox::no_launcher()),
-            launcher.as_ref(),
-            &reach,
-            &mut options,
-            &mut process,
-        );
+        let (status, isolation) = match (mode, &launcher) {
+            (SandboxMode::Off, _) => {
+                let off = Machine {
+                    support: harness_client::sandbox::SandboxSupport {
+                        available: false,
+                        landlock_abi: 0,
+                        commands_isolated: false,
+                        seccomp: false,
+                        reason: None,
+                        fix: None,
+                    },
+                    cgroups: Err("unconfined".into()),
+                };
+                let unused = sandbox::launcher_at("/");
+                sandbox::apply(
+                    mode,
+                    &off,
+                    &unused,
+                    &reach(config, settings, &path)?,
+                    (channel, EgressProxy::new(&options.name, Vec::new())),
+                    &mut options,
+                    &mut process,
+                )
+            }
+            (_, None) => return Err(sandbox::no_launcher(&path, mode)),
+            (_, Some(launcher)) => {
+                if machine.is_none() {
+                    let support = harness_client::sandbox::probe(launcher).await;
+                    let cgroups = tokio::task::spawn_blocking(cgroups::detect)
+                        .await
+                        .unwrap_or_else(|e| Err(e.to_string()));
+                    match &cgroups {
+                        Ok(parent) => tracing::info!(
+                            version = parent.version(),
+                            "each confined harness process gets a cgroup with its pids and memory limits"
+                        ),
+                        Err(why) => {
+                            tracing::warn!(reason = %why, "NO CGROUP LIMITS: confined harness processes get no pids or memory limit (delegate a cgroup v2 subtree to the server, e.g. systemd's Delegate=yes)")
+                        }
+                    }
+                    machine = Some(Machine { support, cgroups });
+                }
+                let machine = machine.as_ref().expect("probed just above");
+                let egress = egress_proxy(settings, &options.name, &path)?;
+                sandbox::apply(
+                    mode,
+                    machine,
+                    launcher,
+                    &reach(config, settings, &path)?,
+                    (channel, egress),
+                    &mut options,
+                    &mut process,
+                )
+            }
+        };
         log_sandbox(&path, &status);
         let mut tools = tools_for(&path);
         if demo && demo_tools {
             demo::add_demo_tools(&mut tools);
         }
-        let backend = Backend::harness(pool, process);
+        let backend = Backend::harness_isolated(pool, process, isolation)?;
         let agent = match &config.replica_id {
             // Replicas share the save dir: each thread is driven under a lease kept there.
             Some(replica) => {
@@ -235,18 +289,18 @@ fn log_sandbox(path: &str, status: &SandboxStatus) {
     let reason = status.reason.as_deref().unwrap_or_default();
     let fix = status.fix.as_deref().unwrap_or_default();
     if status.confined {
-        match &status.tcp_ports {
-            Some(ports) => {
-                tracing::info!(
-                    path,
-                    ?ports,
-                    "each thread's harness runs confined to its own directories; commands may connect to these TCP ports only"
-                )
-            }
-            None => tracing::warn!(
+        tracing::info!(
+            path,
+            isolation = %status.isolation,
+            egress_allow = ?status.egress_allow,
+            "harness processes run confined ({} per process), with a private network",
+            if status.isolation == "thread" { "one thread" } else { "one owner" }
+        );
+        if status.reason.is_some() {
+            tracing::warn!(
                 path,
-                "each thread's harness runs confined to its own directories, but {reason}. To limit them: {fix}"
-            ),
+                "the sandbox is incomplete on this machine: {reason}. To complete it: {fix}"
+            );
         }
     } else if status.mode == "off" {
         tracing::warn!(
@@ -257,9 +311,111 @@ fn log_sandbox(path: &str, status: &SandboxStatus) {
         tracing::error!(
             path,
             withheld = ?status.withheld_tools,
-            "SANDBOX UNAVAILABLE: {reason}. Withholding the tools that run commands or write files;              the read tools stay, limited by the harness's workspace check. To enable them: {fix}"
+            "SANDBOX UNAVAILABLE: {reason}. Withholding the tools that run commands or write files; the read tools stay, limited by the harness's workspace check. To enable them: {fix}"
         );
     }
+}
+
+/// The models an agent's harnesses may call through the proxy: its text model and, when it
+/// may generate images, its image model.
+fn agent_models(options: &AgentOptions) -> std::collections::BTreeSet<String> {
+    let mut models = std::collections::BTreeSet::from([options.model.clone()]);
+    if options.builtin_tools.contains(&BuiltinTool::GenerateImage) {
+        models.insert(
+            options
+                .image_model
+                .clone()
+                .unwrap_or_else(|| DEFAULT_IMAGE_MODEL.to_owned()),
+        );
+    }
+    models
+}
+
+/// The model proxy's limits for one harness process of an agent.
+fn call_limits(settings: &AgentSettings) -> CallLimits {
+    let defaults = CallLimits::default();
+    CallLimits {
+        concurrent: settings
+            .model_max_concurrent_calls
+            .unwrap_or(defaults.concurrent)
+            .max(1),
+        per_minute: settings
+            .model_calls_per_minute
+            .unwrap_or(defaults.per_minute)
+            .max(1),
+        max_request_bytes: settings
+            .model_max_request_mb
+            .map_or(defaults.max_request_bytes, |mb| mb.max(1) << 20),
+    }
+}
+
+/// An agent's egress proxy, from its `egress_allow`.
+fn egress_proxy(
+    settings: &AgentSettings,
+    name: &str,
+    path: &str,
+) -> Result<std::sync::Arc<EgressProxy>, ServerError> {
+    let allow = settings
+        .egress_allow
+        .iter()
+        .flatten()
+        .map(|entry| AllowedHost::parse(entry))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| ServerError::Config(format!("agent at `{path}`: {e}")))?;
+    Ok(EgressProxy::new(name, allow))
+}
+
+/// What an agent's confined harnesses may reach and their limits, from its settings: the
+/// configuration and key files hidden wherever they are, the extra read-only paths (which must
+/// exist), the egress allow-list, the limits.
+fn reach(
+    config: &ServerConfig,
+    settings: &AgentSettings,
+    path: &str,
+) -> Result<sandbox::Reach, ServerError> {
+    let hidden = config
+        .config_file
+        .iter()
+        .chain(config.agents.iter().filter_map(|a| a.api_key_file.as_ref()))
+        .filter_map(|file| std::fs::canonicalize(file).ok())
+        .collect();
+    let mut read_only = Vec::new();
+    for extra in settings.sandbox_ro_paths.iter().flatten() {
+        let resolved = std::fs::canonicalize(extra).map_err(|e| {
+            ServerError::Config(format!(
+                "agent at `{path}`: sandbox_ro_paths `{}`: {e}",
+                extra.display()
+            ))
+        })?;
+        read_only.push(resolved);
+    }
+    let mib = |mb: u64| mb.saturating_mul(1 << 20);
+    Ok(sandbox::Reach {
+        hidden,
+        read_only,
+        egress_allow: settings.egress_allow.clone().unwrap_or_default(),
+        limits: Limits {
+            tmp_bytes: mib(settings
+                .sandbox_tmp_mb
+                .unwrap_or(defaults::SANDBOX_TMP_MB)
+                .max(1)),
+            file_bytes: Some(mib(settings
+                .sandbox_file_mb
+                .unwrap_or(defaults::SANDBOX_FILE_MB)
+                .max(1))),
+            cgroups: None,
+            pids: Some(
+                settings
+                    .sandbox_max_pids
+                    .unwrap_or(defaults::SANDBOX_MAX_PIDS)
+                    .max(64),
+            ),
+            memory_bytes: Some(mib(settings
+                .sandbox_memory_mb
+                .unwrap_or(defaults::SANDBOX_MEMORY_MB)
+                .max(64))),
+        },
+    })
 }
 
 /// Checks `config` as [`build`] would, without starting anything: every agent's options and
@@ -410,6 +566,13 @@ pub fn options(
     if let Some(secs) = settings.turn_stall_timeout_secs {
         options.turn_stall_timeout = Duration::from_secs(secs);
     }
+    let retention = settings
+        .thread_retention_days
+        .unwrap_or(defaults::THREAD_RETENTION_DAYS);
+    if retention == 0 {
+        return Err(bad("thread_retention_days must be at least 1".into()));
+    }
+    options.remember_threads_for = Duration::from_secs(retention.saturating_mul(24 * 60 * 60));
     if let Some(tools) = &settings.auto_approve_tools {
         options.auto_approve_tools = tools.iter().cloned().collect();
     }

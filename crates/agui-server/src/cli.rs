@@ -54,6 +54,14 @@ pub struct ServeArgs {
     /// authenticates every request.
     #[arg(long, env = "AGUI_INSECURE_NO_AUTH")]
     pub insecure_no_auth: bool,
+    /// The token an authenticating proxy presents (`Authorization: Bearer`) when it names the
+    /// user in `--user-header` beside `--auth-tokens`: the header is trusted from it alone.
+    #[arg(long, env = "AGUI_PROXY_TOKEN", hide_env_values = true)]
+    pub proxy_token: Option<String>,
+    /// Allow `sandbox = "off"` together with identities or a non-loopback bind (the agents'
+    /// commands then run unconfined for several users).
+    #[arg(long, env = "AGUI_INSECURE_UNCONFINED")]
+    pub insecure_unconfined: bool,
     /// Allowed CORS origins (comma-separated; `*` for any).
     #[arg(long, env = "AGUI_CORS_ORIGINS", value_delimiter = ',')]
     pub cors_origins: Option<Vec<String>>,

@@ -207,9 +207,51 @@ agent_settings! {
         /// Events a run's client may fall behind by before it is detached.
         #[arg(long, env = "AGUI_CLIENT_BUFFER_EVENTS")]
         pub client_buffer_events: Option<usize>,
-        /// Confine each thread's harness process (`strict`) or run it unconfined (`off`).
+        /// Confine harness processes per owner (`owner`), per thread (`thread`, also `strict`),
+        /// or run them unconfined (`off`).
         #[arg(long, env = "AGUI_SANDBOX")]
         pub sandbox: Option<SandboxMode>,
+        /// Hosts the agent's tools may reach through the egress proxy (`example.com`,
+        /// `*.example.com`, `*`, each with an optional `:port`); none by default.
+        #[arg(long, env = "AGUI_EGRESS_ALLOW", value_delimiter = ',')]
+        pub egress_allow: Option<Vec<String>>,
+        /// Extra paths confined harnesses may read (besides the system allow-list).
+        #[arg(long, env = "AGUI_SANDBOX_RO_PATHS", value_delimiter = ',')]
+        pub sandbox_ro_paths: Option<Vec<PathBuf>>,
+        /// Processes and threads a confined harness process and its commands may have.
+        #[arg(long, env = "AGUI_SANDBOX_MAX_PIDS")]
+        pub sandbox_max_pids: Option<u64>,
+        /// Memory a confined harness process and its commands may use, in MiB.
+        #[arg(long, env = "AGUI_SANDBOX_MEMORY_MB")]
+        pub sandbox_memory_mb: Option<u64>,
+        /// The size of a confined process's `/tmp`, in MiB.
+        #[arg(long, env = "AGUI_SANDBOX_TMP_MB")]
+        pub sandbox_tmp_mb: Option<u64>,
+        /// The largest file a command may write, in MiB.
+        #[arg(long, env = "AGUI_SANDBOX_FILE_MB")]
+        pub sandbox_file_mb: Option<u64>,
+        /// The disk an owner's (or a thread's) workspaces and state may take, in MiB.
+        #[arg(long, env = "AGUI_WORKSPACE_MAX_MB")]
+        pub workspace_max_mb: Option<u64>,
+        /// The largest model request the model proxy forwards, in MiB.
+        #[arg(long, env = "AGUI_MODEL_MAX_REQUEST_MB")]
+        pub model_max_request_mb: Option<u64>,
+        /// Model calls one harness process may have in flight at once.
+        #[arg(long, env = "AGUI_MODEL_MAX_CONCURRENT_CALLS")]
+        pub model_max_concurrent_calls: Option<usize>,
+        /// Model calls one harness process may start per minute.
+        #[arg(long, env = "AGUI_MODEL_CALLS_PER_MINUTE")]
+        pub model_calls_per_minute: Option<u32>,
+        /// Threads one identity may create.
+        #[arg(long, env = "AGUI_MAX_THREADS_PER_OWNER")]
+        pub max_threads_per_owner: Option<usize>,
+        /// Runs one identity may have in flight at once.
+        #[arg(long, env = "AGUI_MAX_RUNS_PER_OWNER")]
+        pub max_runs_per_owner: Option<usize>,
+        /// Days a thread is remembered after its last activity; then it is removed with its
+        /// workspace and directories.
+        #[arg(long, env = "AGUI_THREAD_RETENTION_DAYS")]
+        pub thread_retention_days: Option<u64>,
     }
 }
 
@@ -260,6 +302,10 @@ pub struct FileConfig {
     pub allowed_hosts: Option<Vec<String>>,
     /// Serve a non-loopback bind with no token.
     pub insecure_no_auth: Option<bool>,
+    /// The token of the authenticating proxy that names users in `user_header`.
+    pub proxy_token: Option<String>,
+    /// Allow `sandbox = "off"` with identities or a non-loopback bind.
+    pub insecure_unconfined: Option<bool>,
     /// Bearer tokens that name their callers.
     pub auth_tokens: Option<AuthTokens>,
     /// The header an authenticating proxy sets to the caller's user name.
@@ -337,6 +383,11 @@ pub struct ServerConfig {
     pub user_header: Option<String>,
     /// Serve a non-loopback bind with no token (something in front authenticates).
     pub insecure_no_auth: bool,
+    /// The token an authenticating proxy presents to be trusted with `user_header` (needed
+    /// with `auth_tokens`).
+    pub proxy_token: Option<String>,
+    /// Allow unconfined agents (`sandbox = "off"`) with identities or a non-loopback bind.
+    pub insecure_unconfined: bool,
     /// CORS origins (`*` = any); empty disables CORS headers.
     pub cors_origins: Vec<String>,
     /// Host names answered besides loopback names and the bind address (`*`: any).
@@ -429,6 +480,15 @@ impl ServerConfig {
                 .filter(|h| !h.trim().is_empty()),
             insecure_no_auth: cli.insecure_no_auth
                 || file.insecure_no_auth.unwrap_or(defaults::INSECURE_NO_AUTH),
+            proxy_token: cli
+                .proxy_token
+                .clone()
+                .or(file.proxy_token)
+                .filter(|t| !t.is_empty()),
+            insecure_unconfined: cli.insecure_unconfined
+                || file
+                    .insecure_unconfined
+                    .unwrap_or(defaults::INSECURE_UNCONFINED),
             cors_origins: cli
                 .cors_origins
                 .clone()
@@ -469,8 +529,40 @@ impl ServerConfig {
             config_file: cli.config.clone(),
         };
         crate::access::AccessPolicy::new(&config)?;
+        config.check_unconfined()?;
         crate::build::check(&config)?;
         Ok(config)
+    }
+}
+
+impl ServerConfig {
+    /// Refuses unconfined agents (`sandbox = "off"`) where they would serve several users or
+    /// the network — identities, or a non-loopback bind — unless the operator says so
+    /// (`insecure_unconfined`).
+    fn check_unconfined(&self) -> Result<(), ServerError> {
+        if self.insecure_unconfined {
+            return Ok(());
+        }
+        let exposed = if !self.auth_tokens.is_empty() || self.user_header.is_some() {
+            Some("callers have identities (auth_tokens or user_header)")
+        } else if !self.bind.ip().is_loopback() {
+            Some("the server listens beyond loopback")
+        } else {
+            None
+        };
+        let Some(why) = exposed else { return Ok(()) };
+        for agent in &self.agents {
+            if agent.sandbox == Some(SandboxMode::Off) {
+                return Err(ServerError::Config(format!(
+                    "the agent at `{}` runs unconfined (sandbox = \"off\") while {why}: one \
+                     user's agent could read every other user's files and the server's secrets. \
+                     Use sandbox = \"owner\", or set insecure_unconfined = true if every caller \
+                     is trusted",
+                    agent.path.as_deref().unwrap_or("/")
+                )));
+            }
+        }
+        Ok(())
     }
 }
 
@@ -517,6 +609,7 @@ impl ServerConfig {
         let mask = |secret: &Option<String>| secret.as_ref().map(|_| REDACTED.to_owned());
         let mut config = self.clone();
         config.auth_token = mask(&config.auth_token);
+        config.proxy_token = mask(&config.proxy_token);
         for token in config.auth_tokens.values_mut() {
             *token = REDACTED.to_owned();
         }

@@ -35,9 +35,15 @@ pub const MODEL_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// model may think for minutes before its first event, but a stream silent for this long is
 /// dead.
 pub const MODEL_READ_TIMEOUT: Duration = Duration::from_secs(600);
-/// Largest model request the proxy forwards. The harness sends the whole conversation,
-/// attachments included, in every request; this only bounds the memory one request may take.
-pub const MODEL_PROXY_MAX_BODY_BYTES: usize = 256 << 20;
+/// Largest model request the proxy forwards (streamed, never buffered). The harness sends the
+/// whole conversation, attachments included (20 MiB each by default, a third more in base64),
+/// in every request.
+pub const MODEL_MAX_REQUEST_BYTES: u64 = 64 << 20;
+/// Model calls one harness process may have in flight at once (8 conversations, each with
+/// subagents working in parallel, stay well below it).
+pub const MODEL_MAX_CONCURRENT_CALLS: usize = 32;
+/// Model calls one harness process may start per minute.
+pub const MODEL_CALLS_PER_MINUTE: u32 = 600;
 /// Start a harness with the server, and a spare before the live ones are full, each warmed by a
 /// throwaway turn the model proxy answers: the first run of a new thread (also the first after a
 /// start) is then fast, which a server wants (a library user of the pool may not). A harness
@@ -48,8 +54,27 @@ pub const PRESTART_HARNESS: bool = true;
 /// move after at most this long, and a live one renews every third of it.
 pub const LEASE_TTL_SECS: u64 = 15;
 
-/// Confine each thread's harness process.
-pub const SANDBOX: SandboxMode = SandboxMode::Strict;
+/// Confine harness processes per owner.
+pub const SANDBOX: SandboxMode = SandboxMode::Owner;
+/// Run unconfined with identities or a non-loopback bind.
+pub const INSECURE_UNCONFINED: bool = false;
+/// Processes and threads one confined harness process and its commands may have at once.
+pub const SANDBOX_MAX_PIDS: u64 = 1024;
+/// Memory one confined harness process and its commands may use, in MiB (`/tmp` included).
+pub const SANDBOX_MEMORY_MB: u64 = 4096;
+/// The size of a confined process's private `/tmp`, in MiB.
+pub const SANDBOX_TMP_MB: u64 = 512;
+/// The largest file a command may write, in MiB.
+pub const SANDBOX_FILE_MB: u64 = 2048;
+/// The disk one owner's (or thread's) workspaces and state may take, in MiB.
+pub const WORKSPACE_MAX_MB: u64 = 10240;
+/// Threads one identity may create.
+pub const MAX_THREADS_PER_OWNER: usize = 1000;
+/// Runs one identity may have in flight at once.
+pub const MAX_RUNS_PER_OWNER: usize = 16;
+/// Days a thread is remembered after its last activity (then its record, workspace and
+/// directories are removed).
+pub const THREAD_RETENTION_DAYS: u64 = 30;
 
 /// Every key's default as the README's configuration table writes it, in the table's order:
 /// `(key, default)`. Keys with no default value say what happens instead (`none`, `discovered`,
@@ -168,6 +193,27 @@ pub fn documented() -> Vec<(&'static str, String)> {
             session::CLIENT_BUFFER_EVENTS.to_string(),
         ),
         ("sandbox", choice_name(&SANDBOX)),
+        ("insecure_unconfined", on_off(INSECURE_UNCONFINED)),
+        ("egress_allow", text("none")),
+        ("sandbox_ro_paths", text("none")),
+        ("sandbox_max_pids", SANDBOX_MAX_PIDS.to_string()),
+        ("sandbox_memory_mb", SANDBOX_MEMORY_MB.to_string()),
+        ("sandbox_tmp_mb", SANDBOX_TMP_MB.to_string()),
+        ("sandbox_file_mb", SANDBOX_FILE_MB.to_string()),
+        ("workspace_max_mb", WORKSPACE_MAX_MB.to_string()),
+        (
+            "model_max_request_mb",
+            (MODEL_MAX_REQUEST_BYTES >> 20).to_string(),
+        ),
+        (
+            "model_max_concurrent_calls",
+            MODEL_MAX_CONCURRENT_CALLS.to_string(),
+        ),
+        ("model_calls_per_minute", MODEL_CALLS_PER_MINUTE.to_string()),
+        ("max_threads_per_owner", MAX_THREADS_PER_OWNER.to_string()),
+        ("max_runs_per_owner", MAX_RUNS_PER_OWNER.to_string()),
+        ("thread_retention_days", THREAD_RETENTION_DAYS.to_string()),
+        ("proxy_token", text("none")),
     ]
 }
 

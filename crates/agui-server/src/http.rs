@@ -327,7 +327,21 @@ async fn run(mut request: PostRequest) -> Response {
         Err(response) => return response,
     };
     let agent = &request.endpoint.agent;
-    stream_response(&request.state, agent, &request.headers, agent.run(input))
+    let owner = owner_of(&request.caller);
+    stream_response(
+        &request.state,
+        agent,
+        &request.headers,
+        agent.run_as(&owner, input),
+    )
+}
+
+/// The owner a caller's threads belong to: its identity, or the local owner.
+fn owner_of(caller: &Caller) -> agui_session::Owner {
+    caller
+        .identity
+        .as_deref()
+        .map_or_else(agui_session::Owner::local, agui_session::Owner::named)
 }
 
 /// `POST <path>/connect`: the thread restated, then its live turn; 404 for a thread the agent
@@ -341,10 +355,11 @@ async fn connect(mut request: PostRequest) -> Response {
         state,
         endpoint,
         headers,
+        caller,
         ..
     } = request;
     let agent = &endpoint.agent;
-    match agent.connect(input).await {
+    match agent.connect_as(&owner_of(&caller), input).await {
         Ok(events) => stream_response(&state, agent, &headers, events),
         Err(agui_session::ThreadError::UnknownThread(thread)) => reject(
             &state.metrics,

@@ -30,6 +30,7 @@ pub mod cli;
 pub mod config;
 pub mod defaults;
 pub mod demo;
+mod egress;
 mod error;
 pub mod http;
 pub mod leases;
@@ -151,9 +152,10 @@ impl Server {
         self
     }
 
-    /// Starts sandboxes (`sandbox = "strict"`) with `launcher` — a program whose `main` calls
-    /// [`sandbox::launcher_if_asked`], e.g. [`sandbox::launcher_at`] the `agui-antigravity`
-    /// binary — instead of this program (which can only if its `main` calls it).
+    /// Starts sandboxes (`sandbox = "owner"` or `"thread"`) with `launcher` — a program whose
+    /// `main` calls [`sandbox::launcher_if_asked`], e.g. [`sandbox::launcher_at`] the
+    /// `agui-antigravity` binary — instead of this program (which can only if its `main` calls
+    /// it; otherwise a confined agent is refused at start, naming this fix).
     pub fn with_sandbox_launcher(mut self, launcher: harness_client::sandbox::Launcher) -> Self {
         self.launcher = Some(launcher);
         self
@@ -177,7 +179,8 @@ impl Server {
             self.launcher,
         )
         .await?;
-        let metrics = Arc::new(metrics::Metrics::new());
+        let metrics =
+            Arc::new(metrics::Metrics::new().with_model_calls(runtime.model_proxy.calls()));
         let options = http::HttpOptions {
             access,
             max_body_bytes: self.config.max_body_bytes,

@@ -51,12 +51,20 @@ struct State {
 #[derive(Debug, Default)]
 pub struct Metrics {
     state: Mutex<State>,
+    /// The model proxy's own counts.
+    model_calls: Option<crate::model_proxy::ModelCalls>,
 }
 
 impl Metrics {
     /// An empty registry.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Also renders the model proxy's calls (`agui_model_calls_total`).
+    pub(crate) fn with_model_calls(mut self, calls: crate::model_proxy::ModelCalls) -> Self {
+        self.model_calls = Some(calls);
+        self
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
@@ -122,6 +130,17 @@ impl Metrics {
                 .iter()
                 .map(|((a, c), n)| (vec![("agent", a.as_str()), ("code", c.as_str())], *n)),
         );
+        if let Some(calls) = &self.model_calls {
+            let calls = calls.lock().unwrap_or_else(|p| p.into_inner()).clone();
+            counter(
+                &mut out,
+                "agui_model_calls_total",
+                "Model calls through the model proxy, by outcome (forwarded, refused, limited, unreachable).",
+                calls
+                    .iter()
+                    .map(|((a, o), n)| (vec![("agent", a.as_str()), ("outcome", *o)], *n)),
+            );
+        }
         counter(
             &mut out,
             "agui_client_disconnects_total",

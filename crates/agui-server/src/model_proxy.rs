@@ -1,25 +1,32 @@
-//! The harness's model endpoint: a loopback proxy that keeps the model credentials in the server.
+//! The harness's model endpoint: a proxy that keeps the model credentials in the server.
 //!
-//! Every agent's harness is configured with `http://127.0.0.1:<port>/<token>` as its model base
+//! An unconfined harness is configured with `http://127.0.0.1:<port>/<token>` as its model base
 //! URL and the token as its API key ([`ModelProxy::register`]), never with the real endpoint's
-//! key or `model_headers`. A request must carry a registered token and name a generation route
-//! of that agent's kind of endpoint; the proxy then drops the harness's credentials, adds the
-//! real key and headers, and streams the answer back as it arrives. Neither the harness nor
-//! anything the agent runs holds the key: a stolen token only reaches the model through this
-//! proxy, which the agent can do anyway.
+//! key or `model_headers`. A confined harness has no network but its sandbox's loopback: it
+//! reaches the proxy through a listener its launcher opened inside, which the proxy serves
+//! ([`ModelChannel::serve`]) with a token of that process alone, revoked when it stops. A
+//! request must carry the token of where it arrived and name a generation route of the agent's
+//! kind of endpoint and one of the agent's models; each token has limits (calls at once, calls
+//! per minute, request size). The proxy then drops the harness's credentials, adds the real key
+//! and headers, streams the request up and the answer back as they arrive, and logs each call
+//! with the process it came from. Neither the harness nor anything the agent runs holds the
+//! key.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::net::{Ipv4Addr, SocketAddr};
-use std::sync::{Arc, RwLock};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::time::{Duration, Instant};
 
 use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::serve::ListenerExt as _;
-use futures_util::TryStreamExt as _;
+use futures_util::{StreamExt as _, TryStreamExt as _};
 use harness_client::ModelEndpoint;
-use tokio::sync::watch;
+use harness_client::sandbox::ServiceGrant;
+use tokio::sync::{Semaphore, watch};
 
 use crate::defaults;
 use crate::error::ServerError;
@@ -50,7 +57,29 @@ const DROPPED_HEADERS: [HeaderName; 11] = [
     header::UPGRADE,
 ];
 
-/// The loopback model endpoint of every agent of a server; stops when dropped.
+/// Limits of the model calls made with one token (one harness process, or every unconfined
+/// harness of an agent).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CallLimits {
+    /// Calls in flight at once; more are answered 429 (the harness retries).
+    pub concurrent: usize,
+    /// Calls started per minute; more are answered 429.
+    pub per_minute: u32,
+    /// The largest request body; a larger one is answered 413 (streamed up, never buffered).
+    pub max_request_bytes: u64,
+}
+
+impl Default for CallLimits {
+    fn default() -> Self {
+        Self {
+            concurrent: defaults::MODEL_MAX_CONCURRENT_CALLS,
+            per_minute: defaults::MODEL_CALLS_PER_MINUTE,
+            max_request_bytes: defaults::MODEL_MAX_REQUEST_BYTES,
+        }
+    }
+}
+
+/// The model endpoint of every agent of a server; stops when dropped.
 pub struct ModelProxy {
     addr: SocketAddr,
     shared: Arc<Shared>,
@@ -66,18 +95,28 @@ impl std::fmt::Debug for ModelProxy {
 }
 
 struct Shared {
-    routes: RwLock<Vec<Arc<Route>>>,
+    /// The tokens accepted on the loopback listener: each agent's own, for its unconfined
+    /// harnesses.
+    host_grants: RwLock<Vec<Arc<Grant>>>,
     client: reqwest::Client,
+    stopped: watch::Receiver<bool>,
+    /// Calls by agent and outcome, for `/metrics`.
+    calls: ModelCalls,
 }
 
-/// Where one agent's model calls go, and with which credentials.
+/// Model calls by agent and outcome (`forwarded`, `refused`, `limited`, `unreachable`).
+pub(crate) type ModelCalls = Arc<Mutex<BTreeMap<(String, &'static str), u64>>>;
+
+/// Where one agent's model calls go, with which credentials, to which models.
 struct Route {
-    token: String,
     agent: String,
     upstream: Upstream,
     /// The configured `model_headers`, then the real key's header: added in this order, so the
     /// key wins over a header of the same name.
     headers: Vec<(HeaderName, HeaderValue)>,
+    /// The models its harnesses may call (empty: any).
+    models: BTreeSet<String>,
+    limits: CallLimits,
 }
 
 enum Upstream {
@@ -92,6 +131,131 @@ enum Upstream {
     OpenAi {
         base: String,
     },
+}
+
+/// A token and what it may do: the route, the process it was given to, the state of its
+/// limits.
+struct Grant {
+    token: String,
+    route: Arc<Route>,
+    /// Who holds it: a confined process's label (its directory tree), or `unconfined`.
+    label: String,
+    revoked: AtomicBool,
+    inflight: Arc<Semaphore>,
+    /// The current minute's start and the calls started in it.
+    minute: Mutex<(Instant, u32)>,
+}
+
+impl Grant {
+    fn new(route: Arc<Route>, label: &str) -> Result<Self, ServerError> {
+        let concurrent = route.limits.concurrent.max(1);
+        Ok(Self {
+            token: new_token()?,
+            route,
+            label: label.to_owned(),
+            revoked: AtomicBool::new(false),
+            inflight: Arc::new(Semaphore::new(concurrent)),
+            minute: Mutex::new((Instant::now(), 0)),
+        })
+    }
+
+    /// Counts a call against the per-minute limit; `false` when it is reached.
+    fn admit_call(&self) -> bool {
+        let mut minute = self.minute.lock().unwrap_or_else(PoisonError::into_inner);
+        let now = Instant::now();
+        if now.duration_since(minute.0) >= Duration::from_secs(60) {
+            *minute = (now, 0);
+        }
+        if minute.1 >= self.route.limits.per_minute {
+            return false;
+        }
+        minute.1 += 1;
+        true
+    }
+}
+
+/// Revokes a grant when dropped (its process stopped).
+struct Revoke {
+    grant: Arc<Grant>,
+    serving: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Revoke {
+    fn drop(&mut self) {
+        self.grant.revoked.store(true, Ordering::SeqCst);
+        self.serving.abort();
+        tracing::debug!(agent = %self.grant.route.agent, sandbox = %self.grant.label, "model proxy: a sandbox's token is revoked");
+    }
+}
+
+/// What a request is served with: the proxy's state, and, on a sandbox's listener, the only
+/// grant that listener accepts.
+#[derive(Clone)]
+struct Entry {
+    shared: Arc<Shared>,
+    grant: Option<Arc<Grant>>,
+}
+
+/// One agent's model, as the sandboxes of its confined harness processes reach it.
+#[derive(Clone)]
+pub struct ModelChannel {
+    shared: Arc<Shared>,
+    route: Arc<Route>,
+}
+
+impl std::fmt::Debug for ModelChannel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ModelChannel")
+            .field("agent", &self.route.agent)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ModelChannel {
+    /// Serves the model calls arriving on `listener` (opened inside the sandbox of the process
+    /// `label`) with a token of that process alone, revoked when the grant is dropped.
+    pub(crate) fn serve(
+        &self,
+        listener: std::net::TcpListener,
+        label: &str,
+    ) -> Result<ServiceGrant, String> {
+        let grant = Arc::new(Grant::new(self.route.clone(), label).map_err(|e| e.to_string())?);
+        let listener = listener
+            .set_nonblocking(true)
+            .and_then(|()| tokio::net::TcpListener::from_std(listener))
+            .map_err(|e| format!("cannot serve the sandbox's model listener: {e}"))?;
+        let app = axum::Router::new().fallback(forward).with_state(Entry {
+            shared: self.shared.clone(),
+            grant: Some(grant.clone()),
+        });
+        let serving = tokio::spawn(serve(listener, app, self.shared.stopped.clone()));
+        tracing::debug!(agent = %self.route.agent, sandbox = %label, "model proxy: serving a sandbox");
+        Ok(ServiceGrant {
+            token: Some(grant.token.clone()),
+            guard: Box::new(Revoke { grant, serving }),
+        })
+    }
+}
+
+/// Serves `app` on `listener` until `stopped` turns true.
+async fn serve(
+    listener: tokio::net::TcpListener,
+    app: axum::Router,
+    mut stopped: watch::Receiver<bool>,
+) {
+    // Each SSE event is a small write that must leave at once (no Nagle delay).
+    let listener = listener.tap_io(|tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
+    let graceful = async move {
+        let _ = stopped.wait_for(|s| *s).await;
+    };
+    if let Err(e) = axum::serve(listener, app)
+        .with_graceful_shutdown(graceful)
+        .await
+    {
+        tracing::error!(error = %e, "the model proxy failed");
+    }
 }
 
 impl ModelProxy {
@@ -119,48 +283,40 @@ impl ModelProxy {
             .redirect(reqwest::redirect::Policy::none())
             .build()
             .map_err(|e| ServerError::ModelProxy(format!("cannot build its HTTP client: {e}")))?;
+        let (stop, stopped) = watch::channel(false);
         let shared = Arc::new(Shared {
-            routes: RwLock::new(Vec::new()),
+            host_grants: RwLock::new(Vec::new()),
             client,
+            stopped: stopped.clone(),
+            calls: ModelCalls::default(),
         });
-        let app = axum::Router::new()
-            .fallback(forward)
-            .with_state(shared.clone());
-        let (stop, mut stopped) = watch::channel(false);
-        tokio::spawn(async move {
-            // Each SSE event is a small write that must leave at once (no Nagle delay).
-            let listener = listener.tap_io(|tcp| {
-                let _ = tcp.set_nodelay(true);
-            });
-            let graceful = async move {
-                let _ = stopped.wait_for(|s| *s).await;
-            };
-            if let Err(e) = axum::serve(listener, app)
-                .with_graceful_shutdown(graceful)
-                .await
-            {
-                tracing::error!(error = %e, "the model proxy failed");
-            }
+        let app = axum::Router::new().fallback(forward).with_state(Entry {
+            shared: shared.clone(),
+            grant: None,
         });
+        tokio::spawn(serve(listener, app, stopped));
         tracing::info!(%addr, "model proxy listening (the harnesses' model endpoint)");
         Ok(Self { addr, shared, stop })
     }
 
-    /// The loopback address the harnesses call (the only model address they need to reach).
+    /// The loopback address unconfined harnesses call.
     pub fn addr(&self) -> SocketAddr {
         self.addr
     }
 
-    /// Takes over `endpoint` for `agent`: returns the endpoint to give its harness (this proxy,
-    /// a fresh token, no key, no headers) and forwards what arrives with that token to
-    /// `endpoint`, with its key and headers, plus `extra_headers` (the `model_headers` of an
-    /// OpenAI-compatible endpoint, which has no headers of its own).
+    /// Takes over `endpoint` for `agent`, whose harnesses may call `models` (empty: any) within
+    /// `limits`: returns the endpoint to give its harnesses (this proxy, a fresh token, no key,
+    /// no headers) and the channel its confined processes' sandboxes are served through; what
+    /// arrives is forwarded to `endpoint` with its key and headers, plus `extra_headers` (the
+    /// `model_headers` of an OpenAI-compatible endpoint, which has no headers of its own).
     pub fn register(
         &self,
         agent: &str,
         endpoint: &ModelEndpoint,
         extra_headers: &BTreeMap<String, String>,
-    ) -> Result<ModelEndpoint, ServerError> {
+        models: BTreeSet<String>,
+        limits: CallLimits,
+    ) -> Result<(ModelEndpoint, ModelChannel), ServerError> {
         let token = new_token()?;
         let proxied_url = format!("http://{}/{token}", self.addr);
         let invalid = |what: &str, e: &dyn std::fmt::Display| {
@@ -239,18 +395,32 @@ impl ModelProxy {
                 },
             ),
         };
-        let route = Route {
-            token,
+        let route = Arc::new(Route {
             agent: agent.to_owned(),
             upstream,
             headers,
-        };
+            models,
+            limits,
+        });
+        let grant = Arc::new(Grant {
+            token,
+            ..Grant::new(route.clone(), "unconfined")?
+        });
         self.shared
-            .routes
+            .host_grants
             .write()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(Arc::new(route));
-        Ok(proxied)
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(grant);
+        let channel = ModelChannel {
+            shared: self.shared.clone(),
+            route,
+        };
+        Ok((proxied, channel))
+    }
+
+    /// The model calls so far, counted as they happen, for `/metrics`.
+    pub(crate) fn calls(&self) -> ModelCalls {
+        self.shared.calls.clone()
     }
 }
 
@@ -263,7 +433,7 @@ impl ModelProxy {
         warm_up::endpoint(&format!("http://{}/", self.addr), proxied)
     }
 
-    /// Stops accepting; requests in flight finish.
+    /// Stops accepting, on every listener; requests in flight finish.
     pub(crate) fn stop(&self) {
         let _ = self.stop.send(true);
     }
@@ -307,35 +477,50 @@ fn new_token() -> Result<String, ServerError> {
 }
 
 impl Shared {
-    /// The route of `token`. Every registered token is compared, each in constant time, so the
-    /// time taken tells nothing about how much of a token was right.
-    fn route(&self, token: &str) -> Option<Arc<Route>> {
-        let routes = self.routes.read().unwrap_or_else(|e| e.into_inner());
+    /// The host grant of `token`. Every one is compared, each in constant time, so the time
+    /// taken tells nothing about how much of a token was right.
+    fn host_grant(&self, token: &str) -> Option<Arc<Grant>> {
+        let grants = self
+            .host_grants
+            .read()
+            .unwrap_or_else(PoisonError::into_inner);
         let mut found = None;
-        for route in routes.iter() {
-            if constant_time_eq::constant_time_eq(route.token.as_bytes(), token.as_bytes()) {
-                found = Some(route.clone());
+        for grant in grants.iter() {
+            if constant_time_eq::constant_time_eq(grant.token.as_bytes(), token.as_bytes()) {
+                found = Some(grant.clone());
             }
         }
         found
+    }
+
+    fn count(&self, agent: &str, outcome: &'static str) {
+        *self
+            .calls
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .entry((agent.to_owned(), outcome))
+            .or_default() += 1;
     }
 }
 
 impl Route {
     /// The upstream URL (without the query) of a request for `rest` (the path after the token),
-    /// if it is one of this endpoint's generation routes.
-    fn target(&self, rest: &str) -> Option<String> {
+    /// and the model it calls, if it is one of this endpoint's generation routes.
+    fn target(&self, rest: &str) -> Option<(String, Option<String>)> {
+        // The model of a Gemini or Vertex call, if `tail` is `<model>:<rpc>` of a forwarded
+        // call. (An OpenAI-compatible call names its model in the body, unchecked here.)
         let call = |tail: Option<&str>| {
             tail.and_then(|t| t.split_once(':'))
-                .is_some_and(|(model, rpc)| {
+                .filter(|(model, rpc)| {
                     !model.is_empty()
                         && model
                             .bytes()
                             .all(|b| b.is_ascii_alphanumeric() || b"-._".contains(&b))
-                        && RPCS.contains(&rpc)
+                        && RPCS.contains(rpc)
                 })
+                .map(|(model, _)| Some(model.to_owned()))
         };
-        let (base, allowed) = match &self.upstream {
+        let (base, model) = match &self.upstream {
             Upstream::Gemini { base } => (base, call(rest.strip_prefix("/v1beta/models/"))),
             Upstream::Vertex {
                 base,
@@ -347,9 +532,9 @@ impl Route {
                 );
                 (base, call(rest.strip_prefix(prefix.as_str())))
             }
-            Upstream::OpenAi { base } => (base, rest == "/v1/chat/completions"),
+            Upstream::OpenAi { base } => (base, (rest == "/v1/chat/completions").then_some(None)),
         };
-        allowed.then(|| format!("{base}{rest}"))
+        model.map(|model| (format!("{base}{rest}"), model))
     }
 
     /// The headers sent upstream: the harness's, less its credentials and hop-by-hop headers,
@@ -368,23 +553,36 @@ impl Route {
     }
 }
 
-/// Handles every request: token, route, then forwarding with the answer streamed back.
-async fn forward(State(shared): State<Arc<Shared>>, request: Request) -> Response {
+/// Handles every request: token, route, model and limits, then forwarding with the request
+/// streamed up and the answer streamed back.
+async fn forward(State(entry): State<Entry>, request: Request) -> Response {
+    let shared = &entry.shared;
     let (parts, body) = request.into_parts();
     let path = parts.uri.path();
     // `/<token>/<rest>`: `rest` keeps its leading slash.
     let after = path.strip_prefix('/').unwrap_or(path);
     let token = after.split('/').next().unwrap_or_default();
     let rest = &after[token.len()..];
-    let Some(route) = shared.route(token) else {
+    let grant = match &entry.grant {
+        // A sandbox's listener accepts its own process's token, and only while it is valid.
+        Some(grant) => {
+            (constant_time_eq::constant_time_eq(grant.token.as_bytes(), token.as_bytes())
+                && !grant.revoked.load(Ordering::SeqCst))
+            .then(|| grant.clone())
+        }
+        None => shared.host_grant(token),
+    };
+    let Some(grant) = grant else {
         // The path is not logged: it may hold a mistyped token.
-        tracing::warn!(method = %parts.method, "model proxy: a request with an unknown token was refused");
+        let sandbox = entry.grant.as_ref().map(|g| g.label.as_str());
+        tracing::warn!(method = %parts.method, sandbox, "model proxy: a request with an unknown token was refused");
         return google_error(
             StatusCode::UNAUTHORIZED,
             "UNAUTHENTICATED",
             "the model proxy does not know this token",
         );
     };
+    let route = &grant.route;
     let warm_up = rest.strip_prefix(warm_up::PREFIX);
     let rest = warm_up.unwrap_or(rest);
     let target = if parts.method == Method::POST {
@@ -392,8 +590,9 @@ async fn forward(State(shared): State<Arc<Shared>>, request: Request) -> Respons
     } else {
         None
     };
-    let Some(mut url) = target else {
-        tracing::warn!(agent = %route.agent, method = %parts.method, path = %rest, "model proxy: not a model generation route");
+    let Some((mut url, model)) = target else {
+        shared.count(&route.agent, "refused");
+        tracing::warn!(agent = %route.agent, sandbox = %grant.label, method = %parts.method, path = %rest, "model proxy: not a model generation route");
         return google_error(
             StatusCode::NOT_FOUND,
             "NOT_FOUND",
@@ -403,42 +602,95 @@ async fn forward(State(shared): State<Arc<Shared>>, request: Request) -> Respons
             ),
         );
     };
+    if let Some(model) = &model
+        && !route.models.is_empty()
+        && !route.models.contains(model)
+    {
+        shared.count(&route.agent, "refused");
+        tracing::warn!(agent = %route.agent, sandbox = %grant.label, %model, "model proxy: a call to a model that is not the agent's was refused");
+        return google_error(
+            StatusCode::FORBIDDEN,
+            "PERMISSION_DENIED",
+            &format!("model `{model}` is not one of this agent's models"),
+        );
+    }
     if warm_up.is_some() {
         // Read so the connection can carry the next call.
-        let _ = axum::body::to_bytes(body, defaults::MODEL_PROXY_MAX_BODY_BYTES).await;
+        let _ = axum::body::to_bytes(body, WARM_UP_BODY_BYTES).await;
         return match (&route.upstream, warm_up::rpc_of(rest)) {
             (Upstream::OpenAi { .. }, _) | (_, None) => warm_up::not_offered(),
             (_, Some(rpc)) => warm_up::answer(rpc),
         };
     }
+    let limit = route.limits.max_request_bytes;
+    let declared = parts
+        .headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > limit) {
+        shared.count(&route.agent, "refused");
+        tracing::warn!(agent = %route.agent, sandbox = %grant.label, bytes = declared, "model proxy: a request over the size limit was refused");
+        return too_large(limit);
+    }
+    let Ok(permit) = grant.inflight.clone().try_acquire_owned() else {
+        shared.count(&route.agent, "limited");
+        tracing::warn!(agent = %route.agent, sandbox = %grant.label, limit = route.limits.concurrent, "model proxy: too many model calls at once");
+        return google_error(
+            StatusCode::TOO_MANY_REQUESTS,
+            "RESOURCE_EXHAUSTED",
+            &format!(
+                "more than {} model calls at once from this agent's process",
+                route.limits.concurrent
+            ),
+        );
+    };
+    if !grant.admit_call() {
+        shared.count(&route.agent, "limited");
+        tracing::warn!(agent = %route.agent, sandbox = %grant.label, limit = route.limits.per_minute, "model proxy: the calls-per-minute limit was reached");
+        return google_error(
+            StatusCode::TOO_MANY_REQUESTS,
+            "RESOURCE_EXHAUSTED",
+            &format!(
+                "more than {} model calls per minute from this agent's process",
+                route.limits.per_minute
+            ),
+        );
+    }
     if let Some(query) = parts.uri.query() {
         url = format!("{url}?{query}");
     }
-    let body = match axum::body::to_bytes(body, defaults::MODEL_PROXY_MAX_BODY_BYTES).await {
-        Ok(body) => body,
-        Err(e) => {
-            tracing::warn!(agent = %route.agent, error = %e, "model proxy: the request body could not be read");
-            return google_error(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "INVALID_ARGUMENT",
-                &format!(
-                    "the model request could not be read or exceeds the model proxy's limit of {} bytes: {e}",
-                    defaults::MODEL_PROXY_MAX_BODY_BYTES
-                ),
-            );
+    // Streamed up as it arrives, cut off past the limit (a body without a length, or longer
+    // than it said).
+    let mut seen = 0u64;
+    let upload = body.into_data_stream().map(move |chunk| {
+        let chunk = chunk.map_err(std::io::Error::other)?;
+        seen += chunk.len() as u64;
+        if seen > limit {
+            return Err(std::io::Error::other(format!(
+                "the request exceeds the model proxy's limit of {limit} bytes"
+            )));
         }
-    };
+        Ok(chunk)
+    });
+    tracing::debug!(agent = %route.agent, sandbox = %grant.label, model = model.as_deref().unwrap_or("-"), "model proxy: forwarding a model call");
     let sent = shared
         .client
         .post(&url)
         .headers(route.upstream_headers(&parts.headers))
-        .body(body)
+        .body(reqwest::Body::wrap_stream(upload))
         .send()
         .await;
     let answer = match sent {
         Ok(answer) => answer,
         Err(e) => {
             let reason = error_chain(&e.without_url());
+            if reason.contains("exceeds the model proxy's limit") {
+                shared.count(&route.agent, "refused");
+                tracing::warn!(agent = %route.agent, sandbox = %grant.label, "model proxy: a request over the size limit was cut off");
+                return too_large(limit);
+            }
+            shared.count(&route.agent, "unreachable");
             let host = reqwest::Url::parse(&url)
                 .ok()
                 .map(|u| {
@@ -446,7 +698,7 @@ async fn forward(State(shared): State<Arc<Shared>>, request: Request) -> Respons
                     u.port().map_or(host.clone(), |p| format!("{host}:{p}"))
                 })
                 .unwrap_or_default();
-            tracing::warn!(agent = %route.agent, %host, error = %reason, "model proxy: the model is unreachable");
+            tracing::warn!(agent = %route.agent, sandbox = %grant.label, %host, error = %reason, "model proxy: the model is unreachable");
             return google_error(
                 StatusCode::BAD_GATEWAY,
                 "UNAVAILABLE",
@@ -456,6 +708,7 @@ async fn forward(State(shared): State<Arc<Shared>>, request: Request) -> Respons
             );
         }
     };
+    shared.count(&route.agent, "forwarded");
     let mut response = Response::builder().status(answer.status());
     for name in [header::CONTENT_TYPE, header::RETRY_AFTER] {
         if let Some(value) = answer.headers().get(&name) {
@@ -463,9 +716,16 @@ async fn forward(State(shared): State<Arc<Shared>>, request: Request) -> Respons
         }
     }
     let agent = route.agent.clone();
-    let stream = answer.bytes_stream().inspect_err(move |e| {
-        tracing::warn!(agent = %agent, error = %error_chain(e), "model proxy: the model's answer broke off");
-    });
+    let stream = answer
+        .bytes_stream()
+        .inspect_err(move |e| {
+            tracing::warn!(agent = %agent, error = %error_chain(e), "model proxy: the model's answer broke off");
+        })
+        // The call counts as in flight until its answer has been passed on.
+        .map(move |chunk| {
+            let _held = &permit;
+            chunk
+        });
     response
         .body(Body::from_stream(stream))
         .unwrap_or_else(|e| {
@@ -475,6 +735,17 @@ async fn forward(State(shared): State<Arc<Shared>>, request: Request) -> Respons
                 &format!("the model proxy could not answer: {e}"),
             )
         })
+}
+
+/// The largest warm-up request read (they are a few KiB).
+const WARM_UP_BODY_BYTES: usize = 4 << 20;
+
+fn too_large(limit: u64) -> Response {
+    google_error(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        "INVALID_ARGUMENT",
+        &format!("the model request exceeds the model proxy's limit of {limit} bytes"),
+    )
 }
 
 /// `e` and its sources, `: `-separated (reqwest's own text is only the outermost).
@@ -503,11 +774,16 @@ mod tests {
 
     fn route(upstream: Upstream) -> Route {
         Route {
-            token: "t".into(),
             agent: "a".into(),
             upstream,
             headers: Vec::new(),
+            models: BTreeSet::new(),
+            limits: CallLimits::default(),
         }
+    }
+
+    fn url(route: &Route, rest: &str) -> Option<String> {
+        route.target(rest).map(|(url, _)| url)
     }
 
     #[test]
@@ -517,10 +793,11 @@ mod tests {
         });
         assert_eq!(
             gemini.target("/v1beta/models/gemini-3-flash-preview:streamGenerateContent"),
-            Some(
+            Some((
                 "https://g.example/p/v1beta/models/gemini-3-flash-preview:streamGenerateContent"
-                    .into()
-            )
+                    .into(),
+                Some("gemini-3-flash-preview".into())
+            ))
         );
         assert!(gemini.target("/v1beta/models/m:countTokens").is_some());
         assert!(gemini.target("/v1beta/models/m:generateContent").is_some());
@@ -532,7 +809,7 @@ mod tests {
             "/v1/chat/completions",
             "",
         ] {
-            assert_eq!(gemini.target(refused), None, "{refused}");
+            assert_eq!(url(&gemini, refused), None, "{refused}");
         }
         let vertex = route(Upstream::Vertex {
             base: "https://v.example".into(),
@@ -541,12 +818,10 @@ mod tests {
         });
         let call =
             "/v1beta1/projects/p/locations/l/publishers/google/models/m:streamGenerateContent";
+        assert_eq!(url(&vertex, call), Some(format!("https://v.example{call}")));
         assert_eq!(
-            vertex.target(call),
-            Some(format!("https://v.example{call}"))
-        );
-        assert_eq!(
-            vertex.target(
+            url(
+                &vertex,
                 "/v1beta1/projects/other/locations/l/publishers/google/models/m:generateContent"
             ),
             None,
@@ -557,9 +832,9 @@ mod tests {
         });
         assert_eq!(
             openai.target("/v1/chat/completions"),
-            Some("http://o.example/v1/chat/completions".into())
+            Some(("http://o.example/v1/chat/completions".into(), None))
         );
-        assert_eq!(openai.target("/v1/models"), None);
+        assert_eq!(url(&openai, "/v1/models"), None);
     }
 
     #[test]

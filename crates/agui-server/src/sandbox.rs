@@ -1,20 +1,26 @@
-//! Confinement of the agents' harness processes (`sandbox = "strict" | "off"`): the launcher
-//! the `agui-antigravity` binary doubles as (`agui-antigravity __sandbox-exec …`, hidden from
-//! `--help`), and what each agent gets from the start-up probe's findings — a confined
-//! process per thread, or, where the machine cannot confine, its command and write tools
-//! withheld. The mechanism itself is harness-client's [`harness_client::sandbox`].
+//! Confinement of the agents' harness processes (`sandbox = "owner" | "thread" | "off"`): the
+//! launcher the `agui-antigravity` binary doubles as (`agui-antigravity __sandbox-exec …`,
+//! hidden from `--help`), the services each sandbox reaches (the model proxy, the egress
+//! proxy), and what each agent gets from the start-up probe's findings — confined processes
+//! per owner or per thread, or, where the machine cannot confine, its command and write tools
+//! withheld. The mechanism itself is the `harness-sandbox` crate ([`harness_client::sandbox`]).
 
-use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
-use agui_session::AgentOptions;
-use harness_client::sandbox::{Confinement, Launcher, SandboxSupport};
-use harness_client::{BuiltinTool, ModelEndpoint, ProcessOptions};
+use agui_session::{AgentOptions, Isolation};
+use harness_client::sandbox::{
+    Confinement, Launcher, Limits, NetworkServices, ProcessLabel, SandboxSupport, ServiceGrant,
+    Services, cgroups,
+};
+use harness_client::{BuiltinTool, ProcessOptions};
 use serde::Serialize;
 
 use crate::config::{SandboxMode, choice_name};
+use crate::egress::EgressProxy;
+use crate::error::ServerError;
+use crate::model_proxy::ModelChannel;
 
 /// The subcommand that makes a program the sandbox launcher.
 pub const LAUNCHER_ARG: &str = "__sandbox-exec";
@@ -28,21 +34,16 @@ pub const UNCONFINABLE_TOOLS: [BuiltinTool; 3] = [
     BuiltinTool::EditFile,
 ];
 
-/// Ports every confined harness may connect to: HTTPS and HTTP (the model, `read_url_content`)
-/// and DNS over TCP.
-const ALWAYS_OPEN_PORTS: [u16; 3] = [443, 80, 53];
-
 /// This program, when its `main` called [`launcher_if_asked`].
 static THIS_PROGRAM: OnceLock<Launcher> = OnceLock::new();
 
-/// Call first thing in `main`, before any thread starts. When the program was started as the
-/// sandbox launcher (`<program> __sandbox-exec …`), runs it and returns its exit code (return
-/// it from `main`); otherwise records that this program can launch sandboxes for the servers
-/// it starts, and returns `None`.
+/// Call first thing in `main`, before any thread starts. When the program was started as a
+/// stage of the sandbox launcher (`<program> __sandbox-exec …`, or as the sandbox's shell),
+/// runs it and returns its exit code (return it from `main`); otherwise records that this
+/// program can launch sandboxes for the servers it starts, and returns `None`.
 pub fn launcher_if_asked() -> Option<ExitCode> {
-    let mut args = std::env::args_os().skip(1);
-    if args.next().is_some_and(|arg| arg == LAUNCHER_ARG) {
-        return Some(harness_client::sandbox::launcher_main(args));
+    if let Some(code) = harness_client::sandbox::run_if_launcher(LAUNCHER_ARG) {
+        return Some(code);
     }
     if let Ok(program) = std::env::current_exe() {
         let _ = THIS_PROGRAM.set(launcher_at(program));
@@ -79,39 +80,43 @@ pub(crate) fn registered_launcher() -> Option<Launcher> {
     THIS_PROGRAM.get().cloned()
 }
 
-/// What the probe says when no launcher is known.
-pub(crate) fn no_launcher() -> SandboxSupport {
-    SandboxSupport {
-        available: false,
-        landlock_abi: 0,
-        tcp_filter: false,
-        reason: Some(
-            "this program cannot start the sandbox: its main does not call \
-             agui_server::sandbox::launcher_if_asked() and no launcher was given"
-                .into(),
-        ),
-        fix: Some(
-            "serve with the agui-antigravity binary, or call launcher_if_asked() first in main \
-             (or Server::with_sandbox_launcher)"
-                .into(),
-        ),
-    }
+/// The start-up error of an agent that must be confined by a program that cannot launch
+/// sandboxes: it names the fix.
+pub(crate) fn no_launcher(path: &str, mode: SandboxMode) -> ServerError {
+    ServerError::Config(format!(
+        "the agent at `{path}` has sandbox = \"{}\", but this program cannot start sandboxes: call \
+         `agui_server::sandbox::launcher_if_asked()` first in `main` (or use \
+         `agui_server::sandbox::main`, or `Server::with_sandbox_launcher`), or set \
+         sandbox = \"off\" for agents of trusted users",
+        choice_name(&mode)
+    ))
 }
 
 /// How an agent's harness processes are confined, as the log and `/capabilities` tell it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SandboxStatus {
-    /// The configured mode (`strict` or `off`).
+    /// The configured mode (`owner`, `thread` or `off`).
     pub mode: String,
-    /// Each thread's harness process runs confined to the thread's directories.
+    /// Which threads share a harness process: `owner` (an owner's threads), `thread` (none),
+    /// `shared` (every thread of the agent).
+    pub isolation: String,
+    /// The harness processes run confined.
     pub confined: bool,
+    /// The confined network: loopback only, the model and the egress proxy through the server.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub network: Option<String>,
+    /// The hosts the egress proxy lets the agent reach (empty: none).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub egress_allow: Vec<String>,
+    /// The limits of each confined process.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub limits: Option<LimitsStatus>,
+    /// Commands cannot trace, read the memory of or signal their harness.
+    pub commands_isolated: bool,
     /// Built-in tools withheld because they could not be confined.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub withheld_tools: Vec<String>,
-    /// The only TCP ports commands may connect to (absent: every port).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub tcp_ports: Option<Vec<u16>>,
     /// Why the agent is not (fully) confined.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
@@ -120,175 +125,276 @@ pub struct SandboxStatus {
     pub fix: Option<String>,
 }
 
-/// What an agent's harness processes may reach beyond their thread's directories.
-pub(crate) struct Reach {
-    /// Files to hide inside the readable system directories (the configuration file).
-    pub(crate) hidden: Vec<PathBuf>,
-    /// TCP ports to admit besides the model endpoint's and [`ALWAYS_OPEN_PORTS`].
-    pub(crate) extra_ports: Vec<u16>,
+/// The limits of a confined process, as `/capabilities` tells them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LimitsStatus {
+    /// Processes and threads at most, when a cgroup applies it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pids: Option<u64>,
+    /// Memory at most, in bytes, when a cgroup applies it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory_bytes: Option<u64>,
+    /// The size of its `/tmp`.
+    pub tmp_bytes: u64,
+    /// The largest file a command may write.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file_bytes: Option<u64>,
+    /// The cgroup version the process and memory limits use; absent when none applies.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cgroups: Option<String>,
+    /// Why the process and memory limits do not apply.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cgroups_unavailable: Option<String>,
 }
 
-/// Applies `mode` to an agent: with `strict` and a machine that can confine, its harness
-/// processes are confined (one per thread); with `strict` and a machine that cannot, the
-/// tools that need confinement are withheld and the harness's workspace check is enforced on
-/// the read tools; with `off`, nothing changes.
+/// What an agent's confined harnesses may reach and use, from its settings.
+#[derive(Debug, Clone)]
+pub(crate) struct Reach {
+    /// Files to hide inside the readable system view (the configuration file, key files).
+    pub(crate) hidden: Vec<PathBuf>,
+    /// Extra paths its harnesses may read (`sandbox_ro_paths`).
+    pub(crate) read_only: Vec<PathBuf>,
+    /// The hosts its egress proxy allows, as written.
+    pub(crate) egress_allow: Vec<String>,
+    /// Its processes' limits (the cgroup parent filled in from the machine).
+    pub(crate) limits: Limits,
+}
+
+/// The machine's findings, made once at start-up.
+#[derive(Debug, Clone)]
+pub(crate) struct Machine {
+    pub(crate) support: SandboxSupport,
+    /// Where process cgroups go, or why there are none.
+    pub(crate) cgroups: Result<cgroups::Parent, String>,
+}
+
+/// The services an agent's sandboxes reach: its model, its egress proxy.
+struct AgentServices {
+    model: ModelChannel,
+    egress: Arc<EgressProxy>,
+}
+
+impl NetworkServices for AgentServices {
+    fn model(
+        &self,
+        listener: std::net::TcpListener,
+        process: &ProcessLabel,
+    ) -> Result<ServiceGrant, String> {
+        self.model.serve(listener, &process.0)
+    }
+
+    fn egress(
+        &self,
+        listener: std::net::TcpListener,
+        process: &ProcessLabel,
+    ) -> Result<ServiceGrant, String> {
+        self.egress.serve(listener, &process.0)
+    }
+}
+
+/// Applies `mode` to an agent: with `owner` or `thread` and a machine that can confine, its
+/// harness processes are confined (per owner or per thread) and reach the model and the web
+/// only through `model` and `egress`; with those modes and a machine that cannot, the tools
+/// that need confinement are withheld, the harness's workspace check is enforced on the read
+/// tools and threads share processes; with `off`, threads share unconfined processes. Returns
+/// the status and the isolation of its backend.
 pub(crate) fn apply(
     mode: SandboxMode,
-    support: &SandboxSupport,
-    launcher: Option<&Launcher>,
+    machine: &Machine,
+    launcher: &Launcher,
     reach: &Reach,
+    (model, egress): (ModelChannel, Arc<EgressProxy>),
     options: &mut AgentOptions,
     process: &mut ProcessOptions,
-) -> SandboxStatus {
+) -> (SandboxStatus, Isolation) {
+    let support = &machine.support;
     let mut status = SandboxStatus {
         mode: choice_name(&mode),
+        isolation: "shared".into(),
         confined: false,
+        network: None,
+        egress_allow: Vec::new(),
+        limits: None,
+        commands_isolated: false,
         withheld_tools: Vec::new(),
-        tcp_ports: None,
         reason: None,
         fix: None,
     };
-    match (mode, launcher) {
-        (SandboxMode::Off, _) => {
+    let isolation = match mode {
+        SandboxMode::Owner => Isolation::Owner,
+        SandboxMode::Thread => Isolation::Thread,
+        SandboxMode::Off => {
             status.reason = Some(
                 "sandbox = \"off\": commands and file tools run unconfined, as the server's user, \
-                 and see everything it can (other threads, the save dir, the server's \
-                 environment)"
+                 and see everything it can (other threads and owners, the save dir, the \
+                 server's environment and network)"
                     .into(),
             );
-            status.fix = Some("set sandbox = \"strict\"".into());
+            status.fix = Some("set sandbox = \"owner\"".into());
+            return (status, Isolation::Shared);
         }
-        (SandboxMode::Strict, Some(launcher)) if support.available => {
-            let mut confinement = Confinement::new(launcher.clone());
-            confinement.hidden = reach.hidden.clone();
-            if support.tcp_filter {
-                let ports = tcp_ports(&options.endpoint, &reach.extra_ports);
-                status.tcp_ports = Some(ports.iter().copied().collect());
-                confinement.tcp_connect = Some(ports);
+    };
+    if !support.available {
+        for tool in UNCONFINABLE_TOOLS {
+            if options.builtin_tools.remove(&tool) {
+                status.withheld_tools.push(tool.model_name().to_owned());
             }
-            process.confinement = Some(confinement);
-            status.confined = true;
-            status.reason = support.reason.clone();
-            status.fix = support.fix.clone();
         }
-        (SandboxMode::Strict, _) => {
-            for tool in UNCONFINABLE_TOOLS {
-                if options.builtin_tools.remove(&tool) {
-                    status.withheld_tools.push(tool.model_name().to_owned());
-                }
-            }
-            options.workspace_containment = true;
-            status.reason = support.reason.clone();
-            status.fix = Some(format!(
-                "{} (or set sandbox = \"off\" to run them unconfined)",
-                support
-                    .fix
-                    .clone()
-                    .unwrap_or_else(|| "make the sandbox available".into())
-            ));
-        }
+        options.workspace_containment = true;
+        status.reason = support.reason.clone();
+        status.fix = Some(format!(
+            "{} (or set sandbox = \"off\" to run them unconfined)",
+            support
+                .fix
+                .clone()
+                .unwrap_or_else(|| "make the sandbox available".into())
+        ));
+        return (status, Isolation::Shared);
     }
-    status
-}
-
-/// The TCP ports a confined harness may connect to: the model endpoint's (a loopback mock or
-/// gateway included), the proxies in the environment, `extra` and [`ALWAYS_OPEN_PORTS`].
-fn tcp_ports(endpoint: &ModelEndpoint, extra: &[u16]) -> BTreeSet<u16> {
-    let base = match endpoint {
-        ModelEndpoint::Gemini { base_url, .. } | ModelEndpoint::Vertex { base_url, .. } => {
-            base_url.clone()
+    let mut confinement = Confinement::new(launcher.clone(), "");
+    confinement.hidden = reach.hidden.clone();
+    confinement.read_only = reach.read_only.clone();
+    confinement.services = Some(Services(Arc::new(AgentServices { model, egress })));
+    confinement.limits = reach.limits.clone();
+    let (cgroup_version, cgroups_unavailable) = match &machine.cgroups {
+        Ok(parent) => {
+            confinement.limits.cgroups = Some(parent.clone());
+            (Some(parent.version().to_owned()), None)
         }
-        ModelEndpoint::OpenAiCompatible { base_url } => Some(base_url.clone()),
+        Err(why) => (None, Some(why.clone())),
     };
-    let proxies = ["HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy"]
-        .into_iter()
-        .filter_map(|name| std::env::var(name).ok());
-    base.into_iter()
-        .chain(proxies)
-        .filter_map(|url| url_port(&url))
-        .chain(extra.iter().copied())
-        .chain(ALWAYS_OPEN_PORTS)
-        .collect()
-}
-
-/// The port a URL connects to (explicit, or its scheme's).
-fn url_port(url: &str) -> Option<u16> {
-    let (scheme, rest) = url.split_once("://").unwrap_or(("http", url));
-    let authority = rest.split(['/', '?', '#']).next()?;
-    let host_port = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
-    let port = match host_port.rsplit_once(':') {
-        Some((host, port)) if !host.ends_with(':') && !port.contains(']') => port.parse().ok(),
-        _ => None,
-    };
-    port.or(match scheme.to_ascii_lowercase().as_str() {
-        "https" => Some(443),
-        "http" => Some(80),
-        _ => None,
-    })
+    process.confinement = Some(confinement);
+    status.isolation = match isolation {
+        Isolation::Owner => "owner",
+        Isolation::Thread => "thread",
+        Isolation::Shared => "shared",
+    }
+    .into();
+    status.confined = true;
+    status.network = Some(
+        "private: a loopback of its own; the model and the egress proxy through the server".into(),
+    );
+    status.egress_allow = reach.egress_allow.clone();
+    let applied = cgroup_version.is_some();
+    status.limits = Some(LimitsStatus {
+        pids: reach.limits.pids.filter(|_| applied),
+        memory_bytes: reach.limits.memory_bytes.filter(|_| applied),
+        tmp_bytes: reach.limits.tmp_bytes,
+        file_bytes: reach.limits.file_bytes,
+        cgroups: cgroup_version,
+        cgroups_unavailable,
+    });
+    status.commands_isolated = support.commands_isolated;
+    status.reason = support.reason.clone();
+    status.fix = support.fix.clone();
+    (status, isolation)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn ports_come_from_urls_or_their_scheme() {
-        assert_eq!(url_port("http://127.0.0.1:4011"), Some(4011));
-        assert_eq!(url_port("http://127.0.0.1:4011/prefix/x?y"), Some(4011));
-        assert_eq!(url_port("https://gw.example/v1"), Some(443));
-        assert_eq!(url_port("http://user:pw@proxy:3128"), Some(3128));
-        assert_eq!(url_port("http://[::1]:8080/"), Some(8080));
-        assert_eq!(url_port("http://[::1]/"), Some(80));
-        assert_eq!(url_port("localhost:9"), Some(9));
-    }
-
-    #[test]
-    fn the_model_port_is_admitted_next_to_the_web_ports() {
-        let ports = tcp_ports(
-            &ModelEndpoint::gemini("http://127.0.0.1:4011", "k"),
-            &[7000],
-        );
-        for port in [4011, 7000, 443, 80, 53] {
-            assert!(ports.contains(&port), "{port} in {ports:?}");
+    fn works() -> Machine {
+        Machine {
+            support: SandboxSupport {
+                available: true,
+                landlock_abi: 7,
+                commands_isolated: true,
+                seccomp: true,
+                reason: None,
+                fix: None,
+            },
+            cgroups: Err("no cgroups here".into()),
         }
-        assert!(!ports.contains(&8027), "not the AG-UI port");
     }
 
-    /// `apply` to a fresh agent: the status, the agent's options and its process options.
-    fn applied(
+    fn unavailable() -> Machine {
+        Machine {
+            support: SandboxSupport {
+                available: false,
+                landlock_abi: 0,
+                commands_isolated: false,
+                seccomp: false,
+                reason: Some("no user namespaces".into()),
+                fix: Some("sysctl".into()),
+            },
+            cgroups: Err("no cgroups here".into()),
+        }
+    }
+
+    /// `apply` to a fresh agent: the status, isolation, the agent's options and process options.
+    async fn applied(
         mode: SandboxMode,
-        support: &SandboxSupport,
-        launcher: Option<&Launcher>,
-    ) -> (SandboxStatus, AgentOptions, ProcessOptions) {
+        machine: &Machine,
+    ) -> (SandboxStatus, Isolation, AgentOptions, ProcessOptions) {
         let reach = Reach {
             hidden: vec!["/etc/agui.toml".into()],
-            extra_ports: Vec::new(),
+            read_only: vec!["/opt/data".into()],
+            egress_allow: vec!["pypi.org".into()],
+            limits: Limits::default(),
         };
-        let mut options =
-            AgentOptions::new("m", ModelEndpoint::gemini("http://127.0.0.1:9", "k"), "/d");
+        let proxy = crate::model_proxy::ModelProxy::start(0).await.unwrap();
+        let endpoint = harness_client::ModelEndpoint::gemini("http://127.0.0.1:9", "k");
+        let (_, channel) = proxy
+            .register(
+                "a",
+                &endpoint,
+                &Default::default(),
+                Default::default(),
+                Default::default(),
+            )
+            .unwrap();
+        let mut options = AgentOptions::new("m", endpoint, "/d");
         let mut process = ProcessOptions::new("/d/save");
-        let status = apply(mode, support, launcher, &reach, &mut options, &mut process);
-        (status, options, process)
+        let (status, isolation) = apply(
+            mode,
+            machine,
+            &launcher_at("/bin/agui-antigravity"),
+            &reach,
+            (channel, EgressProxy::new("a", Vec::new())),
+            &mut options,
+            &mut process,
+        );
+        (status, isolation, options, process)
     }
 
-    #[test]
-    fn strict_confines_where_it_can_and_withholds_the_tools_where_it_cannot() {
-        let launcher = launcher_at("/bin/agui-antigravity");
-        let works = SandboxSupport {
-            available: true,
-            landlock_abi: 7,
-            tcp_filter: true,
-            reason: None,
-            fix: None,
-        };
-        let (status, options, process) = applied(SandboxMode::Strict, &works, Some(&launcher));
-        assert!(status.confined && status.withheld_tools.is_empty());
+    #[tokio::test]
+    async fn owner_confines_per_owner_where_it_can_and_says_why_limits_do_not_apply() {
+        let (status, isolation, options, process) = applied(SandboxMode::Owner, &works()).await;
+        assert_eq!(isolation, Isolation::Owner);
+        assert!(status.confined && status.withheld_tools.is_empty() && status.commands_isolated);
         let confinement = process.confinement.expect("confined");
         assert_eq!(confinement.hidden, [PathBuf::from("/etc/agui.toml")]);
-        assert!(confinement.tcp_connect.unwrap().contains(&9));
+        assert_eq!(confinement.read_only, [PathBuf::from("/opt/data")]);
+        assert!(confinement.services.is_some());
         assert!(options.builtin_tools.contains(&BuiltinTool::RunCommand));
+        let limits = status.limits.unwrap();
+        assert_eq!(limits.cgroups, None);
+        assert_eq!(
+            limits.pids, None,
+            "no cgroup: the pids limit is not claimed"
+        );
+        assert_eq!(
+            limits.cgroups_unavailable.as_deref(),
+            Some("no cgroups here")
+        );
+        assert_eq!(status.egress_allow, ["pypi.org"]);
+    }
 
-        let (status, options, process) = applied(SandboxMode::Strict, &no_launcher(), None);
+    #[tokio::test]
+    async fn thread_isolates_per_thread() {
+        let (status, isolation, _, process) = applied(SandboxMode::Thread, &works()).await;
+        assert_eq!(isolation, Isolation::Thread);
+        assert_eq!(status.isolation, "thread");
+        assert!(process.confinement.is_some());
+    }
+
+    #[tokio::test]
+    async fn where_the_machine_cannot_confine_the_tools_are_withheld_and_processes_shared() {
+        let (status, isolation, options, process) =
+            applied(SandboxMode::Owner, &unavailable()).await;
+        assert_eq!(isolation, Isolation::Shared);
         assert!(!status.confined && process.confinement.is_none());
         assert_eq!(
             status.withheld_tools,
@@ -297,8 +403,12 @@ mod tests {
         assert!(options.workspace_containment);
         assert!(options.builtin_tools.contains(&BuiltinTool::ViewFile));
         assert!(status.fix.unwrap().contains("sandbox = \"off\""));
+    }
 
-        let (status, options, process) = applied(SandboxMode::Off, &works, Some(&launcher));
+    #[tokio::test]
+    async fn off_shares_unconfined_processes() {
+        let (status, isolation, options, process) = applied(SandboxMode::Off, &works()).await;
+        assert_eq!(isolation, Isolation::Shared);
         assert!(!status.confined && process.confinement.is_none());
         assert!(status.withheld_tools.is_empty() && !options.workspace_containment);
     }

@@ -513,6 +513,34 @@ fn none() -> BTreeMap<String, String> {
     BTreeMap::new()
 }
 
+/// `register` with any model and the default limits, returning the endpoint only.
+trait RegisterPlain {
+    fn register_plain(
+        &self,
+        agent: &str,
+        endpoint: &ModelEndpoint,
+        headers: &BTreeMap<String, String>,
+    ) -> Result<ModelEndpoint, agui_server::ServerError>;
+}
+
+impl RegisterPlain for ModelProxy {
+    fn register_plain(
+        &self,
+        agent: &str,
+        endpoint: &ModelEndpoint,
+        headers: &BTreeMap<String, String>,
+    ) -> Result<ModelEndpoint, agui_server::ServerError> {
+        self.register(
+            agent,
+            endpoint,
+            headers,
+            Default::default(),
+            Default::default(),
+        )
+        .map(|(endpoint, _)| endpoint)
+    }
+}
+
 fn gemini(base_url: &str, key: &str) -> ModelEndpoint {
     ModelEndpoint::Gemini {
         base_url: Some(base_url.into()),
@@ -533,7 +561,7 @@ async fn wrong_tokens_and_foreign_paths_are_refused_before_reaching_the_model() 
     let proxy = ModelProxy::start(0).await.unwrap();
     let (base, token) = parts(
         &proxy
-            .register("a", &gemini(&upstream.url, "REAL"), &none())
+            .register_plain("a", &gemini(&upstream.url, "REAL"), &none())
             .unwrap(),
     );
     let token = token.unwrap();
@@ -595,7 +623,7 @@ async fn warm_up_calls_are_answered_by_the_proxy_and_never_reach_the_model() {
     let upstream = Upstream::start(sse_answer()).await;
     let proxy = ModelProxy::start(0).await.unwrap();
     let proxied = proxy
-        .register("a", &gemini(&upstream.url, "REAL"), &none())
+        .register_plain("a", &gemini(&upstream.url, "REAL"), &none())
         .unwrap();
     let (base, token) = parts(&proxy.warm_up_endpoint(&proxied).unwrap());
     let token = token.unwrap();
@@ -636,7 +664,7 @@ async fn warm_up_calls_are_answered_by_the_proxy_and_never_reach_the_model() {
     assert!(upstream.received().is_empty(), "nothing reached the model");
 
     let openai = proxy
-        .register(
+        .register_plain(
             "b",
             &ModelEndpoint::OpenAiCompatible {
                 base_url: upstream.url.clone(),
@@ -658,7 +686,7 @@ async fn gemini_requests_carry_the_real_key_and_headers_instead_of_the_token() {
     if let ModelEndpoint::Gemini { headers, .. } = &mut endpoint {
         headers.insert("x-gateway-auth".into(), "GATEWAY".into());
     }
-    let (base, token) = parts(&proxy.register("a", &endpoint, &none()).unwrap());
+    let (base, token) = parts(&proxy.register_plain("a", &endpoint, &none()).unwrap());
     let token = token.unwrap();
     let answer = as_the_harness(
         &base,
@@ -709,7 +737,7 @@ async fn vertex_requests_reach_the_configured_project_with_the_real_key() {
         api_key: Some("REAL-VERTEX-KEY".into()),
         headers: BTreeMap::from([("x-goog-user-project".into(), "billing-proj".into())]),
     };
-    let proxied = proxy.register("v", &endpoint, &none()).unwrap();
+    let proxied = proxy.register_plain("v", &endpoint, &none()).unwrap();
     let ModelEndpoint::Vertex {
         project, location, ..
     } = &proxied
@@ -771,7 +799,7 @@ async fn openai_compatible_requests_reach_the_server_root_with_the_configured_he
         base_url: format!("{}/ollama", upstream.url),
     };
     let headers = BTreeMap::from([("authorization".into(), "Bearer sk-real".into())]);
-    let proxied = proxy.register("o", &endpoint, &headers).unwrap();
+    let proxied = proxy.register_plain("o", &endpoint, &headers).unwrap();
     let (base, _) = parts(&proxied);
     assert!(base.starts_with(&format!("http://{}/", proxy.addr())));
     let token = base.rsplit('/').next().unwrap().to_owned();
@@ -819,7 +847,7 @@ async fn answers_stream_through_event_by_event() {
     let proxy = ModelProxy::start(0).await.unwrap();
     let (base, token) = parts(
         &proxy
-            .register("a", &gemini(&upstream.url, "K"), &none())
+            .register_plain("a", &gemini(&upstream.url, "K"), &none())
             .unwrap(),
     );
     let mut answer = as_the_harness(
@@ -858,7 +886,7 @@ async fn an_unreachable_model_is_a_gateway_error_that_names_the_model_host() {
     // Nothing listens on port 1.
     let (base, token) = parts(
         &proxy
-            .register("a", &gemini("http://127.0.0.1:1", "SECRET-KEY"), &none())
+            .register_plain("a", &gemini("http://127.0.0.1:1", "SECRET-KEY"), &none())
             .unwrap(),
     );
     let (status, body) = error_of(

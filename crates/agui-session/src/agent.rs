@@ -3,7 +3,6 @@
 //! their turns.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
@@ -13,14 +12,17 @@ use std::time::Duration;
 use agui_types::{Event, RunAgentInput};
 use tokio::sync::{mpsc, oneshot};
 
-use crate::backend::Backend;
+use crate::backend::{Backend, Isolation};
 use crate::error::{RunErrorCode, RunFailure, SessionError};
 use crate::lease::{LeaseDenied, ThreadLeases};
 use crate::options::AgentOptions;
+use crate::owner::Owner;
 use crate::store::{RecordWriter, StoreLimits, ThreadStore};
 use crate::thread::conversation::LiveSlots;
 use crate::thread::{Command, LiveSlot, RunChannel, ThreadHandle, negotiate};
 use crate::tools::ToolRegistry;
+use crate::trees::Trees;
+use harness_client::WarmUp;
 
 /// How long a run waits for an idle thread to give up its live slot before it fails with
 /// `SESSION_LIMIT`.
@@ -48,6 +50,10 @@ pub(crate) struct AgentInner {
     pub(crate) options: AgentOptions,
     pub(crate) backend: Backend,
     pub(crate) tools: ToolRegistry,
+    /// Where threads work (see `trees`).
+    pub(crate) trees: Arc<Trees>,
+    /// The throwaway turn of processes started ahead of need.
+    warm_up: Option<WarmUp>,
     pub(crate) records: Arc<RecordWriter>,
     /// Who may drive which thread, when replicas share the save dir.
     pub(crate) leases: Option<Arc<dyn ThreadLeases>>,
@@ -122,11 +128,22 @@ impl Agent {
                 ttl: options.remember_threads_for,
             },
         )?;
+        let isolation = backend.0.isolation();
+        let trees = Arc::new(Trees::open(
+            &options.save_dir,
+            &options.workspace_root,
+            isolation,
+            options.replica_id.as_deref().unwrap_or("local"),
+        ));
+        let warm_up = (options.warm_up_endpoint.clone())
+            .map(|endpoint| crate::warm_up(&options, &tools, endpoint));
         let inner = Arc::new(AgentInner {
             slots: LiveSlots::new(options.max_sessions),
             options,
             backend,
             tools,
+            trees,
+            warm_up,
             records: RecordWriter::start(store),
             leases,
             threads: Mutex::new(HashMap::new()),
@@ -134,10 +151,7 @@ impl Agent {
             closing: AtomicBool::new(false),
         });
         tokio::spawn(sweep_store(Arc::downgrade(&inner)));
-        let (backend, save_dir) = (inner.backend.clone(), inner.options.save_dir.clone());
-        let warm_up = (inner.options.warm_up_endpoint.clone())
-            .map(|endpoint| crate::warm_up(&inner.options, &inner.tools, endpoint));
-        tokio::spawn(async move { backend.0.warm_up(&save_dir, warm_up).await });
+        inner.get_ready();
         Ok(Self { inner })
     }
 
@@ -151,10 +165,18 @@ impl Agent {
         &self.inner.tools
     }
 
-    /// Starts a run. Its `RUN_STARTED` is on the stream at once; the thread's task serves the
+    /// Starts a run of the local owner (a server whose callers have no identities); see
+    /// [`Agent::run_as`].
+    pub fn run(&self, input: RunAgentInput) -> RunStream {
+        self.run_as(&Owner::local(), input)
+    }
+
+    /// Starts a run for `owner`: a new thread becomes theirs (it works in their directory tree
+    /// and on their harness processes); a thread of someone else's is refused with
+    /// `RUN_ERROR`. Its `RUN_STARTED` is on the stream at once; the thread's task serves the
     /// rest: dropping the stream (the client went away) stops delivery, never the harness turn
     /// or a parked request.
-    pub fn run(&self, input: RunAgentInput) -> RunStream {
+    pub fn run_as(&self, owner: &Owner, input: RunAgentInput) -> RunStream {
         let (tx, rx) = mpsc::channel(self.inner.options.client_buffer_events);
         let version = negotiate(
             input.protocol_version.as_deref(),
@@ -163,24 +185,51 @@ impl Agent {
         );
         let events = RunChannel::announce(tx, &input.thread_id, &input.run_id, version);
         let inner = self.inner.clone();
+        let owner = owner.clone();
         tokio::spawn(async move {
             let thread = input.thread_id.clone();
-            inner.send(&thread, Command::Run { input, events }).await;
+            inner
+                .send(
+                    &thread,
+                    Command::Run {
+                        input,
+                        events,
+                        owner,
+                    },
+                )
+                .await;
         });
         RunStream { rx }
     }
 
-    /// Connects to a thread: a stream restating it (`RUN_STARTED`, `MESSAGES_SNAPSHOT`,
-    /// `STATE_SNAPSHOT`), then its live turn to the end, or at once `RUN_FINISHED` (with the
-    /// interrupt outcome or pending tool calls when something waits for the client).
+    /// [`Agent::connect_as`] for the local owner.
     pub async fn connect(&self, input: RunAgentInput) -> Result<RunStream, ThreadError> {
+        self.connect_as(&Owner::local(), input).await
+    }
+
+    /// Connects `owner` to a thread: a stream restating it (`RUN_STARTED`,
+    /// `MESSAGES_SNAPSHOT`, `STATE_SNAPSHOT`), then its live turn to the end, or at once
+    /// `RUN_FINISHED` (with the interrupt outcome or pending tool calls when something waits for
+    /// the client).
+    pub async fn connect_as(
+        &self,
+        owner: &Owner,
+        input: RunAgentInput,
+    ) -> Result<RunStream, ThreadError> {
         if !self.inner.knows(&input.thread_id).await {
             return Err(ThreadError::UnknownThread(input.thread_id));
         }
         let (tx, rx) = mpsc::channel(self.inner.options.client_buffer_events);
         let thread = input.thread_id.clone();
         self.inner
-            .send(&thread, Command::Connect { input, events: tx })
+            .send(
+                &thread,
+                Command::Connect {
+                    input,
+                    events: tx,
+                    owner: owner.clone(),
+                },
+            )
             .await;
         Ok(RunStream { rx })
     }
@@ -243,6 +292,7 @@ impl Agent {
         {
             tracing::warn!("some threads did not close within the shutdown deadline");
         }
+        self.inner.trees.drop_spares();
         self.inner.backend.0.shutdown().await;
         self.inner.records.flush().await;
     }
@@ -299,11 +349,57 @@ impl AgentInner {
         }
     }
 
-    /// A short, stable workspace path for a thread (long paths make models corrupt them).
-    pub(crate) fn workspace_for(&self, thread_id: &str) -> PathBuf {
-        self.options
-            .workspace_root
-            .join(crate::sha256_hex(thread_id.as_bytes(), 5))
+    /// Gets the backend ready for the first threads: warms the processes they will use (the
+    /// shared one; the local owner's when its tree exists), and keeps a spare ready for new
+    /// owners or threads.
+    fn get_ready(self: &Arc<Self>) {
+        let (backend, trees, warm_up) = (
+            self.backend.clone(),
+            self.trees.clone(),
+            self.warm_up.clone(),
+        );
+        let wants_spare = match trees.isolation() {
+            Isolation::Shared => false,
+            Isolation::Thread => true,
+            Isolation::Owner => self.options.several_owners,
+        };
+        tokio::spawn(async move {
+            let warm = match trees.isolation() {
+                Isolation::Shared => Some(trees.shared_place()),
+                Isolation::Owner => trees
+                    .existing_tree(&Owner::local())
+                    .map(|tree| trees.process_place(&tree)),
+                Isolation::Thread => None,
+            };
+            match warm {
+                Some(place) => backend.0.warm_up(&place, warm_up.clone()).await,
+                // The local owner's first thread takes this spare.
+                None if !wants_spare => {
+                    crate::trees::refill_spares(trees.clone(), backend.clone(), warm_up.clone())
+                        .await;
+                }
+                None => {}
+            }
+            if wants_spare {
+                crate::trees::refill_spares(trees, backend, warm_up).await;
+            }
+        });
+    }
+
+    /// Makes a new spare once one was claimed, when new owners or threads may come.
+    pub(crate) fn refill_spares(&self) {
+        let wanted = match self.trees.isolation() {
+            Isolation::Shared => false,
+            Isolation::Thread => true,
+            Isolation::Owner => self.options.several_owners,
+        };
+        if wanted && !self.is_closing() {
+            tokio::spawn(crate::trees::refill_spares(
+                self.trees.clone(),
+                self.backend.clone(),
+                self.warm_up.clone(),
+            ));
+        }
     }
 
     /// Takes a slot for one more open conversation, asking idle threads (least recently

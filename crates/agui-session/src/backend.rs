@@ -2,7 +2,6 @@
 //! scripted fake (`testing::FakeHarness`). The traits speak the harness's protocol types, so
 //! they stay inside the crate; embedders pick a source through the opaque [`Backend`].
 
-use std::path::Path;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -12,7 +11,19 @@ use harness_client::{
 };
 use harness_proto::lh::{HarnessConfig, UserInput};
 
-use crate::placement::Placement;
+use crate::error::SessionError;
+use crate::trees::{Placement, ProcessPlace};
+
+/// Which threads may share a harness process (and its directory tree).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Isolation {
+    /// The threads of one owner share confined processes; different owners never do.
+    Owner,
+    /// Every thread has confined processes of its own.
+    Thread,
+    /// Every thread of the agent shares unconfined processes.
+    Shared,
+}
 
 /// Where an agent's conversations come from: harness processes shared through a pool
 /// ([`Backend::harness`]) or, with the `testing` feature, `testing::FakeHarness`.
@@ -20,16 +31,45 @@ use crate::placement::Placement;
 pub struct Backend(pub(crate) Arc<dyn ConversationSource>);
 
 impl Backend {
-    /// Conversations on `localharness` processes started with `process`, shared through `pool`.
-    /// Each thread's storage dir (the agent's `save_dir`, unless confined) and `HOME` replace
-    /// `process`'s.
-    ///
-    /// With [`ProcessOptions::confinement`] set, every thread gets a process of its own,
-    /// confined to the thread's directories: its workspace and app data dir are added to the
-    /// confinement's writable directories, and its own storage dir and `HOME` (under
-    /// `<save_dir>/t/<thread>/`) are used.
+    /// Conversations on `localharness` processes started with `process`, through `pool`:
+    /// shared by every thread ([`Isolation::Shared`]) when `process` has no confinement, else
+    /// by the threads of one owner ([`Isolation::Owner`]). See [`Backend::harness_isolated`].
     pub fn harness(pool: HarnessPool, process: ProcessOptions) -> Self {
-        Self(Arc::new(HarnessBackend { pool, process }))
+        let isolation = if process.confinement.is_some() {
+            Isolation::Owner
+        } else {
+            Isolation::Shared
+        };
+        Self(Arc::new(HarnessBackend {
+            pool,
+            process,
+            isolation,
+        }))
+    }
+
+    /// Conversations on `localharness` processes started with `process`, through `pool`, shared
+    /// as `isolation` says. Each process works in its tree's directories (see the crate's
+    /// `trees`): with [`Isolation::Owner`] or [`Isolation::Thread`], `process` must be confined
+    /// (the tree's directories are added to what its confinement grants, and its storage dir
+    /// and `HOME` are the tree's); with [`Isolation::Shared`] it must not be (the agent's
+    /// `save_dir` is every process's storage dir).
+    pub fn harness_isolated(
+        pool: HarnessPool,
+        process: ProcessOptions,
+        isolation: Isolation,
+    ) -> Result<Self, SessionError> {
+        let confined = process.confinement.is_some();
+        if confined == (isolation == Isolation::Shared) {
+            return Err(SessionError::Config(format!(
+                "isolation {isolation:?} needs {} confinement in the process options",
+                if confined { "no" } else { "a" }
+            )));
+        }
+        Ok(Self(Arc::new(HarnessBackend {
+            pool,
+            process,
+            isolation,
+        })))
     }
 }
 
@@ -53,9 +93,9 @@ pub(crate) trait ConversationSource: Send + Sync + 'static {
         callbacks: Arc<dyn Callbacks>,
     ) -> Result<Box<dyn ConversationHandle>, HarnessError>;
 
-    /// Whether each thread gets a process of its own (with its own storage dir and `HOME`).
-    fn process_per_thread(&self) -> bool {
-        false
+    /// Which threads share processes.
+    fn isolation(&self) -> Isolation {
+        Isolation::Shared
     }
 
     /// Live harness processes, for metrics (0 for backends without processes).
@@ -63,10 +103,20 @@ pub(crate) trait ConversationSource: Send + Sync + 'static {
         0
     }
 
-    /// Gets ready for the first conversations of an agent saving in `save_dir` (boots a shared
-    /// harness process in the background, when the backend shares them and its pool keeps a
-    /// spare; with `warm_up`, that process and later spares run its turn before they serve).
-    async fn warm_up(&self, _save_dir: &Path, _warm_up: Option<WarmUp>) {}
+    /// Gets the partition of `place` ready for its first conversations (boots a process in the
+    /// background when the pool keeps spares; with `warm_up`, that process and later spares run
+    /// its turn before they serve).
+    async fn warm_up(&self, _place: &ProcessPlace, _warm_up: Option<WarmUp>) {}
+
+    /// Boots (and warms, with `warm_up`) a process for `place` and keeps it up until the
+    /// returned hold is dropped; `None` when the backend keeps no such processes.
+    async fn reserve(
+        &self,
+        _place: &ProcessPlace,
+        _warm_up: Option<WarmUp>,
+    ) -> Option<Box<dyn Send + Sync>> {
+        None
+    }
 
     /// Stops everything the backend started.
     async fn shutdown(&self);
@@ -96,8 +146,8 @@ pub(crate) trait ConversationHandle: Send + Sync + 'static {
     fn kill_process(&self);
     /// Closes the connection, then stops the conversation's harness process and waits for it
     /// to exit: the thread is handed to another replica, whose harness must be the only one
-    /// holding the conversation. Only for a process of its own (see
-    /// [`ConversationSource::process_per_thread`]); others just close.
+    /// holding the conversation. Only for a process of its own ([`Isolation::Thread`]); others
+    /// just close.
     async fn close_and_stop_process(self: Box<Self>) {
         self.close().await;
     }
@@ -107,20 +157,20 @@ pub(crate) trait ConversationHandle: Send + Sync + 'static {
 struct HarnessBackend {
     pool: HarnessPool,
     process: ProcessOptions,
+    isolation: Isolation,
 }
 
 impl HarnessBackend {
-    /// How the process of a thread placed at `placement` is started (its pool partition).
-    fn process_for(&self, placement: &Placement) -> ProcessOptions {
+    /// How the process of `place` is started (its pool partition).
+    fn process_for(&self, place: &ProcessPlace) -> ProcessOptions {
         let mut process = self.process.clone();
-        process.storage_dir = placement.storage_dir.clone();
-        if placement.home_dir.is_some() {
-            process.home_dir = placement.home_dir.clone();
+        process.storage_dir = place.storage_dir.clone();
+        if place.home_dir.is_some() {
+            process.home_dir = place.home_dir.clone();
         }
         if let Some(confinement) = &mut process.confinement {
-            confinement
-                .read_write
-                .extend([placement.workspace.clone(), placement.app_data_dir.clone()]);
+            confinement.read_write.extend(place.confine.iter().cloned());
+            confinement.label = harness_client::sandbox::ProcessLabel(place.label.clone());
         }
         process
     }
@@ -136,29 +186,36 @@ impl ConversationSource for HarnessBackend {
     ) -> Result<Box<dyn ConversationHandle>, HarnessError> {
         let conversation = self
             .pool
-            .open(&self.process_for(placement), config, callbacks)
+            .open(&self.process_for(&placement.process), config, callbacks)
             .await?;
         Ok(Box::new(conversation))
     }
 
-    fn process_per_thread(&self) -> bool {
-        self.process.confinement.is_some()
+    fn isolation(&self) -> Isolation {
+        self.isolation
     }
 
     fn processes(&self) -> usize {
         self.pool.stats().processes
     }
 
-    async fn warm_up(&self, save_dir: &Path, warm_up: Option<WarmUp>) {
-        if self.process_per_thread() {
-            return;
-        }
-        // Threads sharing a process differ only in what reaches the harness per conversation
-        // (workspace, app data dir): any thread's placement names their partition.
-        let any_thread = Placement::new(save_dir, Path::new(""), false);
-        let process = self.process_for(&any_thread);
-        if let Err(e) = self.pool.prestart(&process, warm_up).await {
+    async fn warm_up(&self, place: &ProcessPlace, warm_up: Option<WarmUp>) {
+        if let Err(e) = self.pool.prestart(&self.process_for(place), warm_up).await {
             tracing::warn!(error = %e, "could not start a harness ahead of the first thread");
+        }
+    }
+
+    async fn reserve(
+        &self,
+        place: &ProcessPlace,
+        warm_up: Option<WarmUp>,
+    ) -> Option<Box<dyn Send + Sync>> {
+        match self.pool.reserve(&self.process_for(place), warm_up).await {
+            Ok(reservation) => Some(Box::new(reservation)),
+            Err(e) => {
+                tracing::warn!(error = %e, "could not start a spare harness");
+                None
+            }
         }
     }
 

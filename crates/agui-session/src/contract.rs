@@ -103,7 +103,14 @@ impl Contract {
         conversation_id: &str,
     ) -> Result<HarnessConfig, SessionError> {
         Ok(self
-            .conversation_config(options, server, workspace, conversation_id, false)
+            .conversation_config(
+                options,
+                server,
+                workspace,
+                &workspace.join(".app"),
+                conversation_id,
+                false,
+            )
             .build()?)
     }
 
@@ -116,6 +123,7 @@ impl Contract {
         options: &AgentOptions,
         server: &ToolRegistry,
         workspace: &Path,
+        app_data_dir: &Path,
         conversation_id: &str,
         resume: bool,
     ) -> ConversationConfig {
@@ -127,7 +135,7 @@ impl Contract {
         config = config
             .builtin_tools(options.builtin_tools.iter().copied())
             .workspace(workspace)
-            .app_data_dir(crate::placement::app_data_dir(&options.save_dir, workspace))
+            .app_data_dir(app_data_dir)
             .behavior(options.behavior.to_harness())
             .conversation_id(
                 conversation_id,
@@ -220,8 +228,9 @@ fn has_policy(config: &ConversationConfig, options: &AgentOptions) -> bool {
 
 /// The harness config (harness-client's builder) an agent configured with `options` and
 /// `server_tools` opens a thread's conversation with, for a run whose `RunAgentInput.tools` are
-/// `client_tools`: exactly what a session sends (tools, policy, behaviour, hooks, model
-/// endpoint, continuation mode); `build()` it to open a conversation.
+/// `client_tools`, working in `workspace` and keeping its transcripts in `app_data_dir`:
+/// exactly what a session sends (tools, policy, behaviour, hooks, model endpoint, continuation
+/// mode); `build()` it to open a conversation.
 ///
 /// For programs that drive the harness directly with a server's settings, such as the
 /// benchmark's raw floor (`crates/agui-bench`); a session never needs it.
@@ -230,12 +239,14 @@ pub fn conversation_config(
     server_tools: &ToolRegistry,
     client_tools: &[Tool],
     workspace: &Path,
+    app_data_dir: &Path,
     conversation_id: &str,
 ) -> ConversationConfig {
     Contract::new(client_tools, options, server_tools).conversation_config(
         options,
         server_tools,
         workspace,
+        app_data_dir,
         conversation_id,
         false,
     )
@@ -263,8 +274,14 @@ pub fn warm_up(
     WarmUp::new(WARM_UP_PROMPT, move |scratch| {
         let id = uuid::Uuid::new_v4().simple().to_string();
         Contract::new(&[], &options, &server)
-            .conversation_config(&options, &server, &scratch.join("workspace"), &id, false)
-            .app_data_dir(scratch.join("app"))
+            .conversation_config(
+                &options,
+                &server,
+                &scratch.join("workspace"),
+                &scratch.join("app"),
+                &id,
+                false,
+            )
             .build()
     })
 }
@@ -394,7 +411,7 @@ mod tests {
         let (ws, id) = (Path::new("/tmp/w/abc"), "c0ffee");
         let registry = ToolRegistry::new();
         assert_eq!(
-            conversation_config(&options(), &registry, &tools, ws, id)
+            conversation_config(&options(), &registry, &tools, ws, &ws.join(".app"), id)
                 .build()
                 .unwrap(),
             Contract::new(&tools, &options(), &registry)

@@ -35,20 +35,22 @@ pub mod defaults;
 mod error;
 mod interrupts;
 mod lease;
+mod migrate;
 mod options;
-mod placement;
+mod owner;
 mod prompt;
 mod store;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 mod thread;
 mod tools;
+mod trees;
 mod turn;
 
 pub use agent::{Agent, AgentStats, RunStream, ThreadError};
 /// The `activityType`s of file changes and commands (see [`AgentOptions::activities`]).
 pub use agui_translate::{COMMAND_ACTIVITY, FILE_CHANGE_ACTIVITY};
-pub use backend::Backend;
+pub use backend::{Backend, Isolation};
 pub use contract::{conversation_config, warm_up};
 pub use error::{RunErrorCode, RunFailure, SessionError};
 pub use interrupts::{InterruptAnswer, REASON_APPROVAL, REASON_QUESTION};
@@ -57,6 +59,7 @@ pub use options::{
     AgentOptions, Behavior, ConcurrentRuns, HarnessSettings, InterruptReasons, OnDisconnect,
     StructuredOutputMode, SubagentEvents,
 };
+pub use owner::Owner;
 pub use thread::{APP_CONTEXT_TOOL, APP_STATE_TOOL};
 pub use tools::{FnTool, InterruptRequest, ServerTool, ToolContext, ToolError, ToolRegistry};
 

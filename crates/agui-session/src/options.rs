@@ -236,6 +236,12 @@ pub struct AgentOptions {
     pub client_buffer_events: usize,
     /// How long a shutdown waits for threads to close.
     pub shutdown_deadline: Duration,
+    /// Threads may belong to several owners (callers have identities): keep a process ready
+    /// for the next new owner. Without, every thread is the local owner's.
+    pub several_owners: bool,
+    /// This server's id among replicas sharing the save dir (`None`: alone); names the spare
+    /// directory trees it makes, so a restart removes only its own.
+    pub replica_id: Option<String>,
 }
 
 impl AgentOptions {
@@ -287,6 +293,8 @@ impl AgentOptions {
             turn_stall_timeout: defaults::TURN_STALL_TIMEOUT,
             client_buffer_events: defaults::CLIENT_BUFFER_EVENTS,
             shutdown_deadline: defaults::SHUTDOWN_DEADLINE,
+            several_owners: false,
+            replica_id: None,
         }
     }
 

@@ -203,9 +203,16 @@ pub(crate) struct ThreadRecord {
     /// The client's ids of the user messages, by the step that echoed each.
     #[serde(default)]
     pub(crate) user_steps: UserSteps,
-    /// The thread's workspace directory.
-    #[serde(default)]
+    /// The thread's workspace directory, for a record written before places existed (a newer
+    /// record has a `place` instead).
+    #[serde(default, skip_serializing_if = "is_empty_path")]
     pub(crate) workspace: PathBuf,
+    /// Whom the thread belongs to.
+    #[serde(default)]
+    pub(crate) owner: Option<crate::owner::Owner>,
+    /// Where the thread works: its tree and slot.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) place: Option<crate::trees::Place>,
     /// A turn was in flight when the record was written (cleared when it ends): found set
     /// when the thread is next served, the server that drove it stopped without ending it.
     #[serde(default)]
@@ -213,6 +220,10 @@ pub(crate) struct ThreadRecord {
     /// When the record was last written (Unix seconds); set by [`ThreadStore::put`].
     #[serde(default)]
     pub(crate) updated_at: u64,
+}
+
+fn is_empty_path(path: &Path) -> bool {
+    path.as_os_str().is_empty()
 }
 
 /// A durable, bounded map from thread id to [`ThreadRecord`].
@@ -344,7 +355,7 @@ impl ThreadStore {
             Stored::Record { head, record, .. } => {
                 // Another process sharing the directory may have written since.
                 index.set_head(thread_id, head);
-                return Some(record);
+                return Some(*record);
             }
             Stored::NewerVersion(version) => warn_newer_version(&self.dir, &stem, version),
             Stored::Absent => {
@@ -372,7 +383,7 @@ impl ThreadStore {
                 record,
             } if stored == thread_id && !self.expired(record.updated_at, now) => {
                 index.touch(thread_id.to_owned(), record.updated_at, head);
-                Some(record)
+                Some(*record)
             }
             _ => None,
         }

@@ -109,7 +109,7 @@ impl FakeHarness {
 impl ConversationSource for FakeHarness {
     async fn open(
         &self,
-        _placement: &crate::placement::Placement,
+        _placement: &crate::trees::Placement,
         config: HarnessConfig,
         callbacks: Arc<dyn Callbacks>,
     ) -> Result<Box<dyn ConversationHandle>, HarnessError> {

@@ -7,8 +7,9 @@
 //! ([`ConversationEvent`]), answer the harness's callbacks ([`Callbacks`]) with no timeout,
 //! survive faults (a model error that closes the socket can be re-attached; a dead process
 //! fails its conversations at once with its stderr tail), shut down with escalation, share
-//! processes between conversations ([`HarnessPool`]), and confine a process to the directories
-//! of one thread ([`sandbox`]).
+//! processes between conversations ([`HarnessPool`]), and confine a process to what it is
+//! granted ([`sandbox`], the `harness-sandbox` crate; its launcher behind the default `sandbox`
+//! feature).
 //!
 //! ```no_run
 //! # async fn demo() -> harness_client::Result<()> {
@@ -45,7 +46,7 @@ pub mod input;
 mod link;
 mod pool;
 mod process;
-pub mod sandbox;
+mod redirect;
 mod turn_end;
 pub mod values;
 mod warm_up;
@@ -70,9 +71,12 @@ pub use harness_proto::step::{
     UserRequest,
 };
 pub use link::{ConnectOptions, FrameDirection, FrameTap, InitInfo};
-pub use pool::{HarnessPool, PoolOptions, PoolStats};
+pub use pool::{HarnessPool, PoolOptions, PoolStats, Reservation};
 pub use process::{DEFAULT_PASSTHROUGH_ENV, ExitInfo, HarnessProcess, ProcessOptions};
 pub use warm_up::WarmUp;
+
+/// Confinement of harness processes (the `harness-sandbox` crate).
+pub use harness_sandbox as sandbox;
 
 /// The harness protocol types, for settings the builder does not cover.
 pub use harness_proto as proto;

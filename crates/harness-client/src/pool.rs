@@ -7,9 +7,10 @@
 //! is the difference between ~100 MB and ~750 MB for 8 idle threads.
 //!
 //! A confined process ([`ProcessOptions::confinement`]) reaches only the directories it was
-//! started with, so a caller that confines per thread (its directories in the confinement) gets
-//! one process per thread: partitions never mix them, and no spare is prestarted for them (a
-//! spare could not know the next thread's directories).
+//! started with, so partitions never mix confinements: a caller that confines per owner (or per
+//! thread) gets processes per owner (or thread). A caller that knows the directories of the
+//! next owner or thread before it arrives can boot its process ahead of need
+//! ([`HarnessPool::reserve`]).
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
@@ -24,8 +25,8 @@ use crate::discovery::SharedDiscovery;
 use crate::error::{HarnessError, Result};
 use crate::link::ConnectOptions;
 use crate::process::{HarnessProcess, ProcessOptions};
-use crate::sandbox::Confinement;
 use crate::warm_up::WarmUp;
+use harness_sandbox::Confinement;
 
 /// A spare is wanted while a partition has fewer free slots than this: half a process, at least
 /// two, at most one process (with one conversation per process, one idle process is the spare).
@@ -48,7 +49,7 @@ pub struct PoolOptions {
     /// Start one spare process when the live ones have less than half a process of free slots
     /// left (fewer than two, with two or three slots per process), so a new conversation does
     /// not wait for a harness to boot; while it is needed the spare is not stopped by
-    /// `idle_grace`. Not for confined processes.
+    /// `idle_grace`.
     pub prestart_spare: bool,
     /// Connection tuning for every conversation.
     pub connect: ConnectOptions,
@@ -293,7 +294,7 @@ impl HarnessPool {
     /// harness's first-use costs. A process that opens are waiting for when it boots serves them
     /// at once and is not warmed.
     pub async fn prestart(&self, process: &ProcessOptions, warm_up: Option<WarmUp>) -> Result<()> {
-        if !self.inner.options.prestart_spare || process.confinement.is_some() {
+        if !self.inner.options.prestart_spare {
             return Ok(());
         }
         let key = self.key(process).await?;
@@ -305,6 +306,54 @@ impl HarnessPool {
         }
         self.maybe_prestart(&key, &options);
         Ok(())
+    }
+
+    /// Boots a process for `process`'s partition now (with `warm_up`, it runs that turn before
+    /// it serves) and keeps it up while the returned [`Reservation`] lives, which holds one of
+    /// its slots: a process ready for a partition whose first conversation is about to come
+    /// (the directories of the next owner or thread, allocated ahead). The partition's first
+    /// `open` uses it; drop the reservation once that conversation is open.
+    pub async fn reserve(
+        &self,
+        process: &ProcessOptions,
+        warm_up: Option<WarmUp>,
+    ) -> Result<Reservation> {
+        let key = self.key(process).await?;
+        let mut options = process.clone();
+        options.binary = Some(key.binary.clone());
+        {
+            let mut state = self.inner.state.lock().expect("pool lock");
+            if state.closed {
+                return Err(HarnessError::PoolClosed);
+            }
+            let partition = state.partitions.entry(key.clone()).or_default();
+            partition.booting += 1;
+            if warm_up.is_some() {
+                partition.warm_up = warm_up.clone();
+            }
+        }
+        self.boot(&key, &options, warm_up).await?;
+        let mut state = self.inner.state.lock().expect("pool lock");
+        let capacity = self.inner.options.max_conversations_per_process;
+        let slot = state
+            .partitions
+            .get_mut(&key)
+            .into_iter()
+            .flat_map(|p| p.slots.iter_mut())
+            .filter(|s| s.leases < capacity && s.process.is_usable())
+            .min_by_key(|s| s.leases)
+            .ok_or_else(|| HarnessError::BootFailed {
+                reason: "the reserved harness stopped right after it started".into(),
+            })?;
+        slot.leases += 1;
+        slot.idle_since = None;
+        Ok(Reservation {
+            _lease: Lease {
+                pool: Arc::downgrade(&self.inner),
+                key,
+                process: slot.process.clone(),
+            },
+        })
     }
 
     /// Stops every process (conversations on them end with [`crate::CloseReason::ClosedByHost`]);
@@ -480,7 +529,7 @@ impl HarnessPool {
     /// Boots a spare in the background when the live processes and the boots under way leave
     /// fewer free slots than [`spare_below_free_slots`].
     fn maybe_prestart(&self, key: &PartitionKey, options: &ProcessOptions) {
-        if !self.inner.options.prestart_spare || key.confinement.is_some() {
+        if !self.inner.options.prestart_spare {
             return;
         }
         let capacity = self.inner.options.max_conversations_per_process;
@@ -501,6 +550,20 @@ impl HarnessPool {
                 tracing::warn!(error = %e, "could not start a spare harness");
             }
         });
+    }
+}
+
+/// A process kept up for a partition's coming conversation (see [`HarnessPool::reserve`]): it
+/// holds one of the process's slots until dropped.
+pub struct Reservation {
+    _lease: Lease,
+}
+
+impl std::fmt::Debug for Reservation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Reservation")
+            .field("pid", &self._lease.process.pid())
+            .finish()
     }
 }
 

@@ -9,16 +9,18 @@ use std::time::Duration;
 use harness_proto::lh::{ClientInfo, InputConfig, OutputConfig};
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, Command};
 use tokio::sync::{broadcast, watch};
 use tokio::task::JoinHandle;
 use tracing::Instrument as _;
 
+use harness_sandbox::cgroups::Cgroup;
+use harness_sandbox::{Confinement, SandboxControl, SandboxStdin};
+
 use crate::blocking::off_runtime;
 use crate::discovery::find_binary;
 use crate::error::{HarnessError, Result};
-use crate::sandbox::Confinement;
 
 /// Variables passed from the host's environment to the harness; everything else is removed, so
 /// the host's secrets (e.g. `GEMINI_API_KEY`) never reach the agent's shell commands.
@@ -141,7 +143,9 @@ struct ProcessInner {
     port: u16,
     /// The key the harness requires on every WebSocket (`x-goog-api-key`).
     api_key: String,
-    stdin: Mutex<Option<ChildStdin>>,
+    stdin: Mutex<Option<Stdin>>,
+    /// A confined process's launcher: connections into its sandbox, its services' grants.
+    sandbox: Option<SandboxControl>,
     exit: watch::Receiver<Option<ExitInfo>>,
     stderr: Arc<StderrLog>,
     /// Number of open conversation sockets; shutdown waits for it to reach zero before closing
@@ -183,15 +187,42 @@ impl HarnessProcess {
         {
             let dir = home.clone();
             if let Some(Err(e)) =
-                off_runtime(move || crate::sandbox::keep_webm_encoder_out(&dir)).await
+                off_runtime(move || harness_sandbox::keep_webm_encoder_out(&dir)).await
             {
                 tracing::warn!(home = %home.display(), error = %e, "could not keep the harness's webm encoder out of HOME; it may install it there (16.8 MB)");
             }
         }
 
-        let mut command = match &options.confinement {
-            None => Command::new(&binary),
-            Some(confinement) => confinement.command(&binary, &storage_dir, &home)?,
+        // A confined process's cgroup, made before it starts and removed once it has exited.
+        let cgroup = match options.confinement.as_ref().map(|c| &c.limits) {
+            Some(limits) => match &limits.cgroups {
+                Some(parent) => {
+                    let parent = parent.clone();
+                    let (pids, memory) = (limits.pids, limits.memory_bytes);
+                    let name = cgroup_name();
+                    let made = off_runtime(move || parent.create(&name, pids, memory))
+                        .await
+                        .ok_or_else(|| HarnessError::BootFailed {
+                            reason: "the runtime shut down while making the cgroup".into(),
+                        })?;
+                    Some(made.map_err(HarnessError::io("make the harness's cgroup"))?)
+                }
+                None => None,
+            },
+            None => None,
+        };
+        let cgroup_dirs = cgroup
+            .as_ref()
+            .map(|c| c.dirs().to_vec())
+            .unwrap_or_default();
+        let (mut command, channel) = match &options.confinement {
+            None => (Command::new(&binary), None),
+            Some(confinement) => {
+                let (command, channel) = confinement
+                    .command(&binary, &storage_dir, &home, &cgroup_dirs)
+                    .map_err(|e| HarnessError::Config(e.to_string()))?;
+                (command, Some(channel))
+            }
         };
         command.env_clear();
         for name in &options.passthrough_env {
@@ -203,17 +234,20 @@ impl HarnessProcess {
             .env("HOME", &home)
             .envs(&options.env)
             .current_dir(&storage_dir)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             // Its own group, so shutdown reaches the shell commands it starts too.
             .process_group(0)
             .kill_on_drop(true);
+        if channel.is_none() {
+            command.stdin(Stdio::piped()).stdout(Stdio::piped());
+        }
         let mut child = command.spawn().map_err(|source| HarnessError::Spawn {
             // The launcher, when confined.
             binary: command.as_std().get_program().into(),
             source,
         })?;
+        // The launcher's end of its channel is the child's now: ours must not keep it open.
+        drop(command);
         let pid = child.id().unwrap_or_default();
         let span = tracing::info_span!("harness", pid);
         let stderr = Arc::new(StderrLog::new(options.stderr_tail_lines));
@@ -221,8 +255,26 @@ impl HarnessProcess {
             .stderr
             .take()
             .map(|err| tokio::spawn(drain_stderr(err, stderr.clone()).instrument(span.clone())));
-        let mut stdin = child.stdin.take().expect("stdin is piped");
-        let mut stdout = child.stdout.take().expect("stdout is piped");
+        let (mut stdin, mut stdout, sandbox): (Stdin, Box<dyn AsyncRead + Unpin + Send>, _) =
+            match (channel, &options.confinement) {
+                (Some(channel), Some(confinement)) => {
+                    let started = {
+                        let _span = span.enter();
+                        channel.start(confinement.services.clone(), confinement.label.clone())
+                    }
+                    .map_err(|e| HarnessError::Config(e.to_string()))?;
+                    (
+                        Stdin::Sandbox(started.stdin),
+                        Box::new(started.stdout),
+                        Some(started.control),
+                    )
+                }
+                _ => (
+                    Stdin::Pipe(child.stdin.take().expect("stdin is piped")),
+                    Box::new(child.stdout.take().expect("stdout is piped")),
+                    None,
+                ),
+            };
 
         let config = InputConfig {
             storage_directory: Some(storage_dir.to_string_lossy().into_owned()),
@@ -234,7 +286,6 @@ impl HarnessProcess {
             stdin
                 .write_all(&harness_proto::encode_stdio_frame(&config))
                 .await?;
-            stdin.flush().await?;
             let mut len = [0u8; 4];
             stdout.read_exact(&mut len).await?;
             let size = u32::from_le_bytes(len) as usize;
@@ -258,6 +309,11 @@ impl HarnessProcess {
             },
             Ok(Err(e)) => Err(Some(format!("stdio handshake failed: {e}"))),
             Err(_) => Err(None),
+        };
+        // A sandbox whose services could not start cannot reach its model: a failed boot.
+        let booted = match (booted, sandbox.as_ref().and_then(SandboxControl::failure)) {
+            (Ok(_), Some(failure)) => Err(Some(failure)),
+            (booted, _) => booted,
         };
         let (port, output) =
             match booted {
@@ -287,7 +343,9 @@ impl HarnessProcess {
             let _ = tokio::io::copy(&mut stdout, &mut sink).await;
         });
         let (exit_tx, exit_rx) = watch::channel(None);
-        tokio::spawn(monitor(child, pid, stderr.clone(), stderr_done, exit_tx).instrument(span));
+        tokio::spawn(
+            monitor(child, pid, stderr.clone(), stderr_done, exit_tx, cgroup).instrument(span),
+        );
         tracing::info!(pid, port, binary = %binary.display(), confined = options.confinement.is_some(), "started localharness");
         Ok(Self {
             inner: Arc::new(ProcessInner {
@@ -296,6 +354,7 @@ impl HarnessProcess {
                 port,
                 api_key: output.api_key().to_owned(),
                 stdin: Mutex::new(Some(stdin)),
+                sandbox,
                 exit: exit_rx,
                 stderr,
                 live: watch::channel(0).0,
@@ -406,6 +465,28 @@ impl HarnessProcess {
     /// The key the harness requires on every WebSocket, as its stdout handshake gave it.
     pub(crate) fn ws_key(&self) -> &str {
         &self.inner.api_key
+    }
+
+    /// A TCP connection to the harness's WebSocket port: on loopback, or, for a confined
+    /// process, inside its sandbox (connected there by the launcher).
+    pub(crate) async fn connect_socket(&self) -> std::io::Result<tokio::net::TcpStream> {
+        match &self.inner.sandbox {
+            Some(sandbox) => sandbox.connect(self.inner.port).await,
+            None => {
+                let stream = tokio::net::TcpStream::connect((
+                    std::net::Ipv4Addr::LOCALHOST,
+                    self.inner.port,
+                ))
+                .await?;
+                Ok(stream)
+            }
+        }
+    }
+
+    /// For a confined process: the token its sandbox's model service granted (`Some(None)`
+    /// when the service wants none); `None` for a process that is not confined.
+    pub(crate) fn model_token(&self) -> Option<Option<String>> {
+        self.inner.sandbox.as_ref().map(SandboxControl::model_token)
     }
 
     /// New stderr lines from now on (init failures are only explained there).
@@ -571,9 +652,15 @@ async fn monitor(
     stderr: Arc<StderrLog>,
     stderr_done: Option<JoinHandle<()>>,
     exit: watch::Sender<Option<ExitInfo>>,
+    cgroup: Option<Cgroup>,
 ) {
     let status = child.wait().await;
     stderr_settled(stderr_done).await;
+    if let Some(cgroup) = cgroup {
+        // Kills what is left in it (commands that outlived the sandbox's init cannot exist:
+        // the PID namespace took them) and removes it; a few files, off the runtime.
+        let _ = off_runtime(move || drop(cgroup)).await;
+    }
     let (status, code) = match status {
         Ok(s) => (describe(&s), s.code()),
         Err(e) => (format!("wait failed: {e}"), None),
@@ -602,6 +689,32 @@ fn describe(status: &std::process::ExitStatus) -> String {
         },
         _ => status.to_string(),
     }
+}
+
+/// A process's stdin: a pipe, or a confined process's, through its launcher. Dropping it closes
+/// the harness's stdin (its signal to shut down).
+enum Stdin {
+    Pipe(ChildStdin),
+    Sandbox(SandboxStdin),
+}
+
+impl Stdin {
+    async fn write_all(&mut self, data: &[u8]) -> std::io::Result<()> {
+        match self {
+            Self::Pipe(pipe) => {
+                pipe.write_all(data).await?;
+                pipe.flush().await
+            }
+            Self::Sandbox(sandbox) => sandbox.write_all(data).await,
+        }
+    }
+}
+
+/// A unique name for a process's cgroup.
+fn cgroup_name() -> String {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!("h{n}")
 }
 
 fn client_info() -> ClientInfo {

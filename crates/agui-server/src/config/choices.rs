@@ -30,9 +30,14 @@ pub enum SystemInstructionsMode {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "snake_case")]
 pub enum SandboxMode {
-    /// One process per thread, confined to the thread's directories (namespaces and Landlock);
-    /// where the machine cannot confine, the tools that need it are withheld.
-    Strict,
+    /// An owner's threads share confined processes, confined to the owner's directories (its
+    /// workspaces and harness state); different owners never share a process. Where the machine
+    /// cannot confine, the tools that need it are withheld.
+    Owner,
+    /// Every thread has confined processes of its own (`strict` is accepted as a name for it).
+    #[serde(alias = "strict")]
+    #[value(alias = "strict")]
+    Thread,
     /// Shared, unconfined processes: commands run with the server's user and see what it sees.
     Off,
 }

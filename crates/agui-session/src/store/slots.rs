@@ -170,7 +170,7 @@ pub(super) enum SlotRead {
     Record {
         thread_id: String,
         sequence: u64,
-        record: ThreadRecord,
+        record: Box<ThreadRecord>,
     },
     /// Written by a newer build: left alone.
     NewerVersion(u64),
@@ -232,7 +232,7 @@ pub(super) fn read_slot(path: &Path) -> Result<SlotRead, Unreadable> {
     Ok(SlotRead::Record {
         thread_id: file.thread_id,
         sequence,
-        record,
+        record: Box::new(record),
     })
 }
 
@@ -243,7 +243,7 @@ pub(super) enum Stored {
     Record {
         head: Head,
         thread_id: String,
-        record: ThreadRecord,
+        record: Box<ThreadRecord>,
     },
     /// A slot written by a newer build: the thread is left alone.
     NewerVersion(u64),
@@ -276,7 +276,7 @@ pub(super) fn read_thread(dir: &Path, stem: &str) -> Stored {
                     .as_ref()
                     .is_none_or(|(head, ..)| sequence > head.sequence)
                 {
-                    newest = Some((Head { slot, sequence }, thread_id, record));
+                    newest = Some((Head { slot, sequence }, thread_id, *record));
                 }
             }
             Ok(SlotRead::NewerVersion(version)) => newer_version = Some(version),
@@ -294,7 +294,7 @@ pub(super) fn read_thread(dir: &Path, stem: &str) -> Stored {
         return Stored::Record {
             head,
             thread_id,
-            record,
+            record: Box::new(record),
         };
     }
     if corrupt.is_empty() {

@@ -23,6 +23,7 @@ pub(crate) mod parking;
 mod shared;
 mod task;
 
+use crate::owner::Owner;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Instant;
@@ -48,11 +49,13 @@ pub(crate) enum Command {
     Run {
         input: RunAgentInput,
         events: RunChannel,
+        owner: Owner,
     },
     /// Restate the thread on `events` and follow its live turn, if any, to its end.
     Connect {
         input: RunAgentInput,
         events: mpsc::Sender<Event>,
+        owner: Owner,
     },
     /// Stop the turn in flight; the answer says whether there was one.
     Stop { reply: oneshot::Sender<bool> },

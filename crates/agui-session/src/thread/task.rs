@@ -10,6 +10,7 @@
 //! their own files.
 
 mod harness;
+mod placement;
 mod runs;
 
 use std::collections::VecDeque;
@@ -35,8 +36,19 @@ use crate::agent::AgentInner;
 use crate::contract::Contract;
 use crate::error::RunFailure;
 use crate::lease::LeaseDenied;
+use crate::owner::Owner;
 use crate::prompt::Prompt;
 use crate::store::{ForwardedIds, PendingTool, ThreadRecord, UserSteps};
+use crate::trees::Place;
+
+/// What a thread brings into its place when it next opens.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Moving {
+    /// Its workspace from before places existed (`<workspace_root>/<hash>`).
+    Legacy(PathBuf),
+    /// Its place in the tree of its earlier owner (the local owner, before identities).
+    From(Place, Owner),
+}
 
 /// Commands queued for a thread before its task takes them.
 const COMMAND_QUEUE: usize = 64;
@@ -74,7 +86,9 @@ pub(crate) fn spawn(agent: &Arc<AgentInner>, thread_id: &str, generation: u64) -
         down: false,
         conversation_id: uuid::Uuid::new_v4().simple().to_string(),
         known: false,
-        workspace: agent.workspace_for(thread_id),
+        owner: None,
+        place: None,
+        moving: None,
         forwarded: ForwardedIds::default(),
         user_steps: UserSteps::default(),
         restart_pending: Vec::new(),
@@ -177,7 +191,13 @@ pub(super) struct Task {
     conversation_id: String,
     /// The harness has this conversation (so it is resumed, never silently recreated).
     known: bool,
-    workspace: PathBuf,
+    /// Whom the thread belongs to (its first run or connect says, or its record).
+    owner: Option<Owner>,
+    /// Where it works (allocated when its first conversation opens).
+    place: Option<Place>,
+    /// The workspace of a thread recorded before places existed, or of an earlier owner's
+    /// tree: what is moved into its place when it next opens.
+    moving: Option<Moving>,
     forwarded: ForwardedIds,
     user_steps: UserSteps,
     /// Frontend tool calls that were parked when the server last stopped.
@@ -283,8 +303,13 @@ impl Task {
         };
         tracing::info!(conversation_id = %record.conversation_id, "thread returned; resuming its conversation");
         self.conversation_id = record.conversation_id;
-        if !record.workspace.as_os_str().is_empty() {
-            self.workspace = record.workspace;
+        self.owner = record.owner;
+        match record.place {
+            Some(place) => self.place = Some(place),
+            None if !record.workspace.as_os_str().is_empty() => {
+                self.moving = Some(Moving::Legacy(record.workspace));
+            }
+            None => {}
         }
         self.known = true;
         self.forwarded = record.forwarded;
@@ -410,15 +435,23 @@ impl Task {
             self.reject(&waiting.input, waiting.events, failure.clone());
         }
         // Its harness must not go on with a conversation another replica now drives.
-        let own_process = self.agent.backend.0.process_per_thread();
+        let own_process = self.agent.backend.0.isolation() == crate::Isolation::Thread;
         self.conversation.hand_over(own_process).await;
     }
 
     async fn command(&mut self, command: Command) -> Flow {
         self.touch();
         match command {
-            Command::Run { input, events } => self.start_run(input, events).await,
-            Command::Connect { input, events } => self.connect(input, events).await,
+            Command::Run {
+                input,
+                events,
+                owner,
+            } => self.start_run(input, events, owner).await,
+            Command::Connect {
+                input,
+                events,
+                owner,
+            } => self.connect(input, events, owner).await,
             Command::Stop { reply } => {
                 let stopped = self.stop();
                 let _ = reply.send(stopped);
@@ -461,7 +494,7 @@ impl Task {
         }
         if matches!(self.lease, Lease::Held { .. }) {
             // The lease is given up next: the harness goes first.
-            let own_process = self.agent.backend.0.process_per_thread();
+            let own_process = self.agent.backend.0.isolation() == crate::Isolation::Thread;
             self.conversation.hand_over(own_process).await;
         } else {
             self.conversation.close().await;
@@ -575,7 +608,7 @@ impl Task {
     /// Persists the thread and leaves the agent's registry.
     async fn exit(mut self) {
         if matches!(self.lease, Lease::Held { .. }) {
-            let own_process = self.agent.backend.0.process_per_thread();
+            let own_process = self.agent.backend.0.isolation() == crate::Isolation::Thread;
             self.conversation.hand_over(own_process).await;
         } else {
             self.conversation.close().await;
@@ -626,7 +659,12 @@ impl Task {
             forwarded: self.forwarded.clone(),
             pending_frontend_tools: self.parking.pending_tool_calls(),
             user_steps: self.user_steps.clone(),
-            workspace: self.workspace.clone(),
+            owner: self.owner.clone(),
+            place: self.place.clone(),
+            workspace: match &self.moving {
+                Some(Moving::Legacy(workspace)) => workspace.clone(),
+                _ => PathBuf::new(),
+            },
             ..ThreadRecord::default()
         };
         self.agent.records.put(&self.id, record);

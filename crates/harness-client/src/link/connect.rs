@@ -12,6 +12,7 @@ use harness_proto::lh::{
 };
 use harness_proto::step::Step;
 use tokio::sync::broadcast;
+use tokio_tungstenite::MaybeTlsStream;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest as _;
 use tokio_tungstenite::tungstenite::http::HeaderValue;
@@ -62,8 +63,12 @@ async fn try_open(
     // Subscribe before connecting: an init failure is only explained on stderr.
     let mut stderr = process.subscribe_stderr();
     let mut socket = connect(process, options).await?;
+    let mut config = config.clone();
+    if let Some(token) = process.model_token() {
+        crate::redirect::redirect_models(&mut config, token.as_deref());
+    }
     let init = InitializeConversationEvent {
-        config: Some(config.clone()),
+        config: Some(config),
     };
     let text = harness_proto::to_json(&init);
     observe(options.tap.as_ref(), FrameDirection::ToHarness, &text);
@@ -149,8 +154,21 @@ async fn connect(process: &HarnessProcess, options: &ConnectOptions) -> Result<S
             .into_client_request()
             .expect("a ws:// URL on loopback is valid");
         request.headers_mut().insert("x-goog-api-key", key.clone());
-        match tokio_tungstenite::connect_async_with_config(request, Some(ws_config), true).await {
-            Ok((socket, _)) => return Ok(socket),
+        match process.connect_socket().await {
+            Ok(stream) => {
+                // Each frame is a small write that must leave at once (no Nagle delay).
+                let _ = stream.set_nodelay(true);
+                match tokio_tungstenite::client_async_with_config(
+                    request,
+                    MaybeTlsStream::Plain(stream),
+                    Some(ws_config),
+                )
+                .await
+                {
+                    Ok((socket, _)) => return Ok(socket),
+                    Err(e) => last_error = e.to_string(),
+                }
+            }
             Err(e) => last_error = e.to_string(),
         }
         if let Some(info) = process.exit_info() {

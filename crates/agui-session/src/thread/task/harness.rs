@@ -13,7 +13,6 @@ use super::super::{Request, history};
 use super::Task;
 use crate::contract::Contract;
 use crate::error::{RunErrorCode, RunFailure};
-use crate::placement::Placement;
 use crate::turn::Turn;
 
 impl Task {
@@ -395,29 +394,14 @@ impl Task {
     }
 
     async fn open_conversation(&mut self, contract: Contract) -> Result<(), RunFailure> {
+        let (placement, spare) = self.place_thread().await?;
         let options = &self.agent.options;
-        let placement = Placement::new(
-            &options.save_dir,
-            &self.workspace,
-            self.agent.backend.0.process_per_thread(),
-        );
-        placement
-            .prepare(&options.save_dir, &self.conversation_id)
-            .map_err(|e| {
-                RunFailure::new(
-                    RunErrorCode::AgentError,
-                    "Could not prepare the thread's directories.",
-                )
-                .with_detail(format_args!(
-                    "could not prepare the thread's directories (workspace {}): {e}",
-                    self.workspace.display()
-                ))
-            })?;
         let config = contract
             .conversation_config(
                 options,
                 &self.agent.tools,
-                &self.workspace,
+                &placement.workspace,
+                &placement.app_data_dir,
                 &self.conversation_id,
                 self.known,
             )
@@ -456,6 +440,8 @@ impl Task {
                 .with_detail(e));
             }
         };
+        // The spare's process now serves this conversation: it may go back to the pool's care.
+        drop(spare);
         let info = handle.init_info();
         tracing::info!(conversation_id = %handle.id(), resumed_steps = info.history.len(), "conversation open");
         if self.known && info.history.is_empty() && !self.forwarded.is_empty() {

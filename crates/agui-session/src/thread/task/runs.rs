@@ -2,6 +2,7 @@
 //! connect, stopping the turn, and ending every subscribed run when the turn ends or waits for
 //! the client.
 
+use crate::owner::Owner;
 use agui_types::{Event, RunAgentInput, RunOutcome};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
@@ -29,16 +30,50 @@ pub(super) enum Ending {
 impl Task {
     /// Whether the thread may serve a run or connect now: not while shutting down, and only
     /// with its lease.
-    async fn admit(&mut self) -> Result<(), RunFailure> {
+    async fn admit(&mut self, owner: &Owner) -> Result<(), RunFailure> {
         if self.closing || self.agent.is_closing() {
             return Err(shutting_down());
         }
-        self.ensure_lease().await
+        self.ensure_lease().await?;
+        self.adopt_owner(owner)
+    }
+
+    /// Takes `owner` as the thread's owner if it has none; a thread of the local owner (made
+    /// before callers had identities) passes to the first identity that uses it, its
+    /// directories with it. Any other owner is refused.
+    fn adopt_owner(&mut self, owner: &Owner) -> Result<(), RunFailure> {
+        match &self.owner {
+            None => {
+                self.owner = Some(owner.clone());
+                Ok(())
+            }
+            Some(current) if current == owner => Ok(()),
+            Some(current) if current.is_local() => {
+                tracing::info!(%owner, "a thread of the local owner now belongs to an identity; its directories move to that identity's tree");
+                if let Some(place) = self.place.take() {
+                    self.moving = Some(super::Moving::From(place, current.clone()));
+                }
+                self.owner = Some(owner.clone());
+                Ok(())
+            }
+            Some(current) => Err(RunFailure::new(
+                RunErrorCode::InvalidInput,
+                "This thread belongs to someone else.",
+            )
+            .with_detail(format_args!(
+                "the thread belongs to {current}; {owner} asked for it"
+            ))),
+        }
     }
 
     /// A run arrives: served now, queued behind the thread's current run, or refused.
-    pub(super) async fn start_run(&mut self, input: RunAgentInput, events: RunChannel) {
-        if let Err(failure) = self.admit().await {
+    pub(super) async fn start_run(
+        &mut self,
+        input: RunAgentInput,
+        events: RunChannel,
+        owner: Owner,
+    ) {
+        if let Err(failure) = self.admit(&owner).await {
             self.reject(&input, events, failure);
             return;
         }
@@ -163,10 +198,15 @@ impl Task {
     /// A connect: the thread restated on `events` — its messages, its state, the blocks still
     /// open — then its live turn, if any, to the end; parked, it ends as the run that parked it
     /// did; idle, at once.
-    pub(super) async fn connect(&mut self, input: RunAgentInput, events: mpsc::Sender<Event>) {
+    pub(super) async fn connect(
+        &mut self,
+        input: RunAgentInput,
+        events: mpsc::Sender<Event>,
+        owner: Owner,
+    ) {
         let version = negotiate(input.protocol_version.as_deref(), &self.id, &input.run_id);
         let events = RunChannel::new(events, version);
-        if let Err(failure) = self.admit().await {
+        if let Err(failure) = self.admit(&owner).await {
             self.reject(&input, events, failure);
             return;
         }

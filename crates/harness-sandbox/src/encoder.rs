@@ -3,7 +3,7 @@
 //! is missing, or reads it back whole to compare when it is there — about 30 ms of that turn
 //! either way, measured. When that directory cannot be created (a file has its name), the
 //! harness skips the install and works on. A confined process usually has a `HOME` of its own,
-//! one per thread, so by default ([`super::Confinement::webm_encoder`] off) the encoder is kept
+//! one per owner or thread, so by default ([`crate::Confinement::webm_encoder`] off) the encoder is kept
 //! out of it.
 
 use std::fs::{self, OpenOptions};
@@ -11,7 +11,7 @@ use std::io;
 use std::path::Path;
 
 /// Where, under `HOME`, the harness installs the encoder.
-pub(super) const WEBM_ENCODER_DIR: &str = ".gemini/antigravity/bin";
+pub const WEBM_ENCODER_DIR: &str = ".gemini/antigravity/bin";
 
 /// The encoder's file name in that directory.
 const WEBM_ENCODER: &str = "webm_encoder";
@@ -22,7 +22,7 @@ const WEBM_ENCODER: &str = "webm_encoder";
 /// shaped its `HOME` in an earlier life: nothing here follows a symbolic link, and a path with
 /// one is left alone (a confined harness then writes wherever the link leads inside its own
 /// sandbox, which costs only disk).
-pub(crate) fn keep_out(home: &Path) -> io::Result<()> {
+pub fn keep_out(home: &Path) -> io::Result<()> {
     let mut dir = home.to_owned();
     let parts: Vec<&str> = WEBM_ENCODER_DIR.split('/').collect();
     let (last, parents) = parts.split_last().expect("a non-empty path");

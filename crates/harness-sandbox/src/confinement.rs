@@ -1,0 +1,408 @@
+//! What a host asks for: [`Confinement`] (what one harness process may reach, and its limits),
+//! and the network services it serves inside each sandbox ([`NetworkServices`]).
+
+use std::ffi::OsString;
+use std::net::SocketAddr;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use nix::sys::socket::{AddressFamily, SockFlag, SockType, socketpair};
+
+use crate::cgroups;
+use crate::encoder::WEBM_ENCODER_DIR;
+use crate::host::HostChannel;
+use crate::spec::Spec;
+use crate::{Result, SandboxError};
+
+/// A program that acts as the launcher: started as `program args… <spec>`, it must hand its
+/// arguments to [`crate::run_if_launcher`] (or those after `args` to [`crate::launcher_main`])
+/// first thing in `main`; inside the sandbox it is started again, as its other stages.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Launcher {
+    /// The executable.
+    pub program: PathBuf,
+    /// Arguments before the spec (e.g. `__sandbox-exec`).
+    pub args: Vec<String>,
+}
+
+impl Launcher {
+    /// `program args…`.
+    pub fn new(
+        program: impl Into<PathBuf>,
+        args: impl IntoIterator<Item = impl Into<String>>,
+    ) -> Self {
+        Self {
+            program: program.into(),
+            args: args.into_iter().map(Into::into).collect(),
+        }
+    }
+
+    pub(crate) fn std_command(&self, last: impl Into<OsString>) -> std::process::Command {
+        let mut command = std::process::Command::new(&self.program);
+        command.args(&self.args).arg(last.into());
+        command
+    }
+}
+
+/// Limits of one confined process and everything it runs.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Limits {
+    /// The size of its private `/tmp` (a tmpfs; what it holds counts as its memory).
+    pub tmp_bytes: u64,
+    /// The largest file one of its commands may write (`RLIMIT_FSIZE`); `None`: no limit.
+    pub file_bytes: Option<u64>,
+    /// Where its cgroup is made, with the pids and memory limits; `None`: no cgroup (the
+    /// machine delegates none to this program).
+    pub cgroups: Option<cgroups::Parent>,
+    /// Processes and threads at most (`pids.max`), harness included.
+    pub pids: Option<u64>,
+    /// Memory at most (`memory.max`), harness, commands and `/tmp` included.
+    pub memory_bytes: Option<u64>,
+}
+
+impl Default for Limits {
+    /// A 256 MiB `/tmp`, no other limit.
+    fn default() -> Self {
+        Self {
+            tmp_bytes: 256 << 20,
+            file_bytes: None,
+            cgroups: None,
+            pids: None,
+            memory_bytes: None,
+        }
+    }
+}
+
+/// Who a confined process serves, for the host's logs and metrics (an owner's label, a
+/// thread's): given to the [`NetworkServices`] with each of its listeners.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ProcessLabel(pub String);
+
+impl std::fmt::Display for ProcessLabel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// What a service granted a new sandbox: the token its requests must carry, and whatever keeps
+/// the service up for it, dropped (revoked) when the sandbox's launcher exits.
+pub struct ServiceGrant {
+    /// The token the harness presents (as its model API key and the first segment of the model
+    /// base URL's path); `None`: requests pass as they are.
+    pub token: Option<String>,
+    /// Revokes the grant when dropped.
+    pub guard: Box<dyn Send + Sync>,
+}
+
+impl std::fmt::Debug for ServiceGrant {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServiceGrant")
+            .field("token", &self.token.as_ref().map(|_| "…"))
+            .finish_non_exhaustive()
+    }
+}
+
+/// The services a host serves inside each sandbox, on listeners the launcher opened there (on
+/// the sandbox's own loopback: nothing outside it can reach them, and a command inside cannot
+/// reach the model's).
+pub trait NetworkServices: Send + Sync + 'static {
+    /// Serve the harness's model calls arriving on `listener` (at `127.0.0.1:`[`crate::MODEL_PORT`]
+    /// inside the sandbox of `process`).
+    fn model(
+        &self,
+        listener: std::net::TcpListener,
+        process: &ProcessLabel,
+    ) -> Result<ServiceGrant, String>;
+
+    /// Serve the egress proxy (at `127.0.0.1:`[`crate::EGRESS_PORT`] inside; the sandbox's
+    /// `HTTP_PROXY` and `HTTPS_PROXY`). Refusing every request is a valid service.
+    fn egress(
+        &self,
+        listener: std::net::TcpListener,
+        process: &ProcessLabel,
+    ) -> Result<ServiceGrant, String>;
+}
+
+/// A host's [`NetworkServices`], compared by identity (one value per host, shared by every
+/// confinement it builds), so that [`Confinement`] stays comparable.
+#[derive(Clone)]
+pub struct Services(pub Arc<dyn NetworkServices>);
+
+impl Services {
+    /// Services that forward every model connection to `model` (an address on the host), as
+    /// they are, and refuse egress: for hosts whose model endpoint needs no credentials kept
+    /// from the harness.
+    pub fn forward_model_to(model: SocketAddr) -> Self {
+        Self(Arc::new(Forward { model }))
+    }
+}
+
+impl std::fmt::Debug for Services {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Services(..)")
+    }
+}
+
+impl PartialEq for Services {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for Services {}
+
+impl std::hash::Hash for Services {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        std::ptr::hash(Arc::as_ptr(&self.0).cast::<()>(), state);
+    }
+}
+
+/// [`Services::forward_model_to`].
+struct Forward {
+    model: SocketAddr,
+}
+
+impl NetworkServices for Forward {
+    fn model(
+        &self,
+        listener: std::net::TcpListener,
+        _process: &ProcessLabel,
+    ) -> Result<ServiceGrant, String> {
+        let listener = into_tokio(listener)?;
+        let model = self.model;
+        let task = tokio::spawn(async move {
+            while let Ok((mut inside, _)) = listener.accept().await {
+                tokio::spawn(async move {
+                    if let Ok(mut outside) = tokio::net::TcpStream::connect(model).await {
+                        let _ = tokio::io::copy_bidirectional(&mut inside, &mut outside).await;
+                    }
+                });
+            }
+        });
+        Ok(ServiceGrant {
+            token: None,
+            guard: Box::new(AbortOnDrop(task)),
+        })
+    }
+
+    fn egress(
+        &self,
+        listener: std::net::TcpListener,
+        _process: &ProcessLabel,
+    ) -> Result<ServiceGrant, String> {
+        // Held open and never accepted: connections wait, then time out in the client.
+        Ok(ServiceGrant {
+            token: None,
+            guard: Box::new(listener),
+        })
+    }
+}
+
+/// A listener handed over by the launcher, as tokio's.
+pub(crate) fn into_tokio(
+    listener: std::net::TcpListener,
+) -> Result<tokio::net::TcpListener, String> {
+    listener
+        .set_nonblocking(true)
+        .and_then(|()| tokio::net::TcpListener::from_std(listener))
+        .map_err(|e| format!("cannot serve the sandbox's listener: {e}"))
+}
+
+/// Aborts a task when dropped.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// How to confine a harness process (see the crate documentation). Part of a harness process's
+/// fixed options: processes are shared only between identical confinements.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Confinement {
+    /// The program that sets the sandbox up.
+    pub launcher: Launcher,
+    /// Whom the process serves, for logs and the services (an owner, a thread).
+    pub label: ProcessLabel,
+    /// Directories the harness may read and write. The process's storage directory and `HOME`
+    /// are added when it starts.
+    pub read_write: Vec<PathBuf>,
+    /// Extra paths it may read besides the system allow-list (the harness binary is added when
+    /// it starts).
+    pub read_only: Vec<PathBuf>,
+    /// Paths inside readable directories that it must not see (e.g. a configuration file the
+    /// operator keeps under `/usr/local/etc`): masked.
+    pub hidden: Vec<PathBuf>,
+    /// Let the harness install the webm encoder it embeds (used only to record browser
+    /// sessions) under `HOME`. Off: `HOME/.gemini/antigravity/bin` is made an empty file, masked
+    /// read-only, so the harness skips the install (16.8 MB of disk and ~30 ms of the first turn
+    /// of every process otherwise).
+    pub webm_encoder: bool,
+    /// The model endpoint and egress proxy served inside; `None`: the sandbox has no network
+    /// beyond its own loopback (the harness cannot reach a model).
+    pub services: Option<Services>,
+    /// Resource limits.
+    pub limits: Limits,
+}
+
+impl Confinement {
+    /// A confinement started by `launcher` for `label`, with nothing granted yet.
+    pub fn new(launcher: Launcher, label: impl Into<String>) -> Self {
+        Self {
+            launcher,
+            label: ProcessLabel(label.into()),
+            read_write: Vec::new(),
+            read_only: Vec::new(),
+            hidden: Vec::new(),
+            webm_encoder: false,
+            services: None,
+            limits: Limits::default(),
+        }
+    }
+
+    /// The launcher command that starts `binary` confined, working in `storage_dir` with `home`
+    /// as `HOME` (both writable), in the cgroups `cgroups` (made by the host), and the host's
+    /// end of its control channel, which becomes the launcher's stdin and stdout. The caller
+    /// sets the environment, pipes stderr, spawns the command, then starts the channel. Every
+    /// path must be absolute.
+    pub fn command(
+        &self,
+        binary: &Path,
+        storage_dir: &Path,
+        home: &Path,
+        cgroups: &[PathBuf],
+    ) -> Result<(tokio::process::Command, HostChannel)> {
+        let spec = self.spec(binary, storage_dir, home, cgroups);
+        spec.check().map_err(SandboxError::Spec)?;
+        let json = serde_json::to_string(&spec)
+            .map_err(|e| SandboxError::Spec(format!("cannot encode the spec: {e}")))?;
+        let (host, launcher) = socketpair(
+            AddressFamily::Unix,
+            SockType::SeqPacket,
+            None,
+            SockFlag::SOCK_CLOEXEC,
+        )
+        .map_err(|e| SandboxError::io("create the launcher's control channel")(e.into()))?;
+        let stdout: OwnedFd = launcher
+            .try_clone()
+            .map_err(SandboxError::io("duplicate the launcher's control channel"))?;
+        let mut command: tokio::process::Command = self.launcher.std_command(json).into();
+        command.stdin(launcher).stdout(stdout);
+        tracing::trace!(fd = host.as_raw_fd(), "launcher control channel created");
+        Ok((command, HostChannel::new(host)?))
+    }
+
+    fn spec(&self, binary: &Path, storage_dir: &Path, home: &Path, cgroups: &[PathBuf]) -> Spec {
+        let mut read_write = self.read_write.clone();
+        read_write.extend([storage_dir.to_owned(), home.to_owned()]);
+        let mut read_only = self.read_only.clone();
+        read_only.push(binary.to_owned());
+        let mut hidden = self.hidden.clone();
+        let encoder_dir = home.join(WEBM_ENCODER_DIR);
+        if !self.webm_encoder
+            && std::fs::symlink_metadata(&encoder_dir).is_ok_and(|m| m.file_type().is_file())
+        {
+            // Masked: the agent cannot turn it back into a directory the harness installs into.
+            hidden.push(encoder_dir);
+        }
+        Spec {
+            program: binary.to_owned(),
+            cwd: storage_dir.to_owned(),
+            read_write,
+            read_only,
+            hidden,
+            services: self.services.is_some(),
+            tmp_bytes: self.limits.tmp_bytes,
+            file_bytes: self.limits.file_bytes,
+            cgroups: cgroups.to_vec(),
+            probe: false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec_of(command: &tokio::process::Command) -> Spec {
+        let args: Vec<String> = command
+            .as_std()
+            .get_args()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(args[0], "__sandbox-exec");
+        serde_json::from_str(&args[1]).unwrap()
+    }
+
+    #[tokio::test]
+    async fn the_spec_grants_the_storage_dir_home_and_binary_and_refuses_relative_paths() {
+        let mut confinement = Confinement::new(
+            Launcher::new("/bin/launcher", ["__sandbox-exec"]),
+            "owner-1",
+        );
+        confinement.read_write.push("/w/abc".into());
+        let (command, _channel) = confinement
+            .command(
+                Path::new("/opt/localharness"),
+                Path::new("/s/o/abc/save"),
+                Path::new("/s/o/abc/home"),
+                &[PathBuf::from("/sys/fs/cgroup/agui/p1")],
+            )
+            .unwrap();
+        let spec = spec_of(&command);
+        assert_eq!(spec.cwd, Path::new("/s/o/abc/save"));
+        assert_eq!(
+            spec.read_write,
+            [
+                PathBuf::from("/w/abc"),
+                "/s/o/abc/save".into(),
+                "/s/o/abc/home".into()
+            ]
+        );
+        assert_eq!(spec.read_only, [PathBuf::from("/opt/localharness")]);
+        assert_eq!(spec.cgroups, [PathBuf::from("/sys/fs/cgroup/agui/p1")]);
+        assert!(!spec.services, "no services: no network beyond loopback");
+        confinement.read_write.push("relative/dir".into());
+        let err = confinement
+            .command(Path::new("/h"), Path::new("/s"), Path::new("/home"), &[])
+            .unwrap_err();
+        assert!(err.to_string().contains("relative/dir"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn the_encoders_place_in_home_is_masked_unless_the_encoder_is_wanted() {
+        let home = tempfile::tempdir().unwrap();
+        crate::keep_webm_encoder_out(home.path()).unwrap();
+        let mut confinement =
+            Confinement::new(Launcher::new("/bin/launcher", ["__sandbox-exec"]), "t");
+        let hidden = |confinement: &Confinement| {
+            let (command, _) = confinement
+                .command(
+                    Path::new("/opt/localharness"),
+                    Path::new("/s"),
+                    home.path(),
+                    &[],
+                )
+                .unwrap();
+            spec_of(&command).hidden
+        };
+        assert_eq!(hidden(&confinement), [home.path().join(WEBM_ENCODER_DIR)]);
+        confinement.webm_encoder = true;
+        assert!(hidden(&confinement).is_empty());
+    }
+
+    #[test]
+    fn confinements_with_the_same_services_compare_equal_and_others_do_not() {
+        let services = Services::forward_model_to("127.0.0.1:9".parse().unwrap());
+        let launcher = Launcher::new("/l", ["x"]);
+        let mut a = Confinement::new(launcher.clone(), "o");
+        a.services = Some(services.clone());
+        let mut b = Confinement::new(launcher, "o");
+        b.services = Some(services);
+        assert_eq!(a, b);
+        b.services = Some(Services::forward_model_to("127.0.0.1:9".parse().unwrap()));
+        assert_ne!(a, b);
+    }
+}

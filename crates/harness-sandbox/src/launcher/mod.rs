@@ -1,0 +1,123 @@
+//! The launcher program's stages. Each is a fresh execution of the launcher program (never a
+//! fork of a multi-threaded host):
+//!
+//! 1. `<spec>` — outside (`outside.rs`): joins the process's cgroups, builds the namespaces and
+//!    the filesystem view with `hakoniwa`, and starts stage 2 as their first process.
+//! 2. `--inside <spec>` — the sandbox's PID 1 (`init.rs`): brings the loopback up, opens the
+//!    service listeners and hands them to the host, drops every capability, starts stage 3,
+//!    relays its stdio over the control channel, connects to it for the host, reaps orphans and
+//!    exits with it.
+//! 3. `--harness <spec>` (`harness.rs`): Landlock and seccomp for the harness, then `exec` of the
+//!    harness itself.
+//! 4. The shell (`shell.rs`): the harness starts its commands with `bash -c …`; inside the
+//!    sandbox `bash` and `sh` are this program, which puts the command in a nested, stricter
+//!    Landlock domain and a seccomp filter, then `exec`s the real shell.
+//!
+//! `--probe` runs stages 1 and 2 as a self-test that reports what took effect.
+
+mod harness;
+mod init;
+mod netdev;
+mod outside;
+mod rules;
+mod shell;
+
+use std::ffi::OsString;
+use std::process::ExitCode;
+
+use crate::probe::PROBE_ARG;
+use crate::spec::Spec;
+
+/// The launcher's exit status when the sandbox could not be set up (as `env` and container
+/// runtimes use it).
+const SETUP_FAILED: u8 = 125;
+
+/// What the outer stage passes the inner one before the spec.
+const INSIDE_ARG: &str = "--inside";
+
+/// What the inner stage passes the harness stage before the spec.
+const HARNESS_ARG: &str = "--harness";
+
+/// What the probe passes its nested-domain check before the pid it tries to trace.
+const PROBE_COMMAND_ARG: &str = "--probe-command";
+
+/// Call first thing in `main`, before any thread starts, with the argument that marks a
+/// launcher invocation (e.g. `__sandbox-exec`, the [`crate::Launcher`]'s last argument before
+/// the spec). When this program was started as a stage of the launcher — with `marker` as its
+/// first argument, or as the sandbox's shell — runs that stage and returns its exit code (return
+/// it from `main`); otherwise returns `None`.
+pub fn run_if_launcher(marker: &str) -> Option<ExitCode> {
+    let args: Vec<OsString> = std::env::args_os().collect();
+    let (argv0, rest) = args.split_first()?;
+    if let Some(code) = shell::run_if_shell(argv0, rest) {
+        return Some(code);
+    }
+    match rest.split_first() {
+        Some((first, stage)) if first == marker => Some(launcher_main(stage.iter().cloned())),
+        _ => None,
+    }
+}
+
+/// The launcher's entry point; `args` are what follows the launcher's own arguments (see
+/// [`crate::Launcher`]): the spec of a harness to run confined, `--probe` for the self-test that
+/// [`crate::probe`] reads, or (in the sandbox) a later stage. Returns the harness's exit status
+/// (`128 + n` for signal `n`), or 125 with the reason on stderr when the sandbox could not be set
+/// up.
+///
+/// Call it before the program starts any thread: the outer stage forks to build the
+/// namespaces.
+pub fn launcher_main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
+    let args: Vec<OsString> = args.into_iter().collect();
+    let args: Vec<&str> = args.iter().filter_map(|a| a.to_str()).collect();
+    let result = match args.as_slice() {
+        [PROBE_ARG] => outside::run(&Spec::probe()),
+        [INSIDE_ARG, spec] => parse(spec).and_then(|spec| init::run(&spec)),
+        [HARNESS_ARG, spec] => parse(spec).and_then(|spec| harness::run(&spec)),
+        [PROBE_COMMAND_ARG, pid] => Ok(init::probe_command(pid)),
+        [spec] => parse(spec).and_then(|spec| outside::run(&spec)),
+        _ => Err("usage: <launcher> <spec JSON> | --probe".into()),
+    };
+    match result {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            eprintln!("sandbox: {e}");
+            ExitCode::from(SETUP_FAILED)
+        }
+    }
+}
+
+fn parse(spec: &str) -> Result<Spec, String> {
+    let spec: Spec = serde_json::from_str(spec).map_err(|e| format!("bad spec: {e}"))?;
+    spec.check()?;
+    Ok(spec)
+}
+
+/// This program, as the later stages start it: the same executable and the arguments it was
+/// started with before its stage's own.
+struct Own {
+    program: std::path::PathBuf,
+    /// The launcher's arguments before the stage's (e.g. `__sandbox-exec`).
+    args: Vec<String>,
+}
+
+impl Own {
+    /// `taken`: how many trailing arguments belong to the current stage.
+    fn find(taken: usize) -> Result<Self, String> {
+        let program = std::env::current_exe()
+            .map_err(|e| format!("cannot find the launcher's own executable: {e}"))?;
+        let mut args: Vec<String> = std::env::args().skip(1).collect();
+        args.truncate(args.len().saturating_sub(taken));
+        Ok(Self { program, args })
+    }
+
+    fn command(&self, stage: &[&str]) -> std::process::Command {
+        let mut command = std::process::Command::new(&self.program);
+        command.args(&self.args).args(stage);
+        command
+    }
+}
+
+fn text(path: &std::path::Path) -> Result<&str, String> {
+    path.to_str()
+        .ok_or_else(|| format!("not valid UTF-8: {}", path.display()))
+}

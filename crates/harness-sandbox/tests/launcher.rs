@@ -1,0 +1,429 @@
+//! The launcher against attacks, on this machine's kernel: this test binary is the launcher (its
+//! `main` hands launcher invocations to `run_if_launcher`) and also the "harness" it confines
+//! (with `FAKE_HARNESS` set), which attacks from the harness's own domain and from a command it
+//! starts through the sandbox's shell, and reports what got through. A real harness is confined
+//! the same way; `agui-server`'s confinement tests attack through it.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+use std::net::{TcpListener, TcpStream, UdpSocket};
+use std::path::Path;
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use harness_sandbox::{
+    Confinement, Launcher, NetworkServices, ProcessLabel, ServiceGrant, Services,
+};
+use tokio::io::{AsyncBufReadExt as _, AsyncReadExt as _, AsyncWriteExt as _};
+
+const MARKER: &str = "__sandbox-exec";
+
+/// A test: its name and its body.
+type Test = (&'static str, fn(&tokio::runtime::Runtime));
+
+fn main() -> ExitCode {
+    if let Some(code) = harness_sandbox::run_if_launcher(MARKER) {
+        return code;
+    }
+    if std::env::var_os("FAKE_HARNESS").is_some() {
+        return fake_harness();
+    }
+    let runtime = tokio::runtime::Runtime::new().expect("a runtime");
+    let tests: [Test; 3] = [
+        (
+            "the_probe_finds_a_private_network_and_isolated_commands",
+            the_probe_finds_a_private_network_and_isolated_commands,
+        ),
+        (
+            "attacks_from_the_harness_and_its_commands_fail_and_the_services_work",
+            attacks_from_the_harness_and_its_commands_fail_and_the_services_work,
+        ),
+        (
+            "the_harness_ends_when_its_stdin_closes_and_the_host_sees_its_status",
+            the_harness_ends_when_its_stdin_closes_and_the_host_sees_its_status,
+        ),
+    ];
+    let filter = std::env::args().nth(1).filter(|a| !a.starts_with('-'));
+    let mut failed = 0;
+    for (name, test) in tests {
+        if filter.as_deref().is_some_and(|f| !name.contains(f)) {
+            continue;
+        }
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| test(&runtime)));
+        match outcome {
+            Ok(()) => println!("test {name} ... ok"),
+            Err(_) => {
+                println!("test {name} ... FAILED");
+                failed += 1;
+            }
+        }
+    }
+    if failed > 0 {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+fn launcher() -> Launcher {
+    Launcher::new(std::env::current_exe().unwrap(), [MARKER])
+}
+
+fn the_probe_finds_a_private_network_and_isolated_commands(runtime: &tokio::runtime::Runtime) {
+    let support = runtime.block_on(harness_sandbox::probe(&launcher()));
+    assert!(support.available, "{support:?}");
+    assert!(support.commands_isolated, "{support:?}");
+    assert!(support.seccomp, "{support:?}");
+}
+
+/// Services that answer every connection with their name, and count them.
+#[derive(Default)]
+struct Echo {
+    accepted: Arc<Mutex<BTreeMap<&'static str, usize>>>,
+}
+
+impl Echo {
+    fn serve(
+        &self,
+        name: &'static str,
+        listener: std::net::TcpListener,
+    ) -> Result<ServiceGrant, String> {
+        listener.set_nonblocking(true).map_err(|e| e.to_string())?;
+        let listener = tokio::net::TcpListener::from_std(listener).map_err(|e| e.to_string())?;
+        let accepted = self.accepted.clone();
+        let task = tokio::spawn(async move {
+            while let Ok((mut socket, _)) = listener.accept().await {
+                *accepted.lock().unwrap().entry(name).or_default() += 1;
+                let _ = socket.write_all(format!("{name}\n").as_bytes()).await;
+            }
+        });
+        Ok(ServiceGrant {
+            token: Some(format!("{name}-token")),
+            guard: Box::new(Abort(task)),
+        })
+    }
+}
+
+struct Abort(tokio::task::JoinHandle<()>);
+
+impl Drop for Abort {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+impl NetworkServices for Echo {
+    fn model(&self, listener: TcpListener, _: &ProcessLabel) -> Result<ServiceGrant, String> {
+        self.serve("model", listener)
+    }
+
+    fn egress(&self, listener: TcpListener, _: &ProcessLabel) -> Result<ServiceGrant, String> {
+        self.serve("egress", listener)
+    }
+}
+
+/// A confined fake harness, started; what it reports, by check.
+struct Run {
+    results: BTreeMap<String, String>,
+    status: std::process::ExitStatus,
+    model_token: Option<String>,
+    accepted: BTreeMap<&'static str, usize>,
+    udp_received: bool,
+}
+
+fn run_fake_harness(runtime: &tokio::runtime::Runtime, close_early: bool) -> Run {
+    let dir = tempfile::tempdir().unwrap();
+    let rw = dir.path().join("workspace");
+    let secret = dir.path().join("secret");
+    for d in [&rw, &secret] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    std::fs::write(secret.join("key"), "s3cr3t").unwrap();
+    let storage = dir.path().join("save");
+    let home = dir.path().join("home");
+    for d in [&storage, &home] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    // A host service on loopback, and a UDP one: the sandbox must reach neither.
+    let host_tcp = TcpListener::bind("127.0.0.1:0").unwrap();
+    let host_udp = UdpSocket::bind("127.0.0.1:0").unwrap();
+    host_udp
+        .set_read_timeout(Some(Duration::from_millis(300)))
+        .unwrap();
+    let echo = Echo::default();
+    let accepted = echo.accepted.clone();
+    let services = Services(Arc::new(echo));
+    let mut confinement = Confinement::new(launcher(), "test");
+    confinement.read_write.push(rw.clone());
+    confinement.services = Some(services.clone());
+    confinement.limits.tmp_bytes = 2 << 20;
+    confinement.limits.file_bytes = Some(1 << 20);
+    let program = std::env::current_exe().unwrap();
+    runtime.block_on(async {
+        let (mut command, channel) = confinement.command(&program, &storage, &home, &[]).unwrap();
+        command
+            .env_clear()
+            .env("FAKE_HARNESS", "1")
+            .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+            .env("HOME", &home)
+            .current_dir(&storage)
+            .stderr(std::process::Stdio::inherit())
+            .kill_on_drop(true);
+        let mut child = command.spawn().expect("the launcher starts");
+        drop(command);
+        let started = channel
+            .start(Some(services), confinement.label.clone())
+            .unwrap();
+        let mut stdin = started.stdin;
+        let mut stdout = tokio::io::BufReader::new(started.stdout);
+        let go = format!(
+            "go {} {} {} {}\n",
+            host_tcp.local_addr().unwrap().port(),
+            host_udp.local_addr().unwrap().port(),
+            rw.display(),
+            secret.display()
+        );
+        stdin.write_all(go.as_bytes()).await.unwrap();
+        let mut line = String::new();
+        tokio::time::timeout(Duration::from_secs(20), stdout.read_line(&mut line))
+            .await
+            .expect("the fake harness answers")
+            .unwrap();
+        let port: u16 = line
+            .trim()
+            .strip_prefix("port ")
+            .unwrap_or_else(|| panic!("a port line: {line:?}"))
+            .parse()
+            .unwrap();
+        let mut results = BTreeMap::new();
+        if !close_early {
+            let mut socket = started
+                .control
+                .connect(port)
+                .await
+                .expect("connected inside");
+            let mut text = String::new();
+            tokio::time::timeout(Duration::from_secs(60), socket.read_to_string(&mut text))
+                .await
+                .expect("the checks finish")
+                .unwrap();
+            for line in text.lines() {
+                if let Some((name, value)) = line.split_once('=') {
+                    results.insert(name.to_owned(), value.to_owned());
+                }
+            }
+        }
+        let model_token = started.control.model_token();
+        stdin.close().await;
+        let status = tokio::time::timeout(Duration::from_secs(20), child.wait())
+            .await
+            .expect("the launcher exits once the harness's stdin closes")
+            .unwrap();
+        let mut buf = [0u8; 64];
+        let udp_received = host_udp.recv(&mut buf).is_ok();
+        let accepted = accepted.lock().unwrap().clone();
+        Run {
+            results,
+            status,
+            model_token,
+            accepted,
+            udp_received,
+        }
+    })
+}
+
+fn attacks_from_the_harness_and_its_commands_fail_and_the_services_work(
+    runtime: &tokio::runtime::Runtime,
+) {
+    let run = run_fake_harness(runtime, false);
+    let results = &run.results;
+    let expected = [
+        // The harness's own view.
+        ("harness: /etc/shadow is not there", "blocked"),
+        ("harness: the secret directory is not there", "blocked"),
+        ("harness: a host TCP port", "blocked"),
+        ("harness: /proc/net/tcp shows no host listener", "blocked"),
+        ("harness: the model listener", "reached"),
+        ("harness: the egress listener", "reached"),
+        // Its commands.
+        ("command: runs through the sandbox's shell", "reached"),
+        ("command: writes the workspace", "reached"),
+        ("command: writes /usr", "blocked"),
+        ("command: reads the harness's memory", "blocked"),
+        ("command: reads the harness's environment", "blocked"),
+        ("command: signals the harness", "blocked"),
+        ("command: the model listener", "blocked"),
+        ("command: the egress listener", "reached"),
+        ("command: a host TCP port", "blocked"),
+        ("command: fills /tmp past its size", "blocked"),
+        ("command: writes a file past the size limit", "blocked"),
+        ("command: finds unshare", "reached"),
+        ("command: makes a user namespace", "blocked"),
+    ];
+    let mut wrong = Vec::new();
+    for (check, want) in expected {
+        let got = results.get(check).map(String::as_str).unwrap_or("missing");
+        if got != want {
+            wrong.push(format!("{check}: {got}, expected {want}"));
+        }
+    }
+    assert!(wrong.is_empty(), "{wrong:#?}\nall results: {results:#?}");
+    let etc = results
+        .get("harness: /etc holds")
+        .cloned()
+        .unwrap_or_default();
+    for secret in ["shadow", "gshadow", "ssh", "sudoers"] {
+        assert!(
+            !etc.split(',').any(|e| e == secret),
+            "/etc/{secret} is visible: {etc}"
+        );
+    }
+    assert!(!run.udp_received, "a UDP datagram left the sandbox");
+    assert_eq!(run.model_token.as_deref(), Some("model-token"));
+    assert!(
+        run.accepted.get("model").copied().unwrap_or(0) >= 1,
+        "{:?}",
+        run.accepted
+    );
+    assert!(run.status.success(), "{:?}", run.status);
+}
+
+fn the_harness_ends_when_its_stdin_closes_and_the_host_sees_its_status(
+    runtime: &tokio::runtime::Runtime,
+) {
+    let run = run_fake_harness(runtime, true);
+    assert!(run.status.success(), "{:?}", run.status);
+}
+
+// ---------------------------------------------------------------- the fake harness, inside
+
+fn fake_harness() -> ExitCode {
+    let mut stdin = BufReader::new(std::io::stdin());
+    let mut line = String::new();
+    if stdin.read_line(&mut line).is_err() {
+        return ExitCode::from(3);
+    }
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let [_, host_tcp, host_udp, rw, secret] = words.as_slice() else {
+        return ExitCode::from(4);
+    };
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    println!("port {}", listener.local_addr().unwrap().port());
+    std::io::stdout().flush().unwrap();
+    let (host_tcp, host_udp, rw, secret) = (
+        host_tcp.to_string(),
+        host_udp.to_string(),
+        rw.to_string(),
+        secret.to_string(),
+    );
+    std::thread::spawn(move || {
+        if let Ok((mut socket, _)) = listener.accept() {
+            let report = checks(&host_tcp, &host_udp, Path::new(&rw), Path::new(&secret));
+            let _ = socket.write_all(report.as_bytes());
+        }
+    });
+    // Until the host closes stdin, the harness's signal to shut down.
+    let mut rest = Vec::new();
+    let _ = stdin.read_to_end(&mut rest);
+    ExitCode::SUCCESS
+}
+
+fn checks(host_tcp: &str, host_udp: &str, rw: &Path, secret: &Path) -> String {
+    let mut out = String::new();
+    let mut put = |name: &str, reached: bool| {
+        out.push_str(&format!(
+            "{name}={}\n",
+            if reached { "reached" } else { "blocked" }
+        ));
+    };
+    let tcp = |port: &str| {
+        TcpStream::connect_timeout(
+            &format!("127.0.0.1:{port}").parse().unwrap(),
+            Duration::from_millis(500),
+        )
+        .is_ok()
+    };
+    put(
+        "harness: /etc/shadow is not there",
+        Path::new("/etc/shadow").exists(),
+    );
+    put(
+        "harness: the secret directory is not there",
+        secret.exists(),
+    );
+    put("harness: a host TCP port", tcp(host_tcp));
+    let net = std::fs::read_to_string("/proc/net/tcp").unwrap_or_default();
+    let hex = format!(":{:04X}", host_tcp.parse::<u16>().unwrap());
+    put(
+        "harness: /proc/net/tcp shows no host listener",
+        net.contains(&hex),
+    );
+    put("harness: the model listener", tcp("1"));
+    put("harness: the egress listener", tcp("3128"));
+    let _ = UdpSocket::bind("127.0.0.1:0")
+        .and_then(|s| s.send_to(b"escaped", format!("127.0.0.1:{host_udp}")));
+    let me = std::process::id();
+    let shell = |script: &str| {
+        std::process::Command::new("bash")
+            .args(["-c", script])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    put(
+        "command: runs through the sandbox's shell",
+        shell("test -z \"$AGUI_SANDBOX_COMMAND_RULES\" && ! echo \"$PATH\" | grep -q agui"),
+    );
+    put(
+        "command: writes the workspace",
+        shell(&format!("echo x > {}/written", rw.display())),
+    );
+    put("command: writes /usr", shell("echo x > /usr/agui-test"));
+    put(
+        "command: reads the harness's memory",
+        shell(&format!("exec 3< /proc/{me}/mem")),
+    );
+    put(
+        "command: reads the harness's environment",
+        shell(&format!("cat /proc/{me}/environ > /dev/null")),
+    );
+    put(
+        "command: signals the harness",
+        shell(&format!("kill -0 {me}")),
+    );
+    put(
+        "command: the model listener",
+        shell("exec 3<>/dev/tcp/127.0.0.1/1"),
+    );
+    put(
+        "command: the egress listener",
+        shell("exec 3<>/dev/tcp/127.0.0.1/3128"),
+    );
+    put(
+        "command: a host TCP port",
+        shell(&format!("exec 3<>/dev/tcp/127.0.0.1/{host_tcp}")),
+    );
+    put(
+        "command: fills /tmp past its size",
+        shell("head -c 3000000 /dev/zero > /tmp/fill"),
+    );
+    put(
+        "command: writes a file past the size limit",
+        shell(&format!("head -c 2000000 /dev/zero > {}/big", rw.display())),
+    );
+    put("command: finds unshare", shell("command -v unshare"));
+    put("command: makes a user namespace", shell("unshare -U true"));
+    let etc: Vec<String> = std::fs::read_dir("/etc")
+        .map(|entries| {
+            entries
+                .flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    out.push_str(&format!("harness: /etc holds={}\n", etc.join(",")));
+    out
+}
