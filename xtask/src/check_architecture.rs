@@ -19,13 +19,18 @@ const ALLOWED_WORKSPACE_DEPS: &[(&str, &[&str])] = &[
     ("harness-proto", &[]),
     ("agui-types", &[]),
     ("gemini-script", &[]),
-    ("harness-client", &["harness-install", "harness-proto"]),
+    ("harness-sandbox", &[]),
+    (
+        "harness-client",
+        &["harness-install", "harness-proto", "harness-sandbox"],
+    ),
     ("agui-translate", &["harness-proto", "agui-types"]),
     (
         "agui-session",
         &[
             "harness-install",
             "harness-proto",
+            "harness-sandbox",
             "harness-client",
             "agui-types",
             "agui-translate",
@@ -36,6 +41,7 @@ const ALLOWED_WORKSPACE_DEPS: &[(&str, &[&str])] = &[
         &[
             "harness-install",
             "harness-proto",
+            "harness-sandbox",
             "harness-client",
             "agui-types",
             "agui-translate",

@@ -33,6 +33,17 @@ pub struct MountedAgent {
     pub demo: bool,
     /// How its harness processes are confined.
     pub sandbox: SandboxStatus,
+    /// What one identity may have.
+    pub owner_limits: OwnerLimits,
+}
+
+/// What one identity (an `auth_tokens` name, a proxy's user) may have of an agent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OwnerLimits {
+    /// Threads it may create.
+    pub max_threads: usize,
+    /// Runs (and connects) it may have in flight at once.
+    pub max_runs: usize,
 }
 
 /// Everything the configured agents run on; keep it alive while serving.
@@ -275,6 +286,16 @@ pub async fn build(
             agent,
             demo,
             sandbox: status,
+            owner_limits: OwnerLimits {
+                max_threads: settings
+                    .max_threads_per_owner
+                    .unwrap_or(defaults::MAX_THREADS_PER_OWNER)
+                    .max(1),
+                max_runs: settings
+                    .max_runs_per_owner
+                    .unwrap_or(defaults::MAX_RUNS_PER_OWNER)
+                    .max(1),
+            },
         });
     }
     Ok(Runtime {
@@ -573,6 +594,10 @@ pub fn options(
         return Err(bad("thread_retention_days must be at least 1".into()));
     }
     options.remember_threads_for = Duration::from_secs(retention.saturating_mul(24 * 60 * 60));
+    let disk_cap = settings
+        .workspace_max_mb
+        .unwrap_or(defaults::WORKSPACE_MAX_MB);
+    options.workspace_max_bytes = (disk_cap > 0).then(|| disk_cap.saturating_mul(1 << 20));
     if let Some(tools) = &settings.auto_approve_tools {
         options.auto_approve_tools = tools.iter().cloned().collect();
     }

@@ -74,6 +74,7 @@ pub fn derive(agent: &Agent, demo: bool, sandbox: &SandboxStatus) -> AgentCapabi
         json!({
             "connect": true,
             "stop": true,
+            "delete": true,
             "onDisconnect": match options.on_disconnect {
                 agui_session::OnDisconnect::Detach => "detach",
                 agui_session::OnDisconnect::Cancel => "cancel",

@@ -22,7 +22,7 @@ use axum::extract::{DefaultBodyLimit, Request, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{MethodRouter, get, post};
+use axum::routing::{MethodRouter, get};
 use axum::{Extension, middleware};
 use serde_json::json;
 use tower_http::cors::{AllowOrigin, CorsLayer};
@@ -30,7 +30,7 @@ use tower_http::cors::{AllowOrigin, CorsLayer};
 use crate::access::{AccessPolicy, Caller, Refusal};
 use crate::build::MountedAgent;
 use crate::metrics::Metrics;
-use crate::owners::ThreadOwners;
+use crate::owners::{Admission, ThreadOwners};
 use crate::routing::RoutedThread;
 use crate::stream::EventBody;
 
@@ -54,6 +54,72 @@ pub(crate) struct Endpoint {
     capabilities: AgentCapabilities,
     /// Who owns which thread, when callers have identities.
     owners: Option<Arc<ThreadOwners>>,
+    /// Runs in flight per identity (bounded), when callers have identities.
+    runs: Option<Arc<RunsInFlight>>,
+}
+
+/// The runs (and connects) each identity has in flight, at most `max` each.
+pub(crate) struct RunsInFlight {
+    max: usize,
+    counts: std::sync::Mutex<std::collections::HashMap<String, usize>>,
+}
+
+/// One run counted against its identity until dropped (its stream ended).
+pub(crate) struct RunSlot {
+    runs: Arc<RunsInFlight>,
+    identity: String,
+}
+
+impl RunsInFlight {
+    fn new(max: usize) -> Arc<Self> {
+        Arc::new(Self {
+            max: max.max(1),
+            counts: Default::default(),
+        })
+    }
+
+    /// A slot for one more run of `identity`; `None` at its limit.
+    fn take(self: &Arc<Self>, identity: &str) -> Option<RunSlot> {
+        let mut counts = self.counts.lock().unwrap_or_else(|p| p.into_inner());
+        let n = counts.entry(identity.to_owned()).or_default();
+        if *n >= self.max {
+            return None;
+        }
+        *n += 1;
+        Some(RunSlot {
+            runs: self.clone(),
+            identity: identity.to_owned(),
+        })
+    }
+}
+
+impl Drop for RunSlot {
+    fn drop(&mut self) {
+        let mut counts = self.runs.counts.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(n) = counts.get_mut(&self.identity) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                counts.remove(&self.identity);
+            }
+        }
+    }
+}
+
+/// A run's events with its slot held until the stream ends.
+struct Counted<S> {
+    events: S,
+    _slot: Option<RunSlot>,
+}
+
+impl<S: futures_util::Stream + Unpin> futures_util::Stream for Counted<S> {
+    type Item = S::Item;
+
+    fn poll_next(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<S::Item>> {
+        std::pin::Pin::new(&mut self.events).poll_next(cx)
+    }
 }
 
 #[derive(Clone)]
@@ -123,8 +189,12 @@ fn agent_routes(mounted: &MountedAgent, access: &AccessPolicy) -> Router<AppStat
         owners: access.has_identities().then(|| {
             Arc::new(ThreadOwners::new(
                 mounted.agent.options().save_dir.join("owners"),
+                mounted.owner_limits.max_threads,
             ))
         }),
+        runs: access
+            .has_identities()
+            .then(|| RunsInFlight::new(mounted.owner_limits.max_runs)),
     });
     let sub_path = |name: &str| {
         if mounted.path == "/" {
@@ -142,6 +212,11 @@ fn agent_routes(mounted: &MountedAgent, access: &AccessPolicy) -> Router<AppStat
         .route(&threads("/connect"), post_route(&endpoint, connect))
         .route(&sub_path("stop"), post_route(&endpoint, stop))
         .route(&threads("/stop"), post_route(&endpoint, stop))
+        .route(&sub_path("delete"), post_route(&endpoint, delete))
+        .route(
+            &threads(""),
+            method_route(&endpoint, axum::routing::MethodFilter::DELETE, delete),
+        )
         .route(
             &sub_path("capabilities"),
             get(move || async move { axum::Json(endpoint.capabilities.clone()).into_response() }),
@@ -164,8 +239,22 @@ where
     F: Fn(PostRequest) -> Fut + Clone + Send + Sync + 'static,
     Fut: Future<Output = Response> + Send + 'static,
 {
+    method_route(endpoint, axum::routing::MethodFilter::POST, handler)
+}
+
+/// A route of `endpoint` for `method`, served by `handler`.
+fn method_route<F, Fut>(
+    endpoint: &Arc<Endpoint>,
+    method: axum::routing::MethodFilter,
+    handler: F,
+) -> MethodRouter<AppState>
+where
+    F: Fn(PostRequest) -> Fut + Clone + Send + Sync + 'static,
+    Fut: Future<Output = Response> + Send + 'static,
+{
     let endpoint = endpoint.clone();
-    post(
+    axum::routing::on(
+        method,
         move |State(state): State<AppState>,
               path: Option<Path<String>>,
               Extension(caller): Extension<Caller>,
@@ -285,8 +374,16 @@ pub(crate) async fn admit_thread(
         ));
     };
     match owners.admit(thread_id, identity).await {
-        Ok(true) => Ok(()),
-        Ok(false) => {
+        Ok(Admission::Yours) => Ok(()),
+        Ok(Admission::LimitReached(limit)) => Err(reject(
+            &state.metrics,
+            StatusCode::TOO_MANY_REQUESTS,
+            "thread limit reached",
+            format!(
+                "you have {limit} threads, as many as one caller may (max_threads_per_owner); delete one to start another"
+            ),
+        )),
+        Ok(Admission::NotYours) => {
             tracing::info!(
                 thread_id,
                 identity,
@@ -326,14 +423,41 @@ async fn run(mut request: PostRequest) -> Response {
         Ok(input) => input,
         Err(response) => return response,
     };
+    let slot = match run_slot(&request) {
+        Ok(slot) => slot,
+        Err(response) => return *response,
+    };
     let agent = &request.endpoint.agent;
     let owner = owner_of(&request.caller);
     stream_response(
         &request.state,
         agent,
         &request.headers,
-        agent.run_as(&owner, input),
+        Counted {
+            events: agent.run_as(&owner, input),
+            _slot: slot,
+        },
     )
+}
+
+/// A slot for one more run of the caller, or the 429 refusing it at its limit.
+fn run_slot(request: &PostRequest) -> Result<Option<RunSlot>, Box<Response>> {
+    let (Some(runs), Some(identity)) = (&request.endpoint.runs, request.caller.identity.as_deref())
+    else {
+        return Ok(None);
+    };
+    match runs.take(identity) {
+        Some(slot) => Ok(Some(slot)),
+        None => Err(Box::new(reject(
+            &request.state.metrics,
+            StatusCode::TOO_MANY_REQUESTS,
+            "run limit reached",
+            format!(
+                "you have {} runs in flight, as many as one caller may (max_runs_per_owner); retry when one ends",
+                runs.max
+            ),
+        ))),
+    }
 }
 
 /// The owner a caller's threads belong to: its identity, or the local owner.
@@ -351,6 +475,10 @@ async fn connect(mut request: PostRequest) -> Response {
         Ok(input) => input,
         Err(response) => return response,
     };
+    let slot = match run_slot(&request) {
+        Ok(slot) => slot,
+        Err(response) => return *response,
+    };
     let PostRequest {
         state,
         endpoint,
@@ -360,7 +488,15 @@ async fn connect(mut request: PostRequest) -> Response {
     } = request;
     let agent = &endpoint.agent;
     match agent.connect_as(&owner_of(&caller), input).await {
-        Ok(events) => stream_response(&state, agent, &headers, events),
+        Ok(events) => stream_response(
+            &state,
+            agent,
+            &headers,
+            Counted {
+                events,
+                _slot: slot,
+            },
+        ),
         Err(agui_session::ThreadError::UnknownThread(thread)) => reject(
             &state.metrics,
             StatusCode::NOT_FOUND,
@@ -374,76 +510,111 @@ async fn connect(mut request: PostRequest) -> Response {
 /// following it end with `RUN_FINISHED` `outcome: cancelled`. Answers `{"stopped": bool}`
 /// (false: no turn was in flight), 404 for an unknown thread. Under `<path>/threads/<id>/stop`
 /// the body may leave `threadId` out.
-async fn stop(request: PostRequest) -> Response {
+async fn stop(mut request: PostRequest) -> Response {
+    let thread_id = match admitted_thread(&mut request, "stop").await {
+        Ok(thread_id) => thread_id,
+        Err(response) => return response,
+    };
+    match request.endpoint.agent.stop(&thread_id).await {
+        Ok(stopped) => axum::Json(json!({"stopped": stopped})).into_response(),
+        Err(agui_session::ThreadError::UnknownThread(thread)) => unknown_thread(&request, &thread),
+    }
+}
+
+/// `DELETE <path>/threads/<id>`, or `POST <path>/delete` with `{"threadId": …}`: deletes the
+/// caller's thread — its turn stops (its runs end `cancelled`), its record, workspace,
+/// transcripts and conversation are removed, and its id is free again. Answers
+/// `{"deleted": true}`, or 404 for a thread that is unknown or someone else's.
+async fn delete(mut request: PostRequest) -> Response {
+    let thread_id = match admitted_thread(&mut request, "delete").await {
+        Ok(thread_id) => thread_id,
+        Err(response) => return response,
+    };
+    let owner = owner_of(&request.caller);
+    match request.endpoint.agent.delete_as(&owner, &thread_id).await {
+        Ok(true) => {
+            if let Some(owners) = &request.endpoint.owners {
+                owners.forget(&thread_id).await;
+            }
+            axum::Json(json!({"deleted": true})).into_response()
+        }
+        Ok(false) => unknown_thread(&request, &thread_id),
+        Err(agui_session::ThreadError::UnknownThread(thread)) => unknown_thread(&request, &thread),
+    }
+}
+
+fn unknown_thread(request: &PostRequest, thread: &str) -> Response {
+    reject(
+        &request.state.metrics,
+        StatusCode::NOT_FOUND,
+        "thread not found",
+        format!("there is no thread `{thread}` on this agent"),
+    )
+}
+
+/// The thread a stop or delete names — in a `{"threadId": …}` body, or the routing key alone
+/// (the path or `X-Thread-Id`, with an empty body) — checked and admitted for the caller.
+async fn admitted_thread(request: &mut PostRequest, what: &str) -> Result<String, Response> {
+    let body = std::mem::replace(&mut request.body, Ok(Bytes::new()));
     let PostRequest {
         state,
         endpoint,
         caller,
         headers,
-        body,
         path_thread,
-    } = request;
+        ..
+    } = &*request;
     let metrics = &state.metrics;
-    let routed = match RoutedThread::new(&headers, path_thread) {
-        Ok(routed) => routed,
-        Err(detail) => return reject(metrics, StatusCode::BAD_REQUEST, "thread mismatch", detail),
+    let invalid = |detail: String| {
+        reject(
+            metrics,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            if what == "stop" {
+                "invalid stop request"
+            } else {
+                "invalid delete request"
+            },
+            detail,
+        )
     };
-    let body = match json_body(&state, &headers, body) {
-        Ok(body) => body,
-        Err(response) => return *response,
-    };
-    #[derive(serde::Deserialize)]
-    #[serde(rename_all = "camelCase")]
-    struct StopRequest {
-        thread_id: Option<String>,
-    }
-    let thread_id = match serde_json::from_slice::<StopRequest>(&body) {
-        Ok(StopRequest {
-            thread_id: Some(thread_id),
-        }) => thread_id,
-        Ok(StopRequest { thread_id: None }) if routed.thread_id().is_some() => {
-            routed.thread_id().unwrap_or_default().to_owned()
+    let routed = RoutedThread::new(headers, path_thread.clone())
+        .map_err(|detail| reject(metrics, StatusCode::BAD_REQUEST, "thread mismatch", detail))?;
+    let empty = body.as_ref().is_ok_and(|b| b.is_empty());
+    let thread_id = if empty && routed.thread_id().is_some() {
+        routed.thread_id().unwrap_or_default().to_owned()
+    } else {
+        let body = json_body(state, headers, body).map_err(|response| *response)?;
+        #[derive(serde::Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct ThreadRequest {
+            thread_id: Option<String>,
         }
-        Ok(StopRequest { thread_id: None }) => {
-            return reject(
-                metrics,
-                StatusCode::UNPROCESSABLE_ENTITY,
-                "invalid stop request",
-                "send `{\"threadId\": \"…\"}`: missing field `threadId`".to_owned(),
-            );
-        }
-        Err(e) => {
-            return reject(
-                metrics,
-                StatusCode::UNPROCESSABLE_ENTITY,
-                "invalid stop request",
-                format!("send `{{\"threadId\": \"…\"}}`: {e}"),
-            );
+        match serde_json::from_slice::<ThreadRequest>(&body) {
+            Ok(ThreadRequest {
+                thread_id: Some(thread_id),
+            }) => thread_id,
+            Ok(ThreadRequest { thread_id: None }) if routed.thread_id().is_some() => {
+                routed.thread_id().unwrap_or_default().to_owned()
+            }
+            Ok(ThreadRequest { thread_id: None }) => {
+                return Err(invalid(
+                    "send `{\"threadId\": \"…\"}`: missing field `threadId`".to_owned(),
+                ));
+            }
+            Err(e) => return Err(invalid(format!("send `{{\"threadId\": \"…\"}}`: {e}"))),
         }
     };
     if let Err(detail) = routed.agrees_with(&thread_id) {
-        return reject(metrics, StatusCode::BAD_REQUEST, "thread mismatch", detail);
-    }
-    if let Err(detail) = valid_thread_id(&thread_id) {
-        return reject(
+        return Err(reject(
             metrics,
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "invalid stop request",
-            format!("threadId: {detail}"),
-        );
+            StatusCode::BAD_REQUEST,
+            "thread mismatch",
+            detail,
+        ));
     }
-    if let Err(response) = admit_thread(&state, &endpoint, &caller, &thread_id).await {
-        return response;
-    }
-    match endpoint.agent.stop(&thread_id).await {
-        Ok(stopped) => axum::Json(json!({"stopped": stopped})).into_response(),
-        Err(agui_session::ThreadError::UnknownThread(thread)) => reject(
-            metrics,
-            StatusCode::NOT_FOUND,
-            "thread not found",
-            format!("there is no thread `{thread}` on this agent"),
-        ),
-    }
+    valid_thread_id(&thread_id).map_err(|detail| invalid(format!("threadId: {detail}")))?;
+    admit_thread(state, endpoint, caller, &thread_id).await?;
+    Ok(thread_id)
 }
 
 /// The body of a JSON request, or the response refusing it (wrong content type, too large).
@@ -527,7 +698,7 @@ fn stream_response(
     state: &AppState,
     agent: &Agent,
     headers: &HeaderMap,
-    events: agui_session::RunStream,
+    events: Counted<agui_session::RunStream>,
 ) -> Response {
     let encoding = Encoding::negotiate(headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()));
     let stream = EventBody::new(

@@ -10,6 +10,8 @@ fn main() -> ExitCode {
     if let Some(code) = agui_server::sandbox::launcher_if_asked() {
         return code;
     }
+    // What the server writes (thread records, owners, leases, directory trees) is its own.
+    nix::sys::stat::umask(nix::sys::stat::Mode::from_bits_truncate(0o077));
     let args: Vec<String> = std::env::args().collect();
     let cli = Cli::parse_args(args.clone());
     // Parsing read every variable the configuration takes: the secrets among them leave the

@@ -163,7 +163,7 @@ impl Metrics {
                 .iter()
                 .map(|(s, n)| (vec![("status", s.as_str())], *n)),
         );
-        let gauges: [Gauge; 4] = [
+        let gauges: [Gauge; 5] = [
             ("agui_sessions", "Sessions in memory.", |s| s.sessions),
             (
                 "agui_live_conversations",
@@ -174,6 +174,11 @@ impl Metrics {
                 "agui_parked_sessions",
                 "Sessions waiting for a client answer.",
                 |s| s.parked,
+            ),
+            (
+                "agui_spare_harnesses",
+                "Harness processes booted ahead for the next new owner or thread.",
+                |s| s.spares,
             ),
             ("agui_harness_processes", "Harness processes.", |s| {
                 s.processes
@@ -265,6 +270,7 @@ mod tests {
             live_conversations: 1,
             parked: 1,
             processes: 1,
+            spares: 1,
         };
         let text = metrics.render(&[("chat\"x".into(), stats)]);
         for line in [
@@ -273,6 +279,7 @@ mod tests {
             "agui_http_rejections_total{status=\"422\"} 1",
             "agui_client_disconnects_total{agent=\"chat\"} 1",
             "agui_parked_sessions{agent=\"chat\\\"x\"} 1",
+            "agui_spare_harnesses{agent=\"chat\\\"x\"} 1",
             "agui_run_duration_seconds_bucket{agent=\"chat\",le=\"0.5\"} 1",
             "agui_run_duration_seconds_bucket{agent=\"chat\",le=\"+Inf\"} 2",
             "agui_time_to_first_event_seconds_count{agent=\"chat\"} 1",

@@ -1,244 +1,39 @@
-//! The attacks of issue 13 against a real `agui-antigravity serve` (the binary, with a marker
-//! secret in its environment and on its command line), the real harness and a scripted model
-//! that runs what the user types: as a command (`run_command`), or, for a path containing
-//! `/./`, as `view_file`. Every attack is made from an agent's tools and must fail under the
-//! default `sandbox = "strict"`.
-//!
-//! `AGUI_SANDBOX=off cargo test --test confinement` runs the same attacks against unconfined
-//! harnesses (today's behaviour before the sandbox): they then succeed and the tests fail.
-//! The fallback test simulates a machine without user namespaces with
-//! `AGUI_SANDBOX_SIMULATE_UNAVAILABLE` (see `harness_client::sandbox`).
+//! The attacks of issues 13 and 27 on files, against a real `agui-antigravity serve` (the
+//! binary) under the default `sandbox = "owner"`, with the real harness and two owners, alice
+//! and bob (see `support/served.rs`). Every attack across owners fails; within one owner, the
+//! tests show exactly what the README says an owner's threads share (each other's workspaces
+//! and transcripts) and what they do not (the key, the server's files, anything outside their
+//! tree).
 //!
 //! Needs the harness binary (`ANTIGRAVITY_HARNESS_PATH` or `cargo xtask fetch-harness`).
 
-use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+mod support;
 
-use agui_types::{Encoding, Event};
-use gemini_script::{Handle, Matcher, Reply, Script, ScriptedModel};
-use serde_json::{Value, json};
+use std::path::PathBuf;
 
-/// A token no test writes literally, so a scan never finds its own command line.
-fn secret(what: &str) -> String {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .subsec_nanos();
-    format!("{what}-{}x{nanos}", std::process::id())
-}
+use serde_json::json;
+use support::served::{Served, Start, descendants, processes_running, secret, signal, walk};
 
-/// The model: text after a tool result; `view_file` of a typed path holding `/./`; otherwise
-/// the typed text as a command in the workspace.
-fn script() -> Script {
-    Script::new()
-        .then(
-            Reply::text(["Done."])
-                .when(Matcher::function_response())
-                .forever(),
-        )
-        .then(
-            Reply::call("view_file", json!({"AbsolutePath": "{{user_text}}"}))
-                .when(Matcher::user_text().user_text_contains("/./"))
-                .forever(),
-        )
-        .then(
-            Reply::call(
-                "run_command",
-                json!({"CommandLine": "{{user_text}}", "Cwd": "{{workspace}}", "WaitMsBeforeAsync": 30000}),
-            )
-            .when(Matcher::user_text())
-            .forever(),
-        )
-}
-
-/// A server started as a separate process, as an operator starts it.
-struct Served {
-    child: Child,
-    addr: String,
-    dir: tempfile::TempDir,
-    log: PathBuf,
-    env_secret: String,
-    cmdline_secret: String,
-    _model: Handle,
-}
-
-impl Served {
-    /// `agui-antigravity serve` with the agent tools of the issue's attack, the key both in
-    /// `GEMINI_API_KEY` and `--api-key`, and `extra` flags / `env`.
-    async fn start(extra: &[&str], env: &[(&str, &str)]) -> Self {
-        let model = ScriptedModel::start(script()).await.unwrap();
-        let dir = tempfile::tempdir().unwrap();
-        let log = dir.path().join("server.log");
-        let env_secret = secret("env-secret");
-        let cmdline_secret = secret("cmdline-secret");
-        let harness = harness_client::find_binary(None).unwrap_or_else(|e| {
-            panic!("these tests run the real harness and did not find it: {e}\nRun `cargo xtask fetch-harness` first.")
-        });
-        let path = |name: &str| dir.path().join(name).display().to_string();
-        let mut command = Command::new(env!("CARGO_BIN_EXE_agui-antigravity"));
-        command
-            .args([
-                "serve",
-                "--bind",
-                "127.0.0.1:0",
-                "--prestart-harness",
-                "false",
-            ])
-            .args(["--save-dir", &path("save"), "--workspace-root", &path("w")])
-            .args(["--gemini-base-url", &model.base_url(), "--model", "m"])
-            .args(["--api-key", &cmdline_secret, "--api-retries", "1"])
-            .args([
-                "--builtin-tools",
-                "list_dir,view_file,write_to_file,run_command",
-            ])
-            .arg("--harness-path")
-            .arg(&harness)
-            .args(extra)
-            .env("GEMINI_API_KEY", &env_secret)
-            .envs(env.iter().copied())
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).unwrap());
-        let child = command.spawn().expect("the server starts");
-        let deadline = Instant::now() + Duration::from_secs(60);
-        let addr = loop {
-            let text = std::fs::read_to_string(&log).unwrap_or_default();
-            if let Some(line) = text
-                .lines()
-                .find(|l| l.contains("serving AG-UI on http://"))
-            {
-                break line.rsplit("http://").next().unwrap().trim().to_owned();
-            }
-            assert!(
-                Instant::now() < deadline,
-                "the server did not start:\n{text}"
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        };
-        Self {
-            child,
-            addr,
-            dir,
-            log,
-            env_secret,
-            cmdline_secret,
-            _model: model,
-        }
-    }
-
-    fn pid(&self) -> u32 {
-        self.child.id()
-    }
-
-    fn port(&self) -> &str {
-        self.addr.rsplit(':').next().unwrap()
-    }
-
-    fn save_dir(&self) -> PathBuf {
-        self.dir.path().join("save")
-    }
-
-    fn workspace_root(&self) -> PathBuf {
-        self.dir.path().join("w")
-    }
-
-    fn log(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
-    async fn capabilities(&self) -> Value {
-        reqwest::get(format!("http://{}/capabilities", self.addr))
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap()
-    }
-
-    /// Sends `text` as the next user message of `thread`; the text of the tool results.
-    async fn say(&self, thread: &str, text: &str) -> String {
-        let events = self.run(thread, text).await;
-        assert!(
-            matches!(events.last(), Some(Event::RunFinished(_))),
-            "the run finished: {events:?}"
-        );
-        events
-            .iter()
-            .filter(|e| matches!(e, Event::ToolCallResult(_)))
-            .map(|e| {
-                let content = serde_json::to_value(e).unwrap()["content"].clone();
-                content
-                    .as_str()
-                    .map_or_else(|| content.to_string(), str::to_owned)
-            })
-            .collect::<Vec<_>>()
-            .join("\n")
-    }
-
-    /// Sends `text` as the next user message of `thread`; the run's events.
-    async fn run(&self, thread: &str, text: &str) -> Vec<Event> {
-        let id = secret("m");
-        let body = json!({"threadId": thread, "runId": id, "messages": [{"id": id, "role": "user", "content": text}]});
-        let response = reqwest::Client::new()
-            .post(format!("http://{}/", self.addr))
-            .json(&body)
-            .send()
-            .await
-            .unwrap();
-        let bytes = tokio::time::timeout(Duration::from_secs(120), response.bytes())
-            .await
-            .expect("the run ends")
-            .unwrap();
-        Encoding::Sse.decode_all(&bytes).expect("valid SSE")
-    }
-
-    /// The workspace directory the server made for the thread that used it first.
-    fn only_workspace(&self) -> PathBuf {
-        let dirs: Vec<PathBuf> = std::fs::read_dir(self.workspace_root())
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .collect();
-        assert_eq!(dirs.len(), 1, "one thread so far: {dirs:?}");
-        dirs[0].clone()
-    }
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        // SIGTERM: the server reaps its harness processes on the way out.
-        signal(self.child.id(), nix::sys::signal::Signal::SIGTERM);
-        let deadline = Instant::now() + Duration::from_secs(15);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// Thread A works (writes `secret` into a file of its workspace and says it in its prompt);
-/// returns A's workspace.
-async fn thread_a_works(served: &Served, secret: &str) -> PathBuf {
+/// Alice's thread works (writes `secret` into a file of its workspace and says it in its
+/// prompt); returns its workspace.
+async fn alice_works(served: &Served, thread: &str, secret: &str) -> PathBuf {
     let out = served
         .say(
-            "thread-a",
+            "alice",
+            thread,
             &format!("echo {secret} > a.txt && echo written"),
         )
         .await;
-    assert!(out.contains("written"), "thread A worked: {out}");
-    served.only_workspace()
+    assert!(out.contains("written"), "alice's thread worked: {out}");
+    served.workspace("alice", thread).await
 }
 
 #[tokio::test]
 async fn commands_cannot_read_the_servers_environment_or_command_line() {
-    let served = Served::start(&[], &[]).await;
+    let served = Served::start(Start::default()).await;
     let out = served
         .say(
+            "alice",
             "scan",
             "for f in /proc/[0-9]*/environ /proc/[0-9]*/cmdline; do tr '\\0' '\\n' < $f; done 2>/dev/null \
              | grep -a -o -e 'env-secre[t]-[0-9x]*' -e 'cmdline-secre[t]-[0-9x]*' | sort -u; \
@@ -256,13 +51,15 @@ async fn commands_cannot_read_the_servers_environment_or_command_line() {
     );
 }
 
-/// (Today's harness reads `/proc` files as empty through `view_file`, so this is a guard
-/// rather than a leak that confinement closes.)
 #[tokio::test]
 async fn view_file_cannot_read_the_servers_environment() {
-    let served = Served::start(&[], &[]).await;
+    let served = Served::start(Start::default()).await;
     let out = served
-        .say("view", &format!("/proc/./{}/environ", served.pid()))
+        .say(
+            "alice",
+            "view",
+            &format!("/proc/./{}/environ", served.pid()),
+        )
         .await;
     assert!(
         !out.contains(&served.env_secret),
@@ -271,54 +68,76 @@ async fn view_file_cannot_read_the_servers_environment() {
 }
 
 #[tokio::test]
-async fn another_threads_file_cannot_be_read_by_its_path() {
-    let served = Served::start(&[], &[]).await;
-    let secret = secret("thread-a-file");
-    let a = thread_a_works(&served, &secret).await;
+async fn another_owners_file_cannot_be_read_by_its_path() {
+    let served = Served::start(Start::default()).await;
+    let secret = secret("alice-file");
+    let a = alice_works(&served, "a1", &secret).await;
     let by_command = served
-        .say("thread-b", &format!("cat {}/a.txt", a.display()))
+        .say("bob", "b1", &format!("cat {}/a.txt", a.display()))
         .await;
     assert!(
         !by_command.contains(&secret),
         "read by a command: {by_command}"
     );
     let by_tool = served
-        .say("thread-b", &format!("{}/./a.txt", a.display()))
+        .say("bob", "b1", &format!("{}/./a.txt", a.display()))
         .await;
     assert!(!by_tool.contains(&secret), "read by view_file: {by_tool}");
 }
 
+/// Thread ids that collided in the old 40-bit naming: each owner gets a tree of its own, named
+/// by random ids, whatever the thread ids.
 #[tokio::test]
-async fn another_threads_file_cannot_be_found_by_grep_over_the_file_system() {
-    let served = Served::start(&[], &[]).await;
-    let secret = secret("thread-a-grep");
-    thread_a_works(&served, &secret).await;
+async fn threads_with_colliding_ids_still_get_separate_trees() {
+    let served = Served::start(Start::default()).await;
+    let secret = secret("collide");
+    let a = alice_works(&served, "u-75aae30a-2488519", &secret).await;
+    let b = served.workspace("bob", "u-75aae30a-2679837").await;
+    assert_ne!(a, b);
+    assert_ne!(a.parent(), b.parent(), "different owners' trees");
+    let out = served
+        .say(
+            "bob",
+            "u-75aae30a-2679837",
+            "cat a.txt; cat ../*/a.txt; echo tried",
+        )
+        .await;
+    assert!(out.contains("tried"), "{out}");
+    assert!(!out.contains(&secret), "bob read alice's file: {out}");
+}
+
+#[tokio::test]
+async fn another_owners_file_cannot_be_found_by_grep_over_the_file_system() {
+    let served = Served::start(Start::default()).await;
+    let secret = secret("alice-grep");
+    alice_works(&served, "a1", &secret).await;
     let pattern = format!("{}[{}]", &secret[..3], &secret[3..4]);
     let rest = &secret[4..];
     let out = served
         .say(
-            "thread-b",
+            "bob",
+            "b1",
             &format!(
                 "timeout 60 grep -rl -e '{pattern}{rest}' / --exclude-dir=proc --exclude-dir=sys \
-                 --exclude-dir=usr --exclude-dir=work --exclude-dir=shm --exclude-dir=.rustup \
-                 --exclude-dir=.cargo 2>/dev/null | head; echo grep-done"
+                 --exclude-dir=usr 2>/dev/null | head; echo grep-done"
             ),
         )
         .await;
     assert!(out.contains("grep-done"), "grep ran: {out}");
-    // Whatever holds the secret (A's file, database, transcript) is in the test's directory.
+    // Whatever holds the secret (alice's file, database, transcript) is in the test's directory.
     let root = served.dir.path().display().to_string();
-    assert!(!out.contains(&root), "found thread A's data: {out}");
+    assert!(!out.contains(&root), "found alice's data: {out}");
 }
 
 #[tokio::test]
-async fn a_symlink_planted_in_the_workspace_does_not_reach_another_thread() {
-    let served = Served::start(&[], &[]).await;
-    let secret = secret("thread-a-link");
-    let a = thread_a_works(&served, &secret).await;
+async fn a_symlink_planted_in_the_workspace_does_not_reach_another_owner() {
+    let served = Served::start(Start::default()).await;
+    let secret = secret("alice-link");
+    let a = alice_works(&served, "a1", &secret).await;
     let by_command = served
         .say(
-            "thread-b",
+            "bob",
+            "b1",
             &format!("ln -s {}/a.txt link.txt; cat link.txt", a.display()),
         )
         .await;
@@ -326,74 +145,72 @@ async fn a_symlink_planted_in_the_workspace_does_not_reach_another_thread() {
         !by_command.contains(&secret),
         "read by a command: {by_command}"
     );
-    let b = std::fs::read_dir(served.workspace_root())
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| *p != a)
-        .expect("thread B's workspace");
+    let b = served.workspace("bob", "b1").await;
     let by_tool = served
-        .say("thread-b", &format!("{}/./link.txt", b.display()))
+        .say("bob", "b1", &format!("{}/./link.txt", b.display()))
         .await;
     assert!(!by_tool.contains(&secret), "read by view_file: {by_tool}");
 }
 
 #[tokio::test]
-async fn another_threads_transcript_home_and_database_are_out_of_sight() {
-    let served = Served::start(&[], &[]).await;
-    let secret = secret("thread-a-prompt");
-    let a = thread_a_works(&served, &secret).await;
-    let a_slot = a.file_name().unwrap().to_string_lossy().into_owned();
+async fn another_owners_transcripts_home_and_databases_are_out_of_sight() {
+    let served = Served::start(Start::default()).await;
+    let secret = secret("alice-prompt");
+    let a = alice_works(&served, "a1", &secret).await;
+    let alice_tree = a
+        .parent()
+        .unwrap()
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
     let save = served.save_dir();
     let out = served
         .say(
-            "thread-b",
+            "bob",
+            "b1",
             &format!(
-                "ls -R {save} 2>&1 | head -100; cat {save}/t/*/app/brain/*/.system_generated/logs/*.jsonl \
+                "ls -R {save} 2>&1 | head -100; cat {save}/o/*/app/*/brain/*/.system_generated/logs/*.jsonl \
                  2>&1 | head -c 20000; find / -xdev \\( -name '*.db' -o -name '*.json' \\) \
-                 -path '*{save_name}*' 2>/dev/null | head -50; echo listed",
+                 2>/dev/null | grep -v '^/usr' | head -50; echo listed",
                 save = save.display(),
-                save_name = save.file_name().unwrap().to_string_lossy(),
             ),
         )
         .await;
     assert!(out.contains("listed"), "the commands ran: {out}");
-    assert!(
-        !out.contains(&secret),
-        "thread A's transcript leaked: {out}"
-    );
-    let a_databases: Vec<String> = walk(&save)
-        .into_iter()
-        .filter(|p| p.extension().is_some_and(|e| e == "db"))
-        .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
-        .collect();
-    assert_eq!(
-        a_databases.len(),
-        2,
-        "one conversation per thread: {a_databases:?}"
-    );
-    let seen: Vec<&String> = a_databases.iter().filter(|db| out.contains(*db)).collect();
-    assert!(
-        seen.len() <= 1,
-        "another thread's database is visible: {out}"
-    );
+    assert!(!out.contains(&secret), "alice's transcript leaked: {out}");
+    assert!(!out.contains(&alice_tree), "alice's tree is visible: {out}");
     assert!(
         !out.contains("threads/"),
         "the thread store is visible: {out}"
     );
+    assert!(!out.contains("owners/"), "the owners are visible: {out}");
+    let databases: Vec<PathBuf> = walk(&save)
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "db"))
+        .collect();
     assert!(
-        !out.contains(&a_slot),
-        "thread A's directories are visible: {out}"
+        databases.len() >= 2,
+        "one conversation per thread: {databases:?}"
     );
+    for db in &databases {
+        let in_alice = db.to_string_lossy().contains(&alice_tree);
+        let name = db.file_name().unwrap().to_string_lossy();
+        if in_alice {
+            assert!(!out.contains(&*name), "alice's database is visible: {out}");
+        }
+    }
 }
 
 #[tokio::test]
-async fn writes_outside_the_workspace_fail() {
-    let served = Served::start(&[], &[]).await;
-    let a = thread_a_works(&served, &secret("thread-a-write")).await;
+async fn nothing_outside_the_owners_tree_can_be_written() {
+    let served = Served::start(Start::default()).await;
+    let a = alice_works(&served, "a1", &secret("alice-write")).await;
     let outside = served.dir.path().join("outside.txt");
     let targets = [
         a.join("pwned.txt"),
         served.save_dir().join("pwned.txt"),
+        served.workspace_root().join("pwned.txt"),
         outside.clone(),
     ];
     let command: Vec<String> = targets
@@ -402,7 +219,8 @@ async fn writes_outside_the_workspace_fail() {
         .collect();
     let out = served
         .say(
-            "thread-b",
+            "bob",
+            "b1",
             &format!("{}; echo mine > mine.txt; echo tried", command.join("; ")),
         )
         .await;
@@ -414,24 +232,101 @@ async fn writes_outside_the_workspace_fail() {
         .into_iter()
         .any(|p| p.ends_with("mine.txt"));
     assert!(mine, "the agent still writes its own workspace");
-}
-
-/// The harness would store its 16.8 MB webm encoder (browser recordings) in every thread's
-/// own `HOME`; the sandbox keeps it out, and the agent cannot make room for it.
-#[tokio::test]
-async fn a_threads_home_holds_no_copy_of_the_harness_encoder_and_the_agent_cannot_make_room() {
-    let served = Served::start(&[], &[]).await;
+    // Alice herself writes her tree only.
     let out = served
         .say(
-            "thread-a",
+            "alice",
+            "a2",
+            &format!(
+                "echo x > {}; echo x > {}; echo tried",
+                served.save_dir().join("pwned.txt").display(),
+                outside.display()
+            ),
+        )
+        .await;
+    assert!(out.contains("tried"), "{out}");
+    assert!(!served.save_dir().join("pwned.txt").exists() && !outside.exists());
+}
+
+/// What an owner's threads share: each other's workspaces (and the owner's harness process),
+/// nothing more — not the key, not anything outside the owner's tree.
+#[tokio::test]
+async fn an_owners_threads_share_their_workspaces_and_nothing_more() {
+    let served = Served::start(Start::default()).await;
+    let secret = secret("shared-within");
+    let a1 = alice_works(&served, "a1", &secret).await;
+    let out = served
+        .say(
+            "alice",
+            "a2",
+            &format!(
+                "cat {}/a.txt; cat {}; readlink /proc/self/ns/pid; echo done",
+                a1.display(),
+                served.key_file.display()
+            ),
+        )
+        .await;
+    assert!(
+        out.contains(&secret),
+        "alice's threads share their workspaces: {out}"
+    );
+    assert!(!out.contains(&served.key_secret), "the key leaked: {out}");
+    let first = served
+        .say("alice", "a1", "readlink /proc/self/ns/pid")
+        .await;
+    let ns = |text: &str| {
+        text.lines()
+            .find(|l| l.trim().starts_with("pid:["))
+            .map(|l| l.trim().to_owned())
+    };
+    assert_eq!(
+        ns(&first),
+        ns(&out),
+        "one harness process serves both: {first} / {out}"
+    );
+}
+
+#[tokio::test]
+async fn the_key_file_and_secrets_under_etc_are_out_of_reach() {
+    let served = Served::start(Start::default()).await;
+    let out = served
+        .say(
+            "alice",
+            "keys",
+            &format!(
+                "cat {key}; cat /etc/shadow; ls -a /etc; ls {dir}; echo tried",
+                key = served.key_file.display(),
+                dir = served.key_file.parent().unwrap().display()
+            ),
+        )
+        .await;
+    assert!(out.contains("tried"), "{out}");
+    assert!(!out.contains(&served.key_secret), "the key leaked: {out}");
+    for line in out.lines().map(str::trim) {
+        assert!(
+            !matches!(line, "shadow" | "gshadow" | "sudoers" | "ssh" | "agui"),
+            "/etc/{line} is visible: {out}"
+        );
+    }
+    assert!(out.contains("passwd"), "the basics stay: {out}");
+}
+
+/// The harness would store its 16.8 MB webm encoder (browser recordings) in every tree's
+/// `HOME`; the sandbox keeps it out, and the agent cannot make room for it.
+#[tokio::test]
+async fn a_trees_home_holds_no_copy_of_the_harness_encoder_and_the_agent_cannot_make_room() {
+    let served = Served::start(Start::default()).await;
+    let out = served
+        .say(
+            "alice",
+            "a1",
             "rm -rf $HOME/.gemini/antigravity/bin; mkdir -p $HOME/.gemini/antigravity/bin \
              && echo made; echo tried",
         )
         .await;
     assert!(out.contains("tried"), "the commands ran: {out}");
     assert!(!out.contains("made"), "the agent replaced the mask: {out}");
-    // A second turn: a process's first turn is when the harness installs the encoder.
-    let out = served.say("thread-a", "echo again").await;
+    let out = served.say("alice", "a1", "echo again").await;
     assert!(out.contains("again"), "{out}");
     let files = walk(&served.save_dir());
     let encoders: Vec<_> = files
@@ -451,69 +346,84 @@ async fn a_threads_home_holds_no_copy_of_the_harness_encoder_and_the_agent_canno
 }
 
 #[tokio::test]
-async fn tmp_is_private_to_each_thread() {
-    let served = Served::start(&[], &[]).await;
+async fn tmp_is_private_to_each_owner() {
+    let served = Served::start(Start::default()).await;
     let secret = secret("tmp-secret");
     let name = format!("agui-{}", self::secret("confinement"));
     let out = served
         .say(
-            "thread-a",
+            "alice",
+            "a1",
             &format!("echo {secret} > /tmp/{name} && echo written"),
         )
         .await;
     assert!(out.contains("written"), "{out}");
-    let host = Path::new("/tmp").join(&name);
+    let host = std::path::Path::new("/tmp").join(&name);
     let on_host = host.exists();
     let _ = std::fs::remove_file(&host);
-    let out = served.say("thread-b", &format!("cat /tmp/{name}")).await;
-    assert!(
-        !out.contains(&secret),
-        "thread B read thread A's /tmp: {out}"
-    );
+    let out = served.say("bob", "b1", &format!("cat /tmp/{name}")).await;
+    assert!(!out.contains(&secret), "bob read alice's /tmp: {out}");
     assert!(!on_host, "the host's /tmp got the file");
 }
 
 #[tokio::test]
-async fn commands_cannot_signal_or_connect_to_the_server() {
-    let served = Served::start(&[], &[]).await;
-    let out = served
-        .say(
-            "signal",
-            &format!(
-                "kill -0 {pid} && echo SIGNALLED; (exec 3<>/dev/tcp/127.0.0.1/{port}) && echo CONNECTED; echo tried",
-                pid = served.pid(),
-                port = served.port()
-            ),
-        )
-        .await;
-    assert!(out.contains("tried"), "{out}");
-    assert!(!out.contains("SIGNALLED"), "signalled the server: {out}");
-    assert!(
-        !out.contains("CONNECTED"),
-        "connected to the server's port: {out}"
-    );
+async fn transcripts_workspaces_and_the_servers_files_are_private_to_its_user() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let served = Served::start(Start::default()).await;
+    alice_works(&served, "a1", &secret("private")).await;
+    let mut open = Vec::new();
+    for root in [served.save_dir(), served.workspace_root()] {
+        let mut pending = vec![root];
+        while let Some(path) = pending.pop() {
+            let Ok(meta) = std::fs::symlink_metadata(&path) else {
+                continue;
+            };
+            if meta.file_type().is_symlink() {
+                continue;
+            }
+            if meta.permissions().mode() & 0o077 != 0 {
+                open.push(format!(
+                    "{:o} {}",
+                    meta.permissions().mode() & 0o777,
+                    path.display()
+                ));
+            }
+            if meta.is_dir() {
+                pending.extend(
+                    std::fs::read_dir(&path)
+                        .unwrap()
+                        .flatten()
+                        .map(|e| e.path()),
+                );
+            }
+        }
+    }
+    assert!(open.is_empty(), "readable by others: {open:#?}");
 }
 
 #[tokio::test]
-async fn commands_die_with_their_threads_harness_even_when_it_crashes() {
-    let served = Served::start(&[], &[]).await;
+async fn commands_die_with_their_owners_harness_even_when_it_crashes() {
+    let served = Served::start(Start::default()).await;
     // A unique duration names the command.
     let seconds = 86_000 + std::process::id() % 400;
     let command = format!("sleep {seconds}");
-    let run = served.run("crash", &command);
+    let run = served.run("alice", "crash", &command);
     let crash = async {
-        let deadline = Instant::now() + Duration::from_secs(30);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
         while processes_running(&command).is_empty() {
-            assert!(Instant::now() < deadline, "the command did not start");
-            tokio::time::sleep(Duration::from_millis(50)).await;
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the command did not start"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
         }
         // The harness dies abruptly (a crash, an OOM kill): nothing gets to clean up.
         let harnesses = descendants(served.pid(), "localharness");
-        assert_eq!(harnesses.len(), 1, "one harness for the thread");
+        assert_eq!(harnesses.len(), 1, "one harness for the owner");
         signal(harnesses[0], nix::sys::signal::Signal::SIGKILL);
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while !processes_running(&command).is_empty() && Instant::now() < deadline {
-            tokio::time::sleep(Duration::from_millis(100)).await;
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while !processes_running(&command).is_empty() && std::time::Instant::now() < deadline {
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
         }
         processes_running(&command)
     };
@@ -523,34 +433,65 @@ async fn commands_die_with_their_threads_harness_even_when_it_crashes() {
     }
     assert!(
         left.is_empty(),
-        "the command outlived the thread's harness: {left:?}"
+        "the command outlived the harness: {left:?}"
     );
 }
 
 #[tokio::test]
-async fn strict_says_the_harness_is_sandboxed() {
-    let served = Served::start(&["--sandbox", "strict"], &[]).await;
+async fn owner_mode_says_the_harness_is_sandboxed_per_owner() {
+    let served = Served::start(Start::default()).await;
     let caps = served.capabilities().await;
     assert_eq!(caps["execution"]["sandboxed"], true, "{caps}");
-    assert_eq!(caps["custom"]["sandbox"]["confined"], true, "{caps}");
-    let ports = caps["custom"]["sandbox"]["tcpPorts"].as_array().unwrap();
+    let sandbox = &caps["custom"]["sandbox"];
+    assert_eq!(sandbox["mode"], "owner", "{caps}");
+    assert_eq!(sandbox["isolation"], "owner", "{caps}");
+    assert_eq!(sandbox["confined"], true, "{caps}");
+    assert_eq!(sandbox["commandsIsolated"], true, "{caps}");
     assert!(
-        !ports
-            .iter()
-            .any(|p| p.as_u64() == served.port().parse().ok()),
-        "the AG-UI port is not open to commands: {caps}"
+        sandbox["network"].as_str().unwrap().starts_with("private"),
+        "{caps}"
+    );
+    assert!(
+        sandbox.get("tcpPorts").is_none(),
+        "no port allow-list: {caps}"
+    );
+    assert_eq!(caps["custom"]["threads"]["delete"], true, "{caps}");
+}
+
+#[tokio::test]
+async fn thread_mode_gives_each_thread_a_sandbox_of_its_own_and_strict_is_its_other_name() {
+    let served = Served::start(Start {
+        args: &["--sandbox", "strict"],
+        ..Start::default()
+    })
+    .await;
+    let caps = served.capabilities().await;
+    assert_eq!(caps["custom"]["sandbox"]["mode"], "thread", "{caps}");
+    let secret = secret("thread-mode");
+    let a1 = alice_works(&served, "a1", &secret).await;
+    let out = served
+        .say(
+            "alice",
+            "a2",
+            &format!("cat {}/a.txt; echo tried", a1.display()),
+        )
+        .await;
+    assert!(out.contains("tried"), "{out}");
+    assert!(
+        !out.contains(&secret),
+        "another thread of alice read it: {out}"
     );
 }
 
 #[tokio::test]
 async fn without_user_namespaces_the_tools_that_need_them_are_withheld_and_the_reason_given() {
-    let served = Served::start(
-        &["--sandbox", "strict"],
-        &[(
+    let served = Served::start(Start {
+        env: &[(
             harness_client::sandbox::SIMULATE_UNAVAILABLE_ENV,
             "no user namespaces",
         )],
-    )
+        ..Start::default()
+    })
     .await;
     let caps = served.capabilities().await;
     assert_eq!(caps["execution"]["sandboxed"], false, "{caps}");
@@ -585,12 +526,15 @@ async fn without_user_namespaces_the_tools_that_need_them_are_withheld_and_the_r
         "said loudly in the log: {}",
         served.log()
     );
-    // The model is not offered the withheld tools; the read tools stay, contained.
     let out = served
-        .say("fallback", &format!("/proc/./{}/environ", served.pid()))
+        .say(
+            "alice",
+            "fallback",
+            &format!("/proc/./{}/environ", served.pid()),
+        )
         .await;
     assert!(!out.contains(&served.env_secret), "{out}");
-    let declared = served._model.requests()[0].declared_functions();
+    let declared = served.model.requests()[0].declared_functions();
     assert!(
         !declared
             .iter()
@@ -602,81 +546,14 @@ async fn without_user_namespaces_the_tools_that_need_them_are_withheld_and_the_r
 
 #[tokio::test]
 async fn off_runs_unconfined_and_says_so() {
-    let served = Served::start(&["--sandbox", "off"], &[]).await;
+    let served = Served::start(Start {
+        args: &["--sandbox", "off"],
+        anonymous: true,
+        ..Start::default()
+    })
+    .await;
     let caps = served.capabilities().await;
     assert_eq!(caps["execution"]["sandboxed"], false, "{caps}");
     assert_eq!(caps["custom"]["sandbox"]["mode"], "off", "{caps}");
     assert!(served.log().contains("SANDBOX OFF"), "{}", served.log());
-}
-
-/// Every file below `dir`.
-fn walk(dir: &Path) -> Vec<PathBuf> {
-    let mut files = Vec::new();
-    let mut pending = vec![dir.to_owned()];
-    while let Some(dir) = pending.pop() {
-        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
-            let path = entry.path();
-            if path.is_dir() && !path.is_symlink() {
-                pending.push(path);
-            } else {
-                files.push(path);
-            }
-        }
-    }
-    files
-}
-
-fn signal(pid: u32, signal: nix::sys::signal::Signal) {
-    if let Ok(pid) = i32::try_from(pid) {
-        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), signal);
-    }
-}
-
-/// The descendants of `root` running the executable `name`.
-fn descendants(root: u32, name: &str) -> Vec<u32> {
-    let parents: Vec<(u32, u32)> = std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|e| {
-            let pid = e.file_name().to_string_lossy().parse::<u32>().ok()?;
-            let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
-            let ppid = stat.rsplit_once(") ")?.1.split(' ').nth(1)?.parse().ok()?;
-            Some((pid, ppid))
-        })
-        .collect();
-    let mut found = vec![root];
-    let mut i = 0;
-    while i < found.len() {
-        let parent = found[i];
-        found.extend(
-            parents
-                .iter()
-                .filter(|(_, p)| *p == parent)
-                .map(|(c, _)| *c),
-        );
-        i += 1;
-    }
-    found
-        .into_iter()
-        .filter(|pid| {
-            std::fs::read_link(format!("/proc/{pid}/exe"))
-                .is_ok_and(|exe| exe.file_name().is_some_and(|n| n == name))
-        })
-        .collect()
-}
-
-/// The pids of the host's processes whose command line is `command`.
-fn processes_running(command: &str) -> Vec<u32> {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|e| {
-            let pid = e.file_name().to_string_lossy().parse::<u32>().ok()?;
-            let file = std::fs::File::open(e.path().join("cmdline")).ok()?;
-            let mut line = Vec::new();
-            BufReader::new(file).read_until(0xff, &mut line).ok()?;
-            let text = String::from_utf8_lossy(&line).replace('\0', " ");
-            (text.trim() == command).then_some(pid)
-        })
-        .collect()
 }

@@ -381,7 +381,7 @@ async fn capabilities_name_the_thread_routes_and_what_a_disconnect_does() {
         let caps = fx.get_json("/capabilities").await;
         assert_eq!(
             caps["custom"]["threads"],
-            json!({"connect": true, "stop": true, "onDisconnect": expected}),
+            json!({"connect": true, "stop": true, "delete": true, "onDisconnect": expected}),
             "{caps}"
         );
         fx.server.shutdown().await;

@@ -64,6 +64,9 @@ async fn start_server(dir: &std::path::Path, extra: &[&str]) -> RunningServer {
     args.extend_from_slice(extra);
     let config = ServerConfig::from_args(args).expect("valid flags");
     Server::new(config)
+        .with_sandbox_launcher(agui_server::sandbox::launcher_at(env!(
+            "CARGO_BIN_EXE_agui-antigravity"
+        )))
         .start()
         .await
         .expect("the server starts")

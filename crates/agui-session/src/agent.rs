@@ -74,6 +74,8 @@ pub struct AgentStats {
     pub parked: usize,
     /// Harness processes of the backend.
     pub processes: usize,
+    /// Harness processes booted ahead for the next new owner or thread, not yet claimed.
+    pub spares: usize,
 }
 
 /// Why a connect or a stop could not be served.
@@ -124,7 +126,6 @@ impl Agent {
         let store = ThreadStore::open(
             &options.save_dir.join("threads"),
             StoreLimits {
-                max_threads: options.max_remembered_threads,
                 ttl: options.remember_threads_for,
             },
         )?;
@@ -251,6 +252,26 @@ impl Agent {
         Ok(stopped.await.unwrap_or(false))
     }
 
+    /// Deletes a thread of `owner`: stops its turn (its runs end `cancelled`), forgets it and
+    /// removes its workspace, transcripts and conversation. `Ok(false)` when it belongs to
+    /// someone else.
+    pub async fn delete_as(&self, owner: &Owner, thread_id: &str) -> Result<bool, ThreadError> {
+        if !self.inner.knows(thread_id).await {
+            return Err(ThreadError::UnknownThread(thread_id.to_owned()));
+        }
+        let (reply, deleted) = oneshot::channel();
+        self.inner
+            .send(
+                thread_id,
+                Command::Delete {
+                    owner: owner.clone(),
+                    reply,
+                },
+            )
+            .await;
+        Ok(deleted.await.unwrap_or(false))
+    }
+
     /// Whether the agent knows the thread (live, or remembered in its store).
     pub async fn knows(&self, thread_id: &str) -> bool {
         self.inner.knows(thread_id).await
@@ -264,6 +285,7 @@ impl Agent {
             live_conversations: self.inner.slots.live(),
             parked: threads.values().filter(|t| t.status.is_parked()).count(),
             processes: self.inner.backend.0.processes(),
+            spares: self.inner.trees.spares(),
         }
     }
 
@@ -463,15 +485,25 @@ impl AgentInner {
     }
 }
 
-/// Drops expired thread records now and then.
+/// Drops expired thread records (and their workspaces and directories) at start, then now and
+/// then.
 async fn sweep_store(agent: Weak<AgentInner>) {
     loop {
-        tokio::time::sleep(STORE_SWEEP).await;
-        let Some(agent) = agent.upgrade() else { return };
-        if agent.is_closing() {
+        let Some(inner) = agent.upgrade() else { return };
+        if inner.is_closing() {
             return;
         }
-        agent.records.sweep().await;
+        let expired = inner.records.sweep().await;
+        for (thread_id, record) in expired {
+            if inner.lock_threads().contains_key(&thread_id) {
+                continue;
+            }
+            tracing::info!(%thread_id, "removing a thread past its retention, with its files");
+            let trees = inner.trees.clone();
+            let _ = tokio::task::spawn_blocking(move || trees.remove_thread_files(&record)).await;
+        }
+        drop(inner);
+        tokio::time::sleep(STORE_SWEEP).await;
     }
 }
 

@@ -210,6 +210,10 @@ impl ConversationSource for HarnessBackend {
         place: &ProcessPlace,
         warm_up: Option<WarmUp>,
     ) -> Option<Box<dyn Send + Sync>> {
+        // Processes ahead of need are the operator's choice (`prestart_harness`).
+        if !self.pool.options().prestart_spare {
+            return None;
+        }
         match self.pool.reserve(&self.process_for(place), warm_up).await {
             Ok(reservation) => Some(Box::new(reservation)),
             Err(e) => {

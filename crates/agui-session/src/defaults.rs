@@ -77,3 +77,8 @@ pub const TURN_STALL_TIMEOUT: Duration = Duration::from_secs(15 * 60);
 pub const CLIENT_BUFFER_EVENTS: usize = 4096;
 /// How long a shutdown waits for threads to close.
 pub const SHUTDOWN_DEADLINE: Duration = Duration::from_secs(10);
+/// Threads an agent remembers at most: new threads are refused beyond it (none is dropped to
+/// make room).
+pub const MAX_REMEMBERED_THREADS: usize = 100_000;
+/// How long a thread is remembered after its last activity.
+pub const REMEMBER_THREADS_FOR: Duration = Duration::from_secs(30 * 24 * 60 * 60);

@@ -66,6 +66,12 @@ pub enum RunErrorCode {
     /// the thread stopped was lost with it; the conversation is kept up to that point, and the
     /// next message continues it.
     TurnInterrupted,
+    /// The agent keeps as many threads as it may (`max_remembered_threads`), or the caller has
+    /// as many as one identity may: delete some (or wait for old ones to expire).
+    ThreadLimit,
+    /// The owner's workspaces and state grew past their disk cap (`workspace_max_mb`) during
+    /// the turn; the turn was stopped. Ask the agent to delete files to continue.
+    WorkspaceFull,
 }
 
 impl RunErrorCode {
@@ -84,6 +90,8 @@ impl RunErrorCode {
             Self::ThreadElsewhere => "THREAD_ELSEWHERE",
             Self::LeaseLost => "LEASE_LOST",
             Self::TurnInterrupted => "TURN_INTERRUPTED",
+            Self::ThreadLimit => "THREAD_LIMIT",
+            Self::WorkspaceFull => "WORKSPACE_FULL",
         }
     }
 }

@@ -221,9 +221,11 @@ pub struct AgentOptions {
     pub max_sessions: usize,
     /// Concurrent runs on one thread.
     pub concurrent_runs: ConcurrentRuns,
-    /// Threads remembered in the thread store at most.
+    /// Threads remembered in the thread store at most: a new thread is refused
+    /// (`RUN_ERROR THREAD_LIMIT`) beyond it, and none is dropped to make room.
     pub max_remembered_threads: usize,
-    /// How long a thread is remembered after its last activity.
+    /// How long a thread is remembered after its last activity; then its record, workspace and
+    /// directories are removed.
     pub remember_threads_for: Duration,
     /// Largest inline attachment forwarded to the model.
     pub max_attachment_bytes: usize,
@@ -236,6 +238,9 @@ pub struct AgentOptions {
     pub client_buffer_events: usize,
     /// How long a shutdown waits for threads to close.
     pub shutdown_deadline: Duration,
+    /// The disk a tree (an owner's, or a thread's) may take, workspaces and state together: a
+    /// turn that grows it past this is stopped (`RUN_ERROR WORKSPACE_FULL`). `None`: no cap.
+    pub workspace_max_bytes: Option<u64>,
     /// Threads may belong to several owners (callers have identities): keep a process ready
     /// for the next new owner. Without, every thread is the local owner's.
     pub several_owners: bool,
@@ -253,7 +258,6 @@ impl AgentOptions {
         data_dir: impl Into<PathBuf>,
     ) -> Self {
         let data_dir = data_dir.into();
-        let remembered = crate::store::StoreLimits::default();
         Self {
             name: "antigravity".into(),
             model: model.into(),
@@ -286,13 +290,14 @@ impl AgentOptions {
             hibernate_after: defaults::HIBERNATE_AFTER,
             max_sessions: defaults::MAX_SESSIONS,
             concurrent_runs: ConcurrentRuns::Wait(defaults::BUSY_THREAD_WAIT),
-            max_remembered_threads: remembered.max_threads,
-            remember_threads_for: remembered.ttl,
+            max_remembered_threads: defaults::MAX_REMEMBERED_THREADS,
+            remember_threads_for: defaults::REMEMBER_THREADS_FOR,
             max_attachment_bytes: defaults::MAX_ATTACHMENT_BYTES,
             on_disconnect: defaults::ON_DISCONNECT,
             turn_stall_timeout: defaults::TURN_STALL_TIMEOUT,
             client_buffer_events: defaults::CLIENT_BUFFER_EVENTS,
             shutdown_deadline: defaults::SHUTDOWN_DEADLINE,
+            workspace_max_bytes: None,
             several_owners: false,
             replica_id: None,
         }

@@ -2,8 +2,9 @@
 //!
 //! A thread's conversation id and forwarded message ids must outlive the process: kept only in
 //! memory, a restart would start every thread over and send its last message again.
-//! [`ThreadStore`] keeps one small JSON file per thread under the agent's save dir, bounded by
-//! count (least recently updated evicted first) and age.
+//! [`ThreadStore`] keeps one small JSON file per thread under the agent's save dir until it is
+//! older than the retention (no record is ever dropped to make room: one caller making threads
+//! must not erase others' — the number of threads is bounded when they are made).
 //!
 //! - File names are the SHA-256 of the thread id: ids are client input and never become a
 //!   path. The id is stored inside the file and checked on read.
@@ -56,17 +57,14 @@ const CORRUPT_SUFFIX: &str = ".corrupt";
 /// Bounds of a [`ThreadStore`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct StoreLimits {
-    /// Most threads remembered (at least 1); beyond it the least recently updated go first.
-    pub(crate) max_threads: usize,
-    /// A record not updated for longer than this is dropped (at open, on sweep, on read).
+    /// A record not updated for longer than this is dropped (on sweep; it reads as absent).
     pub(crate) ttl: Duration,
 }
 
 impl Default for StoreLimits {
-    /// 10 000 threads, 30 days.
+    /// 30 days.
     fn default() -> Self {
         Self {
-            max_threads: 10_000,
             ttl: Duration::from_secs(30 * 24 * 60 * 60),
         }
     }
@@ -247,8 +245,9 @@ impl fmt::Debug for ThreadStore {
 impl ThreadStore {
     /// Opens (creating it if needed) the store in `dir`, using the system clock.
     ///
-    /// Loads the index of every record; drops expired records, evicts the oldest beyond
-    /// `max_threads`, moves unreadable files aside and removes temp files left by a crash.
+    /// Loads the index of every record (expired ones too, for the first sweep to remove with
+    /// what belongs to them), moves unreadable files aside and removes temp files left by a
+    /// crash.
     /// Fails only when the directory itself cannot be created or listed.
     pub(crate) fn open(dir: &Path, limits: StoreLimits) -> Result<Self, SessionError> {
         Self::open_with_clock(dir, limits, unix_now)
@@ -260,10 +259,6 @@ impl ThreadStore {
         limits: StoreLimits,
         clock: impl Fn() -> u64 + Send + Sync + 'static,
     ) -> Result<Self, SessionError> {
-        let limits = StoreLimits {
-            max_threads: limits.max_threads.max(1),
-            ..limits
-        };
         fs::create_dir_all(dir).map_err(io_error("create the thread store directory", dir))?;
         let store = Self {
             dir: dir.to_owned(),
@@ -271,7 +266,6 @@ impl ThreadStore {
             clock: Box::new(clock),
             index: Mutex::new(Index::default()),
         };
-        let now = store.now();
         let mut stems = BTreeSet::new();
         let entries =
             fs::read_dir(dir).map_err(io_error("list the thread store directory", dir))?;
@@ -306,13 +300,7 @@ impl ThreadStore {
                     head,
                     thread_id,
                     record,
-                } => {
-                    if store.expired(record.updated_at, now) {
-                        remove_thread_files(dir, &stem, "expired");
-                    } else {
-                        loaded.push((record.updated_at, thread_id, head));
-                    }
-                }
+                } => loaded.push((record.updated_at, thread_id, head)),
                 Stored::NewerVersion(version) => warn_newer_version(dir, &stem, version),
                 Stored::Absent => {}
                 Stored::Corrupt(unusable) => move_aside(&unusable),
@@ -324,7 +312,6 @@ impl ThreadStore {
         for (updated_at, thread_id, head) in loaded {
             index.touch(thread_id, updated_at, head);
         }
-        store.evict_over_limit(&mut index);
         drop(index);
         Ok(store)
     }
@@ -423,12 +410,10 @@ impl ThreadStore {
             sync_dir(&self.dir);
         }
         index.touch(thread_id.to_owned(), now, head);
-        self.evict_over_limit(&mut index);
         Ok(())
     }
 
     /// Forgets a thread. Returns whether it was remembered.
-    #[cfg(test)]
     pub(crate) fn remove(&self, thread_id: &str) -> Result<bool, SessionError> {
         let mut index = self.lock();
         let mut removed = index.remove(thread_id);
@@ -444,6 +429,11 @@ impl ThreadStore {
         Ok(removed)
     }
 
+    /// Whether the index holds `thread_id`.
+    pub(crate) fn knows(&self, thread_id: &str) -> bool {
+        self.lock().by_thread.contains_key(thread_id)
+    }
+
     /// The number of threads remembered.
     pub(crate) fn len(&self) -> usize {
         self.lock().by_thread.len()
@@ -455,11 +445,11 @@ impl ThreadStore {
         self.len() == 0
     }
 
-    /// Drops the records older than the TTL; returns how many were dropped.
-    pub(crate) fn sweep(&self) -> usize {
+    /// Drops the records older than the TTL; returns them, so what belongs to them can go too.
+    pub(crate) fn sweep(&self) -> Vec<(String, ThreadRecord)> {
         let now = self.now();
         let mut index = self.lock();
-        let mut dropped = 0;
+        let mut dropped = Vec::new();
         while let Some((updated_at, thread_id)) = index.oldest() {
             if !self.expired(updated_at, now) {
                 break;
@@ -467,14 +457,16 @@ impl ThreadStore {
             index.remove(&thread_id);
             let stem = slots::stem_of(&thread_id);
             // Another process sharing the directory may have written it since.
-            if let Stored::Record { head, record, .. } = slots::read_thread(&self.dir, &stem)
-                && !self.expired(record.updated_at, now)
-            {
-                index.touch(thread_id, record.updated_at, head);
-                continue;
-            }
+            let record = match slots::read_thread(&self.dir, &stem) {
+                Stored::Record { head, record, .. } if !self.expired(record.updated_at, now) => {
+                    index.touch(thread_id, record.updated_at, head);
+                    continue;
+                }
+                Stored::Record { record, .. } => Some(*record),
+                _ => None,
+            };
             remove_thread_files(&self.dir, &stem, "expired");
-            dropped += 1;
+            dropped.extend(record.map(|record| (thread_id, record)));
         }
         dropped
     }
@@ -491,16 +483,6 @@ impl ThreadStore {
 
     fn expired(&self, updated_at: u64, now: u64) -> bool {
         now.saturating_sub(updated_at) > self.limits.ttl.as_secs()
-    }
-
-    fn evict_over_limit(&self, index: &mut Index) {
-        while index.by_thread.len() > self.limits.max_threads {
-            let Some((_, thread_id)) = index.oldest() else {
-                break;
-            };
-            index.remove(&thread_id);
-            remove_thread_files(&self.dir, &slots::stem_of(&thread_id), "evicted");
-        }
     }
 }
 

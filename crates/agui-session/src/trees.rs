@@ -36,6 +36,10 @@ const BY_OWNER_DIR: &str = "by-owner";
 /// The marker in a tree's state directory.
 const MARKER: &str = "owner.json";
 
+/// How long a new owner or thread waits for a spare that is booting (a boot takes a few hundred
+/// milliseconds; this only bounds a stuck one).
+const SPARE_WAIT: std::time::Duration = std::time::Duration::from_secs(20);
+
 /// A tree's id: 128 random bits in lowercase base32 (26 characters).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "String")]
@@ -184,6 +188,17 @@ pub(crate) struct Trees {
     /// Serialises this process's claims of trees for owners.
     claiming: tokio::sync::Mutex<()>,
     spares: Mutex<Vec<Spare>>,
+    /// Spares being booted, and a signal when one is ready (or failed).
+    preparing: std::sync::atomic::AtomicUsize,
+    prepared: tokio::sync::Notify,
+    /// The disk each tree used when last measured, and whether a measurement runs.
+    usage: Arc<Mutex<HashMap<TreeId, Usage>>>,
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct Usage {
+    bytes: Option<u64>,
+    measuring: bool,
 }
 
 /// A place for a new thread, and the hold on a spare's process if it claimed one (drop it once
@@ -210,6 +225,9 @@ impl Trees {
             owners: Mutex::new(HashMap::new()),
             claiming: tokio::sync::Mutex::new(()),
             spares: Mutex::new(Vec::new()),
+            preparing: std::sync::atomic::AtomicUsize::new(0),
+            prepared: tokio::sync::Notify::new(),
+            usage: Arc::default(),
         };
         trees.remove_own_unclaimed();
         trees
@@ -320,6 +338,9 @@ impl Trees {
         owner: &Owner,
         thread_id: &str,
     ) -> Result<NewPlace, TreeError> {
+        if self.isolation == Isolation::Thread || self.existing_tree(owner).is_none() {
+            self.await_spare().await;
+        }
         match self.isolation {
             Isolation::Thread => {
                 let (tree, hold) = self.claim_tree(owner, Some(thread_id))?;
@@ -415,6 +436,22 @@ impl Trees {
                     });
             }
             _ => self.remove_tree(tree),
+        }
+    }
+
+    /// Waits for a spare being booted, if one is and none is ready: claiming it soon beats
+    /// booting a second process beside it.
+    async fn await_spare(&self) {
+        use std::sync::atomic::Ordering;
+        let deadline = tokio::time::Instant::now() + SPARE_WAIT;
+        loop {
+            let ready = self.prepared.notified();
+            if self.spares() > 0 || self.preparing.load(Ordering::SeqCst) == 0 {
+                return;
+            }
+            if tokio::time::timeout_at(deadline, ready).await.is_err() {
+                return;
+            }
         }
     }
 
@@ -552,6 +589,82 @@ impl Trees {
         self.owners.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// Removes what a thread left: its workspace, app data dir and conversation database (the
+    /// whole tree for a tree of one thread; a workspace recorded before places existed, when it
+    /// lies under the workspace root).
+    pub(crate) fn remove_thread_files(&self, record: &crate::store::ThreadRecord) {
+        let remove = |path: &Path| {
+            let removed = if path.is_dir() {
+                fs::remove_dir_all(path)
+            } else {
+                fs::remove_file(path)
+            };
+            if let Err(e) = removed
+                && e.kind() != io::ErrorKind::NotFound
+            {
+                tracing::warn!(path = %path.display(), error = %e, "could not remove a thread's files");
+            }
+        };
+        let Some(place) = &record.place else {
+            let legacy = &record.workspace;
+            if !legacy.as_os_str().is_empty() && legacy.starts_with(&self.workspace_root) {
+                remove(legacy);
+            }
+            return;
+        };
+        if !valid_slot(&place.slot) {
+            return;
+        }
+        if self.isolation == Isolation::Thread {
+            self.remove_tree(&place.tree);
+            return;
+        }
+        remove(&self.workspaces_dir(&place.tree).join(&place.slot));
+        remove(&self.state_dir(&place.tree).join("app").join(&place.slot));
+        let id = &record.conversation_id;
+        if !id.is_empty() && !id.contains(['/', '\\', '.']) {
+            let storage = self.process_place(&place.tree).storage_dir;
+            for suffix in ["", "-wal", "-shm"] {
+                remove(&storage.join(format!("{id}.db{suffix}")));
+            }
+        }
+    }
+
+    /// The disk `tree` used when last measured (workspaces and state; blocks allocated).
+    pub(crate) fn usage(&self, tree: &TreeId) -> Option<u64> {
+        self.usage
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(tree)
+            .and_then(|u| u.bytes)
+    }
+
+    /// Measures `tree` in the background (once at a time per tree; the result is read with
+    /// [`Trees::usage`]).
+    pub(crate) fn measure(&self, tree: &TreeId) {
+        {
+            let mut usage = self.usage.lock().unwrap_or_else(PoisonError::into_inner);
+            let entry = usage.entry(tree.clone()).or_default();
+            if entry.measuring {
+                return;
+            }
+            entry.measuring = true;
+        }
+        let dirs = [self.workspaces_dir(tree), self.state_dir(tree)];
+        let (usage, tree) = (self.usage.clone(), tree.clone());
+        tokio::task::spawn_blocking(move || {
+            let bytes = dirs.iter().map(|dir| disk_usage(dir)).sum();
+            let mut usage = usage.lock().unwrap_or_else(PoisonError::into_inner);
+            usage.insert(
+                tree,
+                Usage {
+                    bytes: Some(bytes),
+                    measuring: false,
+                },
+            );
+        });
+    }
+
     /// Removes a tree's two directories.
     pub(crate) fn remove_tree(&self, tree: &TreeId) {
         for dir in [self.workspaces_dir(tree), self.state_dir(tree)] {
@@ -584,6 +697,27 @@ impl Trees {
             }
         }
     }
+}
+
+/// The disk the files below `dir` take (allocated blocks; links not followed, each inode once
+/// per directory walk).
+fn disk_usage(dir: &Path) -> u64 {
+    use std::os::unix::fs::MetadataExt as _;
+    let mut total = 0;
+    let mut pending = vec![dir.to_owned()];
+    while let Some(dir) = pending.pop() {
+        let Ok(entries) = fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let Ok(meta) = entry.metadata() else { continue };
+            total += meta.blocks() * 512;
+            if meta.is_dir() {
+                pending.push(entry.path());
+            }
+        }
+    }
+    total
 }
 
 fn describe(owner: &Owner, thread: Option<&str>) -> String {
@@ -667,23 +801,31 @@ pub(crate) async fn refill_spares(
     backend: crate::backend::Backend,
     warm_up: Option<harness_client::WarmUp>,
 ) {
+    use std::sync::atomic::Ordering;
     if trees.isolation == Isolation::Shared || trees.spares() > 0 {
         return;
     }
-    let (tree, place) = match trees.make_spare_tree() {
-        Ok(made) => made,
-        Err(e) => {
-            tracing::warn!(error = %e, "could not make a spare directory tree");
-            return;
-        }
-    };
-    match backend.0.reserve(&place, warm_up).await {
-        Some(hold) => {
-            tracing::debug!(%tree, "a spare harness is ready for the next new owner or thread");
-            trees.add_spare(tree, hold);
-        }
-        None => trees.remove_tree(&tree),
+    // One spare at a time.
+    if trees
+        .preparing
+        .compare_exchange(0, 1, Ordering::SeqCst, Ordering::SeqCst)
+        .is_err()
+    {
+        return;
     }
+    let made = trees.make_spare_tree();
+    match made {
+        Ok((tree, place)) => match backend.0.reserve(&place, warm_up).await {
+            Some(hold) => {
+                tracing::info!(%tree, "a spare harness is ready for the next new owner or thread");
+                trees.add_spare(tree, hold);
+            }
+            None => trees.remove_tree(&tree),
+        },
+        Err(e) => tracing::warn!(error = %e, "could not make a spare directory tree"),
+    }
+    trees.preparing.fetch_sub(1, Ordering::SeqCst);
+    trees.prepared.notify_waiters();
 }
 
 #[cfg(test)]

@@ -86,13 +86,6 @@ fn record(conversation_id: &str) -> ThreadRecord {
     }
 }
 
-fn limits(max_threads: usize) -> StoreLimits {
-    StoreLimits {
-        max_threads,
-        ..StoreLimits::default()
-    }
-}
-
 #[test]
 fn a_record_round_trips_with_its_update_time() {
     let fixture = Fixture::new();
@@ -141,44 +134,16 @@ fn records_survive_a_reopen() {
 }
 
 #[test]
-fn the_least_recently_updated_threads_are_evicted() {
+fn no_record_is_dropped_to_make_room_however_many_there_are() {
     let fixture = Fixture::new();
-    let store = fixture.open(limits(2));
-    store.put("a", &record("ca")).expect("put");
-    fixture.advance(1);
-    store.put("b", &record("cb")).expect("put");
-    fixture.advance(1);
-    // Updating `a` makes `b` the least recently updated.
-    store.put("a", &record("ca2")).expect("put");
-    fixture.advance(1);
-    store.put("c", &record("cc")).expect("put");
-    assert_eq!(store.len(), 2);
-    assert_eq!(store.get("b"), None);
-    assert!(store.get("a").is_some() && store.get("c").is_some());
-    assert!(!fixture.slot_path("b", Slot::A).exists() && !fixture.slot_path("b", Slot::B).exists());
-    assert_eq!(fixture.files().len(), 3, "a's two slots and c's one");
-
-    // Within one second, the earlier update goes first.
-    store.put("d", &record("cd")).expect("put");
-    assert_eq!(store.get("a"), None);
-    assert!(store.get("c").is_some() && store.get("d").is_some());
-}
-
-#[test]
-fn a_smaller_limit_evicts_the_oldest_at_open() {
-    let fixture = Fixture::new();
-    let store = fixture.open(limits(10));
-    for thread in ["t1", "t2", "t3", "t4"] {
-        store.put(thread, &record(thread)).expect("put");
-        fixture.advance(1);
+    let store = fixture.open(StoreLimits::default());
+    for n in 0..300 {
+        store.put(&format!("t{n}"), &record("c")).expect("put");
     }
     drop(store);
-
-    let store = fixture.open(limits(2));
-    assert_eq!(store.len(), 2);
-    assert_eq!((store.get("t1"), store.get("t2")), (None, None));
-    assert!(store.get("t3").is_some() && store.get("t4").is_some());
-    assert_eq!(fixture.files().len(), 2);
+    let store = fixture.open(StoreLimits::default());
+    assert_eq!(store.len(), 300);
+    assert!(store.get("t0").is_some() && store.get("t299").is_some());
 }
 
 #[test]
@@ -186,7 +151,6 @@ fn expired_records_are_dropped() {
     let fixture = Fixture::new();
     let ttl = StoreLimits {
         ttl: Duration::from_secs(10),
-        ..StoreLimits::default()
     };
     let store = fixture.open(ttl);
     store.put("old", &record("c-old")).expect("put");
@@ -195,7 +159,7 @@ fn expired_records_are_dropped() {
 
     // At exactly the TTL a record is still alive.
     fixture.advance(4);
-    assert_eq!(store.sweep(), 0);
+    assert!(store.sweep().is_empty());
     assert!(store.get("old").is_some());
 
     // Past it, a read misses and the sweep drops it.
@@ -203,15 +167,23 @@ fn expired_records_are_dropped() {
     assert_eq!(store.get("old"), None);
     assert_eq!(store.len(), 1);
     fixture.advance(10);
-    assert_eq!(store.sweep(), 1);
+    let dropped = store.sweep();
+    assert_eq!(dropped.len(), 1);
+    assert_eq!(dropped[0].0, "new");
+    assert_eq!(
+        dropped[0].1.conversation_id, "c-new",
+        "the sweep says what it dropped"
+    );
     assert!(store.is_empty());
     assert!(fixture.files().is_empty());
 
-    // Expired files are dropped at open.
+    // Records that expired while the server was down go with the first sweep after a start.
     store.put("again", &record("c")).expect("put");
     drop(store);
     fixture.advance(11);
     let store = fixture.open(ttl);
+    assert_eq!(store.get("again"), None);
+    assert_eq!(store.sweep().len(), 1);
     assert!(store.is_empty());
     assert!(fixture.files().is_empty());
 }
@@ -221,14 +193,13 @@ fn the_sweep_drops_only_what_expired() {
     let fixture = Fixture::new();
     let store = fixture.open(StoreLimits {
         ttl: Duration::from_secs(10),
-        ..StoreLimits::default()
     });
     for thread in ["t1", "t2", "t3"] {
         store.put(thread, &record(thread)).expect("put");
         fixture.advance(5);
     }
     // Ages are now 15, 10 and 5 seconds.
-    assert_eq!(store.sweep(), 1);
+    assert_eq!(store.sweep().len(), 1);
     assert_eq!(store.get("t1"), None);
     assert!(store.get("t2").is_some() && store.get("t3").is_some());
 }
@@ -475,7 +446,7 @@ fn hostile_thread_ids_stay_inside_the_directory() {
 #[test]
 fn concurrent_puts_from_threads() {
     let fixture = Fixture::new();
-    let store = Arc::new(fixture.open(limits(1_000)));
+    let store = Arc::new(fixture.open(StoreLimits::default()));
     let writers: Vec<_> = (0..8)
         .map(|writer| {
             let store = Arc::clone(&store);
@@ -518,7 +489,7 @@ fn concurrent_puts_from_threads() {
     );
 
     drop(store);
-    let store = fixture.open(limits(1_000));
+    let store = fixture.open(StoreLimits::default());
     assert_eq!(store.len(), 8 * 25 + 1);
     assert_eq!(store.get("shared").expect("record").conversation_id, shared);
 }
@@ -554,7 +525,6 @@ fn a_record_written_by_another_process_sharing_the_directory_is_read() {
     let fixture = Fixture::new();
     let ten_secs = StoreLimits {
         ttl: Duration::from_secs(10),
-        ..StoreLimits::default()
     };
     let a = fixture.open(ten_secs);
     let b = fixture.open(ten_secs);
@@ -567,10 +537,17 @@ fn a_record_written_by_another_process_sharing_the_directory_is_read() {
     fixture.advance(8);
     a.put("t", &record("renewed-by-a")).expect("put");
     fixture.advance(8);
-    assert_eq!(b.sweep(), 0, "b's sweep keeps a record a renewed since");
+    assert!(
+        b.sweep().is_empty(),
+        "b's sweep keeps a record a renewed since"
+    );
     assert_eq!(b.get("t").expect("kept").conversation_id, "renewed-by-a");
     fixture.advance(11);
-    assert_eq!(b.sweep(), 1, "and drops it once it has really expired");
+    assert_eq!(
+        b.sweep().len(),
+        1,
+        "and drops it once it has really expired"
+    );
     assert!(a.get("t").is_none());
 }
 

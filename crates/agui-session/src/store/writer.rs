@@ -102,10 +102,33 @@ impl RecordWriter {
         }
     }
 
-    /// Drops expired and excess records (blocking I/O, off the async threads).
-    pub(crate) async fn sweep(&self) {
+    /// Drops expired records (blocking I/O, off the async threads); returns them.
+    pub(crate) async fn sweep(&self) -> Vec<(String, ThreadRecord)> {
         let store = self.store.clone();
-        let _ = tokio::task::spawn_blocking(move || store.sweep()).await;
+        tokio::task::spawn_blocking(move || store.sweep())
+            .await
+            .unwrap_or_default()
+    }
+
+    /// Forgets a thread now: its waiting record and its files.
+    pub(crate) async fn remove(&self, thread_id: &str) {
+        let _writing = self.writing.lock().await;
+        lock(&self.waiting).remove(thread_id);
+        let (store, id) = (self.store.clone(), thread_id.to_owned());
+        match tokio::task::spawn_blocking(move || store.remove(&id)).await {
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => {
+                tracing::warn!(thread_id, error = %e, "could not remove the thread record")
+            }
+            Err(e) => tracing::warn!(thread_id, error = %e, "could not remove the thread record"),
+        }
+    }
+
+    /// How many threads are remembered (written or waiting).
+    pub(crate) fn len(&self) -> usize {
+        let waiting = lock(&self.waiting);
+        let new = waiting.keys().filter(|id| !self.store.knows(id)).count();
+        self.store.len() + new
     }
 }
 

@@ -59,6 +59,11 @@ pub(crate) enum Command {
     },
     /// Stop the turn in flight; the answer says whether there was one.
     Stop { reply: oneshot::Sender<bool> },
+    /// Delete the thread with its files, if it is `owner`'s; the answer says whether it was.
+    Delete {
+        owner: Owner,
+        reply: oneshot::Sender<bool>,
+    },
     /// Close the conversation if the thread is idle (another thread needs the slot).
     Hibernate,
     /// End everything and exit (the server shuts down).

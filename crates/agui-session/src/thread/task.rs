@@ -56,6 +56,9 @@ const COMMAND_QUEUE: usize = 64;
 /// How long a stopped turn may take to stop before its harness process is killed.
 const STOP_GRACE: Duration = Duration::from_secs(5);
 
+/// How often a running turn's tree is measured against the disk cap.
+const DISK_CHECK_EVERY: Duration = Duration::from_secs(5);
+
 /// Starts the task of `thread_id` (it loads the thread's record itself).
 pub(crate) fn spawn(agent: &Arc<AgentInner>, thread_id: &str, generation: u64) -> ThreadHandle {
     let (commands_tx, commands) = mpsc::channel(COMMAND_QUEUE);
@@ -117,6 +120,10 @@ pub(crate) fn spawn(agent: &Arc<AgentInner>, thread_id: &str, generation: u64) -
             Lease::Missing
         } else {
             Lease::NotNeeded
+        },
+        disk: DiskWatch {
+            at_turn_start: None,
+            checked: Instant::now(),
         },
     };
     tokio::spawn(task.run().instrument(span));
@@ -233,6 +240,16 @@ pub(super) struct Task {
     closing: bool,
     shutdown_done: Option<oneshot::Sender<()>>,
     lease: Lease,
+    /// The disk the thread's tree used when the turn began, and when it was last measured.
+    disk: DiskWatch,
+}
+
+/// A running turn's tree measured against the disk cap (`workspace_max_bytes`): a turn that
+/// grows it past the cap is stopped; one that shrinks it (cleaning up) is not.
+#[derive(Debug, Clone, Copy)]
+struct DiskWatch {
+    at_turn_start: Option<u64>,
+    checked: Instant,
 }
 
 impl Task {
@@ -456,6 +473,13 @@ impl Task {
                 let stopped = self.stop();
                 let _ = reply.send(stopped);
             }
+            Command::Delete { owner, reply } => {
+                let deleted = self.delete(&owner).await;
+                let _ = reply.send(deleted);
+                if deleted {
+                    return Flow::Exit;
+                }
+            }
             Command::Hibernate => {
                 if self.is_idle_live() {
                     tracing::info!("hibernating an idle thread to make room");
@@ -475,6 +499,40 @@ impl Task {
             }
         }
         Flow::Continue
+    }
+
+    /// Deletes the thread if it is `owner`'s: its runs end `cancelled`, what is parked is
+    /// released, its conversation closes (its own process stops), then its record and files
+    /// go. The task ends after.
+    async fn delete(&mut self, owner: &Owner) -> bool {
+        if let Err(failure) = self.admit(owner).await {
+            tracing::info!(message = %failure.message, "refused to delete the thread");
+            return false;
+        }
+        self.closing = true;
+        let failure = RunFailure::new(crate::RunErrorCode::Cancelled, "The thread was deleted.");
+        self.finish(Err(failure.clone())).await;
+        self.parking.close_all();
+        for waiting in std::mem::take(&mut self.waiting) {
+            self.reject(&waiting.input, waiting.events, failure.clone());
+        }
+        let own_process = self.agent.backend.0.isolation() == crate::Isolation::Thread;
+        self.conversation.hand_over(own_process).await;
+        let record = ThreadRecord {
+            conversation_id: self.conversation_id.clone(),
+            owner: self.owner.clone(),
+            place: self.place.clone(),
+            workspace: match &self.moving {
+                Some(Moving::Legacy(workspace)) => workspace.clone(),
+                _ => PathBuf::new(),
+            },
+            ..ThreadRecord::default()
+        };
+        self.agent.records.remove(&self.id).await;
+        let trees = self.agent.trees.clone();
+        let _ = tokio::task::spawn_blocking(move || trees.remove_thread_files(&record)).await;
+        tracing::info!("the thread was deleted with its files");
+        true
     }
 
     /// Ends everything for a server shutdown: parked requests fail, runs end with
@@ -521,6 +579,9 @@ impl Task {
         let parked = self.status.is_parked();
         if turn && self.stopping.is_none() {
             at(self.last_progress + options.turn_stall_timeout);
+            if options.workspace_max_bytes.is_some() {
+                at(self.disk.checked + DISK_CHECK_EVERY);
+            }
         }
         if self.run.is_none() && !self.output.has_subscribers() {
             if turn || parked {
@@ -556,6 +617,9 @@ impl Task {
             self.stopping = Some(now);
         }
         let turn = self.conversation.turn().is_some();
+        if turn && self.stopping.is_none() && now >= self.disk.checked + DISK_CHECK_EVERY {
+            self.check_disk();
+        }
         if turn
             && self.stopping.is_none()
             && now >= self.last_progress + options.turn_stall_timeout
@@ -636,6 +700,9 @@ impl Task {
                 Command::Stop { reply } => {
                     let _ = reply.send(false);
                 }
+                Command::Delete { .. } => {
+                    Box::pin(self.agent.send(&self.id, command)).await;
+                }
                 Command::Shutdown { done } => {
                     let _ = done.send(());
                 }
@@ -697,6 +764,47 @@ impl Task {
         match self.conversation.turn() {
             Some(turn) => turn.activity().settled(&blocked),
             None => !blocked.is_empty(),
+        }
+    }
+
+    /// A turn begins: the tree's use now is its baseline (and is measured afresh).
+    fn start_disk_watch(&mut self) {
+        let Some(place) = &self.place else { return };
+        if self.agent.options.workspace_max_bytes.is_none() {
+            return;
+        }
+        self.disk = DiskWatch {
+            at_turn_start: self.agent.trees.usage(&place.tree),
+            checked: Instant::now(),
+        };
+        self.agent.trees.measure(&place.tree);
+    }
+
+    /// Stops the turn when it grew the thread's tree past the disk cap.
+    fn check_disk(&mut self) {
+        self.disk.checked = Instant::now();
+        let (Some(place), Some(cap)) = (&self.place, self.agent.options.workspace_max_bytes) else {
+            return;
+        };
+        let used = self.agent.trees.usage(&place.tree);
+        self.agent.trees.measure(&place.tree);
+        let Some(used) = used else { return };
+        let baseline = *self.disk.at_turn_start.get_or_insert(used);
+        if used > cap && used > baseline {
+            tracing::warn!(
+                used,
+                cap,
+                "the turn filled the owner's disk quota; stopping it"
+            );
+            self.turn_failure = Some(RunFailure::new(
+                crate::RunErrorCode::WorkspaceFull,
+                format!(
+                    "The workspace uses {} MiB, more than the {} MiB it may (workspace_max_mb), so the turn was stopped. Ask the agent to delete files to continue.",
+                    used >> 20,
+                    cap >> 20
+                ),
+            ));
+            self.halt();
         }
     }
 

@@ -68,6 +68,9 @@ pub(super) fn run(spec: &Spec) -> Result<u8, String> {
              {SIMULATE_UNAVAILABLE_ENV}={reason})"
         ));
     }
+    // What the harness and its commands write (transcripts, workspaces) is readable by the
+    // server's user alone, whatever the host's umask.
+    nix::sys::stat::umask(nix::sys::stat::Mode::from_bits_truncate(0o077));
     for cgroup in &spec.cgroups {
         // Before anything else starts: every process of the sandbox is born inside.
         std::fs::write(cgroup.join("cgroup.procs"), std::process::id().to_string())

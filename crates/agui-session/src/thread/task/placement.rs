@@ -22,6 +22,13 @@ impl Task {
                 .map(|p| (p, None))
                 .map_err(|e| self.placement_failure(e));
         }
+        let limit = self.agent.options.max_remembered_threads;
+        if !self.known && self.agent.records.len() >= limit {
+            return Err(RunFailure::new(
+                RunErrorCode::ThreadLimit,
+                format!("This agent keeps at most {limit} threads; delete some to start new ones."),
+            ));
+        }
         let NewPlace { place, hold } = trees
             .new_place(&owner, &self.id)
             .await

@@ -30,7 +30,7 @@ pub(super) enum Ending {
 impl Task {
     /// Whether the thread may serve a run or connect now: not while shutting down, and only
     /// with its lease.
-    async fn admit(&mut self, owner: &Owner) -> Result<(), RunFailure> {
+    pub(super) async fn admit(&mut self, owner: &Owner) -> Result<(), RunFailure> {
         if self.closing || self.agent.is_closing() {
             return Err(shutting_down());
         }
@@ -366,6 +366,7 @@ impl Task {
             return;
         }
         tracing::info!(message_id = %prompt.message_id, "user message sent");
+        self.start_disk_watch();
         self.known = true;
         self.forwarded.record(prompt.message_id.clone());
         for id in consumed {

@@ -1,0 +1,319 @@
+//! Owners as the boundary of processes and resources, against a real `agui-antigravity serve`
+//! with two owners (see `support/served.rs`): owners never share a process and one owner's
+//! threads share up to `pool_size` per process; a new owner's first turn runs on a process
+//! booted before it asked (a spare); a fork bomb, a memory hog and a disk fill are bounded and
+//! another owner still answers; deleting a thread removes its files.
+//!
+//! Needs the harness binary (`ANTIGRAVITY_HARNESS_PATH` or `cargo xtask fetch-harness`).
+
+mod support;
+
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+
+use agui_types::Event;
+use support::served::{Served, Start, descendants, pid_namespace, secret, token, walk};
+
+/// The pid namespace a thread's commands run in (one per harness process).
+async fn namespace_of(served: &Served, owner: &str, thread: &str) -> String {
+    let out = served
+        .say(owner, thread, "readlink /proc/self/ns/pid")
+        .await;
+    out.lines()
+        .map(str::trim)
+        .find(|l| l.starts_with("pid:["))
+        .unwrap_or_else(|| panic!("a namespace was printed: {out}"))
+        .to_owned()
+}
+
+#[tokio::test]
+async fn two_owners_never_share_a_process_and_one_owners_threads_share_up_to_pool_size() {
+    let served = Served::start(Start {
+        args: &["--pool-size", "2"],
+        ..Start::default()
+    })
+    .await;
+    let mut alice = Vec::new();
+    for thread in ["a1", "a2", "a3"] {
+        alice.push(namespace_of(&served, "alice", thread).await);
+    }
+    let bob = namespace_of(&served, "bob", "b1").await;
+    let distinct: BTreeSet<&String> = alice.iter().collect();
+    assert_eq!(
+        distinct.len(),
+        2,
+        "three threads, two per process: {alice:?}"
+    );
+    assert!(
+        !alice.contains(&bob),
+        "bob shares a process with alice: {bob} in {alice:?}"
+    );
+    // And by pid: every harness serves one owner.
+    let harnesses = descendants(served.pid(), "localharness");
+    assert_eq!(
+        harnesses.len(),
+        3,
+        "two for alice, one for bob: {harnesses:?}"
+    );
+}
+
+/// A new owner's first turn runs on a harness that was booted (and warmed) before the run was
+/// sent: the spare. Proved by the process, not by a timer.
+#[tokio::test]
+async fn a_new_owners_first_turn_runs_on_a_process_booted_before_it_asked() {
+    let served = Served::start(Start {
+        args: &["--prestart-harness", "true"],
+        ..Start::default()
+    })
+    .await;
+    let booted = wait_for_spare(&served).await;
+    let alice = namespace_of(&served, "alice", "a1").await;
+    assert!(
+        booted.contains(&alice),
+        "alice's first turn ran on {alice}, not on the spare ({booted:?})"
+    );
+    // Another spare follows for the next new owner.
+    let booted = wait_for_spare(&served).await;
+    let bob = namespace_of(&served, "bob", "b1").await;
+    assert!(
+        booted.contains(&bob),
+        "bob's first turn ran on {bob}, not on a spare ({booted:?})"
+    );
+    assert_ne!(alice, bob);
+}
+
+/// Per-thread sandboxes take spares too: each new thread's first turn runs on a process booted
+/// before it asked.
+#[tokio::test]
+async fn in_thread_mode_a_new_threads_first_turn_runs_on_a_spare() {
+    let served = Served::start(Start {
+        args: &["--prestart-harness", "true", "--sandbox", "thread"],
+        ..Start::default()
+    })
+    .await;
+    for thread in ["t1", "t2"] {
+        let booted = wait_for_spare(&served).await;
+        let ns = namespace_of(&served, "alice", thread).await;
+        assert!(
+            booted.contains(&ns),
+            "{thread} ran on {ns}, not on a spare ({booted:?})"
+        );
+    }
+}
+
+/// The pid namespaces of the harnesses running once a spare is ready (`/metrics` counts it).
+async fn wait_for_spare(served: &Served) -> BTreeSet<String> {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let metrics = reqwest::Client::new()
+            .get(format!("http://{}/metrics", served.addr))
+            .bearer_auth(token("alice"))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        let spares = metrics
+            .lines()
+            .find(|l| l.starts_with("agui_spare_harnesses"))
+            .and_then(|l| l.rsplit(' ').next())
+            .and_then(|n| n.parse::<f64>().ok())
+            .unwrap_or(0.0);
+        if spares >= 1.0 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no spare got ready:\n{}",
+            served.log()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    descendants(served.pid(), "localharness")
+        .into_iter()
+        .map(pid_namespace)
+        .collect()
+}
+
+#[tokio::test]
+async fn a_fork_bomb_and_a_memory_hog_are_bounded_and_another_owner_still_answers() {
+    let served = Served::start(Start {
+        args: &["--sandbox-max-pids", "128", "--sandbox-memory-mb", "300"],
+        ..Start::default()
+    })
+    .await;
+    let caps = served.capabilities().await;
+    let limits = caps["custom"]["sandbox"]["limits"].clone();
+    if limits["cgroups"].is_null() {
+        // Without cgroups the limits are not claimed, and the reason is given.
+        assert!(
+            limits["pids"].is_null() && limits["memoryBytes"].is_null(),
+            "{caps}"
+        );
+        assert!(limits["cgroupsUnavailable"].as_str().is_some(), "{caps}");
+        return;
+    }
+    assert_eq!(limits["pids"], 128, "{caps}");
+    // The bomb ends bounded: it starts fewer processes than the limit, or takes down only its
+    // own owner's harness (the Go runtime cannot start a thread), whose run then says so.
+    let bomb = served
+        .run(
+            "alice",
+            "bomb",
+            "n=0; for i in $(seq 400); do (sleep 20 &) 2>/dev/null && n=$((n+1)); done; \
+             echo started=$n; pkill sleep; echo bombed",
+        )
+        .await;
+    match bomb.last() {
+        Some(Event::RunFinished(_)) => {
+            let out = support::served::tool_results(&bomb);
+            let started: usize = out
+                .lines()
+                .find_map(|l| l.trim().strip_prefix("started="))
+                .and_then(|n| n.parse().ok())
+                .unwrap_or_else(|| panic!("the bomb ran: {out}"));
+            assert!(
+                started < 128,
+                "the bomb was not bounded: {started} processes"
+            );
+        }
+        Some(Event::RunError(error)) => {
+            assert_eq!(error.code.as_deref(), Some("HARNESS_LOST"), "{error:?}");
+        }
+        other => panic!("the bomb's run ended: {other:?}"),
+    }
+    let hog = served
+        .run(
+            "alice",
+            "hog",
+            "head -c 1200000000 /dev/zero | tail > /dev/null; echo exit=$?",
+        )
+        .await;
+    let out = support::served::tool_results(&hog);
+    assert!(!out.contains("exit=0"), "the hog got its memory: {out}");
+    assert!(
+        matches!(hog.last(), Some(Event::RunFinished(_) | Event::RunError(_))),
+        "the hog's run ended: {hog:?}"
+    );
+    // Alice's next thread works again on a new harness.
+    assert!(
+        served
+            .say("alice", "after", "echo recovered")
+            .await
+            .contains("recovered")
+    );
+    // Another owner answers meanwhile and after.
+    let bob = served.say("bob", "b1", "echo bob-answers").await;
+    assert!(bob.contains("bob-answers"), "{bob}");
+}
+
+#[tokio::test]
+async fn a_disk_fill_stops_the_turn_at_the_cap_with_a_clear_error() {
+    let served = Served::start(Start {
+        args: &["--workspace-max-mb", "5"],
+        ..Start::default()
+    })
+    .await;
+    let events = served
+        .run(
+            "alice",
+            "fill",
+            "head -c 9000000 /dev/urandom > fill.bin; sleep 30; echo finished",
+        )
+        .await;
+    let Some(Event::RunError(error)) = events.last() else {
+        panic!("the turn was stopped: {events:?}")
+    };
+    assert_eq!(error.code.as_deref(), Some("WORKSPACE_FULL"), "{error:?}");
+    assert!(error.message.contains("workspace_max_mb"), "{error:?}");
+    // The agent can clean up: a turn that shrinks the tree is not stopped.
+    let out = served
+        .say("alice", "fill", "rm fill.bin; echo cleaned")
+        .await;
+    assert!(out.contains("cleaned"), "{out}");
+}
+
+#[tokio::test]
+async fn deleting_a_thread_removes_its_files_and_frees_its_id_and_only_its_owner_may() {
+    let served = Served::start(Start::default()).await;
+    let secret = secret("delete-me");
+    let out = served
+        .say(
+            "alice",
+            "gone",
+            &format!("echo {secret} > notes.txt && echo written"),
+        )
+        .await;
+    assert!(out.contains("written"), "{out}");
+    let client = reqwest::Client::new();
+    let url = format!("http://{}/threads/gone", served.addr);
+    let bob = client
+        .delete(&url)
+        .bearer_auth(token("bob"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(bob.status(), 404, "bob cannot delete alice's thread");
+    let deleted = client
+        .delete(&url)
+        .bearer_auth(token("alice"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(deleted.status(), 200);
+    assert_eq!(
+        deleted.json::<serde_json::Value>().await.unwrap()["deleted"],
+        true
+    );
+    let left: Vec<_> = walk(served.dir.path())
+        .into_iter()
+        .filter(|p| std::fs::read(p).is_ok_and(|b| String::from_utf8_lossy(&b).contains(&secret)))
+        .collect();
+    assert!(
+        left.is_empty(),
+        "files of the deleted thread remain: {left:?}"
+    );
+    // The id is free again: bob may use it now, as a new thread.
+    let out = served.say("bob", "gone", "echo fresh; cat notes.txt").await;
+    assert!(out.contains("fresh") && !out.contains(&secret), "{out}");
+    let connect = client
+        .post(format!("http://{}/connect", served.addr))
+        .bearer_auth(token("alice"))
+        .json(&serde_json::json!({"threadId": "gone", "runId": "r", "messages": []}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        connect.status(),
+        404,
+        "alice's thread is gone (the id is bob's now)"
+    );
+}
+
+#[tokio::test]
+async fn an_identity_at_its_limits_is_told_so() {
+    let served = Served::start(Start {
+        args: &["--max-threads-per-owner", "1"],
+        ..Start::default()
+    })
+    .await;
+    served.say("alice", "first", "echo one").await;
+    let refused = reqwest::Client::new()
+        .post(format!("http://{}/", served.addr))
+        .bearer_auth(token("alice"))
+        .json(&serde_json::json!({"threadId": "second", "runId": "r", "messages": [{"id": "m", "role": "user", "content": "echo two"}]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 429);
+    let body: serde_json::Value = refused.json().await.unwrap();
+    assert!(body.to_string().contains("max_threads_per_owner"), "{body}");
+    // Bob is not limited by alice's threads.
+    assert!(
+        served
+            .say("bob", "second", "echo bob")
+            .await
+            .contains("bob")
+    );
+}
