@@ -381,3 +381,67 @@ async fn a_dead_harness_ends_the_run_with_a_reference_and_leaves_the_details_in_
     );
     fx.server.shutdown().await;
 }
+
+/// `auth_tokens` with `user_header`: a token holder could otherwise name any user in the
+/// header. The header is trusted only from the proxy that proves itself with `proxy_token`.
+#[tokio::test]
+async fn a_token_holder_cannot_borrow_another_identity_through_the_user_header() {
+    let refused = agui_server::ServerConfig::from_args([
+        "agui-antigravity",
+        "--auth-tokens",
+        "alice=alice-t,bob=bob-t",
+        "--user-header",
+        "X-Forwarded-User",
+    ])
+    .unwrap_err()
+    .to_string();
+    assert!(refused.contains("proxy_token"), "{refused}");
+    let model = model().await;
+    let fx = serve(
+        &model,
+        &[
+            "--auth-tokens",
+            "alice=alice-t,bob=bob-t",
+            "--user-header",
+            "X-Forwarded-User",
+            "--proxy-token",
+            "proxy-t",
+        ],
+    )
+    .await;
+    let post = |token: &'static str, user: Option<&'static str>| {
+        let mut request = fx
+            .client
+            .post(fx.url("/"))
+            .bearer_auth(token)
+            .json(&input("t-alice", json!([user("m1", "hello")])));
+        if let Some(user) = user {
+            request = request.header("X-Forwarded-User", user);
+        }
+        request.send()
+    };
+    assert_eq!(
+        post("alice-t", None).await.unwrap().status(),
+        200,
+        "alice's own thread"
+    );
+    let borrowed = post("bob-t", Some("alice")).await.unwrap();
+    assert_eq!(borrowed.status(), 403, "bob named alice in the header");
+    assert!(detail(borrowed).await.contains("authenticating proxy"));
+    assert_eq!(
+        post("bob-t", None).await.unwrap().status(),
+        404,
+        "bob as himself does not see alice's thread"
+    );
+    assert_eq!(
+        post("proxy-t", Some("alice")).await.unwrap().status(),
+        200,
+        "the proxy names alice"
+    );
+    assert_eq!(
+        post("proxy-t", None).await.unwrap().status(),
+        401,
+        "the proxy must name someone"
+    );
+    fx.server.shutdown().await;
+}

@@ -208,6 +208,21 @@ fn sample(key: &str) -> (&'static str, &'static str, Option<&'static str>) {
         "turn_stall_timeout_secs" => ("60", "60", None),
         "client_buffer_events" => ("100", "100", None),
         "sandbox" => ("\"off\"", "off", None),
+        "insecure_unconfined" => ("true", "true", None),
+        "egress_allow" => ("[\"pypi.org\"]", "pypi.org", None),
+        "sandbox_ro_paths" => ("[\"/usr\"]", "/usr", None),
+        "sandbox_max_pids" => ("256", "256", None),
+        "sandbox_memory_mb" => ("1024", "1024", None),
+        "sandbox_tmp_mb" => ("64", "64", None),
+        "sandbox_file_mb" => ("100", "100", None),
+        "workspace_max_mb" => ("1000", "1000", None),
+        "model_max_request_mb" => ("16", "16", None),
+        "model_max_concurrent_calls" => ("4", "4", None),
+        "model_calls_per_minute" => ("60", "60", None),
+        "max_threads_per_owner" => ("10", "10", None),
+        "max_runs_per_owner" => ("2", "2", None),
+        "thread_retention_days" => ("7", "7", None),
+        "proxy_token" => ("\"p\"", "p", Some("user_header")),
         other => panic!("no sample value for `{other}`: add one to this test"),
     }
 }
@@ -476,4 +491,34 @@ impl<'de> serde::Deserializer<'de> for FieldNames<'_> {
         option unit unit_struct newtype_struct seq tuple tuple_struct map enum identifier
         ignored_any
     }
+}
+
+/// Unconfined agents serving several users or the network are refused unless the operator
+/// says every caller is trusted; `strict` is still read, as `thread`.
+#[test]
+fn unconfined_agents_with_identities_or_a_public_bind_need_insecure_unconfined() {
+    use agui_server::ServerConfig;
+    let with = |extra: &[&str]| {
+        let mut args = vec!["agui-antigravity", "--sandbox", "off"];
+        args.extend_from_slice(extra);
+        ServerConfig::from_args(args)
+    };
+    let refused = with(&["--auth-tokens", "alice=t1"])
+        .unwrap_err()
+        .to_string();
+    assert!(refused.contains("insecure_unconfined"), "{refused}");
+    let refused = with(&["--bind", "0.0.0.0:8027", "--auth-token", "t"])
+        .unwrap_err()
+        .to_string();
+    assert!(refused.contains("beyond loopback"), "{refused}");
+    assert!(
+        with(&[]).is_ok(),
+        "alone on loopback, off is the operator's choice"
+    );
+    assert!(with(&["--auth-tokens", "alice=t1", "--insecure-unconfined"]).is_ok());
+    let strict = ServerConfig::from_args(["agui-antigravity", "--sandbox", "strict"]).unwrap();
+    assert_eq!(
+        strict.agents[0].sandbox,
+        Some(agui_server::config::SandboxMode::Thread)
+    );
 }

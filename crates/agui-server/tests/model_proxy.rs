@@ -135,14 +135,30 @@ async fn the_harness_is_told_a_token_and_only_the_model_receives_the_real_key() 
         );
     }
 
-    // What the harness holds: its configuration frame names the token, never the key; and
-    // neither its environment, its command line nor its memory holds the key.
+    // What the harness holds: its configuration frame names the sandbox's model listener and a
+    // token of its process alone (not the agent's), never the key; and neither its
+    // environment, its command line nor its memory holds the key.
     let log = String::from_utf8_lossy(&traced.lock().unwrap()).into_owned();
+    let frame = log
+        .lines()
+        .find(|l| l.contains("to harness") && l.contains("geminiApiEndpoint"))
+        .expect("the configuration frame was traced");
+    let listener = format!("http://127.0.0.1:{}/", harness_client::sandbox::MODEL_PORT);
+    let at = frame
+        .find(&listener)
+        .unwrap_or_else(|| panic!("the sandbox's model listener: {frame}"));
+    let process_token: String = frame[at + listener.len()..]
+        .chars()
+        .take_while(char::is_ascii_hexdigit)
+        .collect();
+    assert_eq!(process_token.len(), 64, "{frame}");
+    assert_ne!(
+        process_token, token,
+        "a confined harness gets a token of its own"
+    );
     assert!(
-        log.lines().any(|l| l.contains("to harness")
-            && l.contains("geminiApiEndpoint")
-            && l.contains(&token)),
-        "the configuration frame was traced"
+        !frame.contains(&token),
+        "the agent's token reached a confined harness"
     );
     assert!(!log.contains(&key), "the key was sent to the harness");
     assert!(
@@ -156,7 +172,7 @@ async fn the_harness_is_told_a_token_and_only_the_model_receives_the_real_key() 
             let text = std::fs::read(format!("/proc/{pid}/{file}")).unwrap_or_default();
             assert!(!contains(&text, key.as_bytes()), "the key is in its {file}");
         }
-        let (holds_token, holds_key) = memory_holds(pid, token.as_bytes(), key.as_bytes());
+        let (holds_token, holds_key) = memory_holds(pid, process_token.as_bytes(), key.as_bytes());
         assert!(
             holds_token,
             "the memory scan finds what the harness was given"
