@@ -409,14 +409,14 @@ async fn a_token_holder_cannot_borrow_another_identity_through_the_user_header()
         ],
     )
     .await;
-    let post = |token: &'static str, user: Option<&'static str>| {
+    let post = |token: &'static str, named: Option<&'static str>| {
         let mut request = fx
             .client
             .post(fx.url("/"))
             .bearer_auth(token)
             .json(&input("t-alice", json!([user("m1", "hello")])));
-        if let Some(user) = user {
-            request = request.header("X-Forwarded-User", user);
+        if let Some(named) = named {
+            request = request.header("X-Forwarded-User", named);
         }
         request.send()
     };

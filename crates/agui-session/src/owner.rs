@@ -51,16 +51,18 @@ impl std::fmt::Display for Owner {
     }
 }
 
+/// As its identity, the local owner as `""` (so that an absent owner, `null`, stays
+/// distinguishable from the local one).
 impl serde::Serialize for Owner {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        self.identity().serialize(s)
+        self.identity().unwrap_or_default().serialize(s)
     }
 }
 
 impl<'de> serde::Deserialize<'de> for Owner {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let identity: Option<String> = serde::Deserialize::deserialize(d)?;
-        Ok(identity.map_or_else(Self::local, |i| Self::named(&i)))
+        let identity: String = serde::Deserialize::deserialize(d)?;
+        Ok(Self::named(&identity))
     }
 }
 
@@ -77,5 +79,11 @@ mod tests {
             assert_eq!(serde_json::from_str::<Owner>(&json).unwrap(), owner);
         }
         assert_ne!(Owner::local(), Owner::named("local"));
+        let recorded: Option<Owner> = serde_json::from_str("\"\"").unwrap();
+        assert_eq!(
+            recorded,
+            Some(Owner::local()),
+            "the local owner is not a missing one"
+        );
     }
 }

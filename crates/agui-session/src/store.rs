@@ -230,6 +230,8 @@ pub(crate) struct ThreadStore {
     limits: StoreLimits,
     clock: Box<dyn Fn() -> u64 + Send + Sync>,
     index: Mutex<Index>,
+    /// Records a read found expired, for the next sweep to report.
+    expired_on_read: Mutex<Vec<(String, ThreadRecord)>>,
 }
 
 impl fmt::Debug for ThreadStore {
@@ -265,6 +267,7 @@ impl ThreadStore {
             limits,
             clock: Box::new(clock),
             index: Mutex::new(Index::default()),
+            expired_on_read: Mutex::new(Vec::new()),
         };
         let mut stems = BTreeSet::new();
         let entries =
@@ -334,7 +337,11 @@ impl ThreadStore {
             return self.adopt(&mut index, thread_id, &stem, now);
         };
         if self.expired(updated_at, now) {
+            // Gone for the thread; what belongs to it goes with the next sweep.
             index.remove(thread_id);
+            if let Stored::Record { record, .. } = slots::read_thread(&self.dir, &stem) {
+                self.lock_expired().push((thread_id.to_owned(), *record));
+            }
             remove_thread_files(&self.dir, &stem, "expired");
             return None;
         }
@@ -445,11 +452,12 @@ impl ThreadStore {
         self.len() == 0
     }
 
-    /// Drops the records older than the TTL; returns them, so what belongs to them can go too.
+    /// Drops the records older than the TTL; returns them (and those a read found expired
+    /// since the last sweep), so what belongs to them can go too.
     pub(crate) fn sweep(&self) -> Vec<(String, ThreadRecord)> {
         let now = self.now();
+        let mut dropped = std::mem::take(&mut *self.lock_expired());
         let mut index = self.lock();
-        let mut dropped = Vec::new();
         while let Some((updated_at, thread_id)) = index.oldest() {
             if !self.expired(updated_at, now) {
                 break;
@@ -473,6 +481,12 @@ impl ThreadStore {
 
     fn now(&self) -> u64 {
         (self.clock)()
+    }
+
+    fn lock_expired(&self) -> MutexGuard<'_, Vec<(String, ThreadRecord)>> {
+        self.expired_on_read
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
     }
 
     fn lock(&self) -> MutexGuard<'_, Index> {

@@ -28,6 +28,8 @@ pub struct FakeHarness {
     state: Arc<Mutex<Vec<FakeConversation>>>,
     opened: Arc<Notify>,
     refuse_next_open: Arc<AtomicBool>,
+    /// Which threads share a process (the label of its placement names it).
+    isolation: Option<crate::Isolation>,
     /// What the harness keeps of each conversation (its saved state): the final snapshot of
     /// every root step, the user's inputs included, returned as history on resume.
     saved: Saved,
@@ -57,9 +59,19 @@ impl std::fmt::Debug for FakeHarness {
 }
 
 impl FakeHarness {
-    /// A fake with no conversations.
+    /// A fake with no conversations, whose threads share one process.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A fake placing threads on processes as `isolation` says (per owner, per thread),
+    /// as a confined backend does; each conversation tells which process it is on
+    /// ([`FakeConversation::process`]).
+    pub fn isolated(isolation: crate::Isolation) -> Self {
+        Self {
+            isolation: Some(isolation),
+            ..Self::default()
+        }
     }
 
     /// The backend to give an agent.
@@ -107,9 +119,13 @@ impl FakeHarness {
 
 #[async_trait]
 impl ConversationSource for FakeHarness {
+    fn isolation(&self) -> crate::Isolation {
+        self.isolation.unwrap_or(crate::Isolation::Shared)
+    }
+
     async fn open(
         &self,
-        _placement: &crate::trees::Placement,
+        placement: &crate::trees::Placement,
         config: HarnessConfig,
         callbacks: Arc<dyn Callbacks>,
     ) -> Result<Box<dyn ConversationHandle>, HarnessError> {
@@ -139,6 +155,8 @@ impl ConversationSource for FakeHarness {
             .or_default();
         let open = Arc::new(AtomicBool::new(true));
         let conversation = FakeConversation {
+            process: placement.process.label.clone(),
+            workspace: placement.workspace.clone(),
             id: id.clone(),
             config: Arc::new(config),
             callbacks,
@@ -182,6 +200,9 @@ impl ConversationSource for FakeHarness {
 /// The test's side of one fake conversation.
 #[derive(Clone)]
 pub struct FakeConversation {
+    /// The process it runs on (its tree, or `shared`).
+    process: String,
+    workspace: std::path::PathBuf,
     id: String,
     config: Arc<HarnessConfig>,
     callbacks: Arc<dyn Callbacks>,
@@ -196,6 +217,17 @@ pub struct FakeConversation {
 }
 
 impl FakeConversation {
+    /// The process it runs on: its directory tree's id (the same for threads that share a
+    /// process), or `shared`.
+    pub fn process(&self) -> &str {
+        &self.process
+    }
+
+    /// The thread's workspace.
+    pub fn workspace(&self) -> &std::path::Path {
+        &self.workspace
+    }
+
     /// The conversation id (root trajectory).
     pub fn id(&self) -> &str {
         &self.id

@@ -191,7 +191,7 @@ pub fn last(events: &[Event]) -> &Event {
     events.last().expect("at least one event")
 }
 
-fn init_tracing() {
+pub fn init_tracing() {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("TEST_LOG")
