@@ -21,10 +21,15 @@ pub(crate) struct Args {
     /// Skip the raw floor (harness-client driven directly).
     #[arg(long)]
     pub(crate) no_floor: bool,
-    /// The servers' `--sandbox` (`strict` or `off`; default: the server's default). The raw
-    /// floor is never confined.
+    /// The servers' `--sandbox` (`owner`, `thread` or `off`; default: the server's default).
+    /// The raw floor is never confined.
     #[arg(long)]
     pub(crate) sandbox: Option<String>,
+    /// Spread the threads over this many owners: the servers get one token per owner
+    /// (`auth_tokens`) and each thread's runs carry its owner's (chosen by its id). 0 (the
+    /// default): no identities, every thread the one local owner's.
+    #[arg(long, default_value_t = 0)]
+    pub(crate) owners: usize,
     /// Repeat W1 and W2 this many times (each repeat reported apart).
     #[arg(long, default_value_t = 1)]
     pub(crate) repeats: usize,
@@ -126,6 +131,7 @@ pub(crate) struct Plan {
     pub(crate) w4: w4::Params,
     pub(crate) w5: w5::Params,
     pub(crate) sandbox: Option<String>,
+    pub(crate) owners: usize,
 }
 
 /// The quick value in quick mode, else the full one.
@@ -197,6 +203,7 @@ impl Args {
                 warmup: 2,
             },
             sandbox: self.sandbox.clone(),
+            owners: self.owners,
         };
         if plan
             .w2

@@ -122,12 +122,17 @@ async fn run(args: &Args, plan: &Plan) -> anyhow::Result<()> {
     };
     let load_start = procfs::loadavg();
     eprintln!(
-        "[agui-bench] {} mode, sandbox {}; load average at start {:?}; scratch {}",
+        "[agui-bench] {} mode, sandbox {}, {}; load average at start {:?}; scratch {}",
         if plan.quick { "quick" } else { "full" },
         plan.sandbox.as_deref().unwrap_or("(server default)"),
+        match plan.owners {
+            0 => "one local owner".to_owned(),
+            n => format!("{n} owners"),
+        },
         load_start,
         scratch.display()
     );
+    sse::set_owners(plan.owners);
     let script = model::script(plan.tokens, plan.chunks, &[agui::TOOL_NAME]);
     let script_path = scratch.join("model-script.json");
     std::fs::write(&script_path, script.to_json())?;

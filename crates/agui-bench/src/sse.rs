@@ -210,6 +210,41 @@ pub(crate) fn client() -> reqwest::Client {
         .expect("an HTTP client")
 }
 
+/// The owners threads are spread over (`--owners`): their tokens, `o<i>-token`.
+static OWNERS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+
+/// Spreads the threads of every run over `owners` owners (0: none).
+pub(crate) fn set_owners(owners: usize) {
+    let _ = OWNERS.set(owners);
+}
+
+/// The servers' `--auth-tokens` value, when threads have owners.
+pub(crate) fn owner_tokens() -> Option<String> {
+    let owners = OWNERS.get().copied().unwrap_or(0);
+    (owners > 0).then(|| {
+        (0..owners)
+            .map(|i| format!("o{i}=o{i}-token"))
+            .collect::<Vec<_>>()
+            .join(",")
+    })
+}
+
+/// The token of the owner of `thread_id` (a stable choice from its id), when threads have
+/// owners.
+fn owner_token(thread_id: &str) -> Option<String> {
+    let owners = OWNERS.get().copied().unwrap_or(0);
+    if owners == 0 {
+        return None;
+    }
+    // FNV-1a: stable across runs and platforms.
+    let hash = thread_id
+        .bytes()
+        .fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+        });
+    Some(format!("o{}-token", hash % owners as u64))
+}
+
 /// POSTs `body` to `url` and consumes the SSE stream, within `timeout`.
 pub(crate) async fn run(
     client: &reqwest::Client,
@@ -224,13 +259,14 @@ pub(crate) async fn run(
     let mut events = Vec::new();
     let t0 = Instant::now();
     let outcome = tokio::time::timeout(timeout, async {
-        let response = client
+        let mut request = client
             .post(url)
             .header("content-type", "application/json")
-            .header("accept", "text/event-stream")
-            .body(data)
-            .send()
-            .await?;
+            .header("accept", "text/event-stream");
+        if let Some(token) = owner_token(&thread_id) {
+            request = request.bearer_auth(token);
+        }
+        let response = request.body(data).send().await?;
         r.headers = Some(t0.elapsed());
         let status = response.status();
         if !status.is_success() {

@@ -47,6 +47,17 @@ impl Ctx {
         if let Some(mode) = &self.sandbox {
             settings.extra.extend(["--sandbox".into(), mode.clone()]);
         }
+        if let Some(tokens) = crate::sse::owner_tokens() {
+            // The workloads' concurrency is the benchmark's, whatever the owners' caps.
+            settings.extra.extend([
+                "--auth-tokens".into(),
+                tokens,
+                "--max-runs-per-owner".into(),
+                "100000".into(),
+                "--max-threads-per-owner".into(),
+                "100000".into(),
+            ]);
+        }
         Server::start(
             &self.bins,
             &self.model.base_url,
