@@ -237,11 +237,9 @@ fn owner_token(thread_id: &str) -> Option<String> {
         return None;
     }
     // FNV-1a: stable across runs and platforms.
-    let hash = thread_id
-        .bytes()
-        .fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
-            (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
-        });
+    let hash = thread_id.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    });
     Some(format!("o{}-token", hash % owners as u64))
 }
 

@@ -41,6 +41,10 @@ fn main() -> ExitCode {
 async fn serve() -> ExitCode {
     let config = match ServerConfig::from_args(std::env::args()) {
         Ok(config) => config,
+        Err(agui_server::ServerError::HelpRequested(text)) => {
+            print!("{text}");
+            return ExitCode::SUCCESS;
+        }
         Err(e) => {
             eprintln!("{e}");
             return ExitCode::from(2);

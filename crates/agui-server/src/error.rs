@@ -7,6 +7,10 @@ pub enum ServerError {
     /// The configuration is invalid (names the key or file and why).
     #[error("configuration error: {0}")]
     Config(String),
+    /// The command line asked for help or the version: the text to print (to stdout), after
+    /// which a program ends successfully. Not a failure, but not a configuration either.
+    #[error("{0}")]
+    HelpRequested(String),
     /// An agent could not be built.
     #[error(transparent)]
     Session(#[from] agui_session::SessionError),

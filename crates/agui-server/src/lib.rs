@@ -83,7 +83,8 @@ impl ServerConfig {
 impl cli::ServeArgs {
     /// The `serve` options of a command line as the binary takes them (program name first,
     /// `serve` optional), with environment variables; the `--config` file is not read yet.
-    /// `--help` and `--version` print and exit the process, as the binary does.
+    /// `--help` and `--version` give [`ServerError::HelpRequested`] with the text to print: the
+    /// caller prints it and ends successfully (library code never exits the process).
     pub fn from_args<I, S>(args: I) -> Result<Self, ServerError>
     where
         I: IntoIterator<Item = S>,
@@ -95,14 +96,13 @@ impl cli::ServeArgs {
         }
         let cli = match cli::Cli::try_parse_args(args) {
             Ok(cli) => cli,
-            // `--help` and `--version` behave as in any command-line program: print and exit.
             Err(e)
                 if matches!(
                     e.kind(),
                     clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion
                 ) =>
             {
-                e.exit()
+                return Err(ServerError::HelpRequested(e.render().to_string()));
             }
             Err(e) => return Err(ServerError::Config(e.to_string())),
         };

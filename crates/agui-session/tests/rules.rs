@@ -627,3 +627,71 @@ async fn without_dedup_a_repeated_frontend_tool_is_dispatched_again() {
     );
     drop(again);
 }
+
+/// A run that resumes a parked frontend tool carries no result of a call an earlier run
+/// started (the client's tool message is the result): it needs no restatement of the thread,
+/// whose size would otherwise grow with the thread on every resume.
+#[tokio::test]
+async fn resuming_a_frontend_tool_on_a_long_thread_sends_no_snapshot() {
+    let fx = FakeAgent::new();
+    let tools = json!([{"name": "pick", "description": "Pick"}]);
+    // What the client holds, kept as the official client keeps it.
+    let mut client = agui_types::MessageLog::new();
+    let send = |client: &mut agui_types::MessageLog, id: &str, text: &str| {
+        client.push(serde_json::from_value(user(id, text)).unwrap());
+        fx.start(json!({"messages": client.messages(), "tools": tools}))
+    };
+    let run = send(&mut client, "m0", "hello 0");
+    let c = fx.harness.conversation(0).await;
+    let mut index = 0;
+    // 200 messages: 100 user messages and their replies.
+    let mut run = Some(run);
+    for n in 0..100u32 {
+        let current = match run.take() {
+            Some(run) => run,
+            None => send(&mut client, &format!("m{n}"), &format!("hello {n}")),
+        };
+        c.next_input().await;
+        c.echo(index, &format!("hello {n}"));
+        c.say(index + 1, &format!("Reply {n}."));
+        index += 2;
+        c.idle(None);
+        for event in finish(current).await {
+            client.apply(&event);
+        }
+    }
+    assert_eq!(client.len(), 200);
+    let run = send(&mut client, "m100", "pick one");
+    c.next_input().await;
+    let call = c.call_tool("h-1", "pick", json!({}));
+    let parked = finish(run).await;
+    assert!(
+        matches!(last(&parked), Event::RunFinished(_)),
+        "{}",
+        types(&parked)
+    );
+    for event in &parked {
+        client.apply(event);
+    }
+    client.push(
+        serde_json::from_value(
+            json!({"id": "t1", "role": "tool", "toolCallId": "h-1", "content": "red"}),
+        )
+        .unwrap(),
+    );
+    let run = fx.start(json!({"messages": client.messages(), "tools": tools}));
+    call.await.unwrap();
+    c.say(index + 2, "Red.");
+    c.idle(None);
+    let events = finish(run).await;
+    let bytes: usize = events
+        .iter()
+        .map(|e| agui_types::Encoding::Sse.encode(e).len())
+        .sum();
+    eprintln!("a resumed run on a thread of 200 messages: {bytes} bytes of SSE");
+    assert_eq!(
+        types(&events),
+        "RUN_STARTED TEXT_MESSAGE_START TEXT_MESSAGE_CONTENT TEXT_MESSAGE_END RUN_FINISHED"
+    );
+    assert!(bytes < 2_000, "{bytes} bytes");
+}

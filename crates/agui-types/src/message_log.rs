@@ -105,6 +105,27 @@ impl MessageLog {
         })
     }
 
+    /// The ids of the tool calls no tool message answers yet, oldest first.
+    pub fn unanswered_tool_calls(&self) -> Vec<&str> {
+        let answered: std::collections::HashSet<&str> = self
+            .messages
+            .iter()
+            .filter_map(|m| match m {
+                Message::Tool(t) => Some(t.tool_call_id.as_str()),
+                _ => None,
+            })
+            .collect();
+        self.messages
+            .iter()
+            .filter_map(|m| match m {
+                Message::Assistant(a) => Some(a.tool_calls.iter().map(|c| c.id.as_str())),
+                _ => None,
+            })
+            .flatten()
+            .filter(|id| !answered.contains(id))
+            .collect()
+    }
+
     /// A `MESSAGES_SNAPSHOT` of the whole log.
     pub fn snapshot(&self) -> Event {
         Event::MessagesSnapshot(MessagesSnapshot {
@@ -402,5 +423,20 @@ mod tests {
         let before = log.clone();
         log.merge(&[Message::user("u1", "hi")]);
         assert_eq!(log, before, "merging what the log holds changes nothing");
+    }
+
+    #[test]
+    fn a_tool_call_is_unanswered_until_a_tool_message_names_it() {
+        let log = MessageLog::from_messages(
+            serde_json::from_value(serde_json::json!([
+                {"id": "a", "role": "assistant", "toolCalls": [
+                    {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}},
+                    {"id": "c2", "type": "function", "function": {"name": "g", "arguments": "{}"}}
+                ]},
+                {"id": "t", "role": "tool", "toolCallId": "c1", "content": "done"}
+            ]))
+            .unwrap(),
+        );
+        assert_eq!(log.unanswered_tool_calls(), ["c2"]);
     }
 }

@@ -158,11 +158,15 @@ impl Task {
         let turn_in_flight = self.conversation.turn().is_some();
         let client_missed = !self.output.client_is_current(&input.messages);
         self.output.log_mut().merge(&input.messages);
-        // A run that continues an earlier turn restates the thread first: the client may have
-        // missed part of it, and results of calls started in an earlier run need their calls
-        // in this run's stream. A client that only missed what happened while nobody watched
-        // gets those events as they came instead.
-        let restate = if (turn_in_flight && applied.resolved > 0) || client_missed {
+        // A run that continues an earlier turn restates the thread first only when its stream
+        // may carry the result of a call an earlier run started (the official client wants the
+        // call in the same stream as its result): a call still unanswered once the client's
+        // answers are in. A client that missed part of the thread is restated too; one that
+        // only missed what happened while nobody watched gets those events as they came.
+        let carries_earlier_results = turn_in_flight
+            && applied.resolved > 0
+            && !self.output.log_mut().unanswered_tool_calls().is_empty();
+        let restate = if carries_earlier_results || client_missed {
             Restate::Messages
         } else {
             Restate::Nothing
