@@ -4,6 +4,7 @@
 mod bench;
 mod browser;
 mod check_architecture;
+mod client;
 mod codegen;
 mod e2e;
 mod fetch_harness;
@@ -54,6 +55,9 @@ enum Task {
     /// Run the browser suite (`tests/browser`): the playground in headless Chromium against the
     /// real binary, harness and scripted model.
     Browser(browser::Args),
+    /// Run the TypeScript client package's tests (`clients/typescript`) against the real binary,
+    /// harness and scripted model.
+    Client(client::Args),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -70,5 +74,6 @@ fn main() -> anyhow::Result<()> {
         Task::LiveGate(args) => live_gate::run(args),
         Task::Playground(args) => playground::run(args),
         Task::Browser(args) => browser::run(args),
+        Task::Client(args) => client::run(args),
     }
 }

@@ -1,0 +1,291 @@
+// `AntigravityAgent`: the AG-UI `HttpAgent` of the installed @ag-ui/client (0.0.59, the one
+// CopilotKit pins, or 1.x), extended with what an agui-antigravity server offers beside a run.
+import { AGUIConnectNotImplementedError, EventType, HttpAgent } from "@ag-ui/client";
+import * as agui from "@ag-ui/client";
+import { EMPTY, Observable, catchError, map, throwError } from "rxjs";
+import { toClientEvent } from "./events.js";
+import { OpenBlocks, Rejoin } from "./open-blocks.js";
+import { InvalidEventError, sseJson } from "./sse.js";
+/** An HTTP failure of one of the server's routes, with its status and body. */
+export class AntigravityHttpError extends Error {
+    /** The HTTP status. */
+    status;
+    /** The response body (parsed JSON when it was JSON). */
+    payload;
+    /** `route` names the request in the message (`POST …/connect`). */
+    constructor(route, status, payload) {
+        const detail = typeof payload === "string" ? payload : JSON.stringify(payload);
+        super(`${route}: HTTP ${status}${detail ? ` ${detail}` : ""}`);
+        this.name = "AntigravityHttpError";
+        this.status = status;
+        this.payload = payload;
+    }
+}
+const DEFAULT_RECONNECT = { attempts: 5, delayMs: 500 };
+const DEFAULT_STOP_GRACE_MS = 3000;
+/** `base` with `extra` laid over it, header names compared case-insensitively. */
+function withHeaders(base, extra) {
+    const merged = {};
+    new Headers(base).forEach((value, name) => {
+        merged[name] = value;
+    });
+    for (const [name, value] of Object.entries(extra)) {
+        for (const existing of Object.keys(merged))
+            if (existing.toLowerCase() === name.toLowerCase())
+                delete merged[existing];
+        merged[name] = value;
+    }
+    return merged;
+}
+async function httpError(route, response) {
+    const text = await response.text().catch(() => "");
+    let payload = text;
+    if ((response.headers.get("content-type") ?? "").includes("application/json")) {
+        try {
+            payload = JSON.parse(text);
+        }
+        catch {
+            // keep the raw text
+        }
+    }
+    return new AntigravityHttpError(route, response.status, payload);
+}
+const isAbort = (error) => error?.name === "AbortError";
+/**
+ * An AG-UI agent served by agui-antigravity: an `HttpAgent` (so it registers wherever one does,
+ * e.g. in CopilotKit's runtime) that also
+ * - reports the server's capabilities (`getCapabilities()`, `GET <url>/capabilities`) and takes
+ *   its description from the server's identity;
+ * - stops the turn on the server when a run is aborted (`POST <url>/stop`), whatever the
+ *   server's `on_disconnect` says;
+ * - connects to a thread (`connect()`/`connectAgent()`, `POST <url>/connect`): its whole history,
+ *   then a turn in flight;
+ * - routes every request by thread (`X-Thread-Id`) and sends the auth token;
+ * - carries a run on when its stream breaks, through `/connect`, so the client ends on the
+ *   server's history instead of a network error.
+ */
+export class AntigravityAgent extends HttpAgent {
+    /** The server's `auth_token`, if it needs one. */
+    authToken;
+    /** The server's description of itself, once `getCapabilities()` has read it. */
+    identity;
+    /** How a broken run stream is recovered (`false`: not at all). */
+    reconnect;
+    /** How long `abortRun()` waits for the server's end of a stopped run. */
+    stopGraceMs;
+    // Plain (not `#`) private members: `clone()` builds the copy with `Object.create`, which gives
+    // it no `#` slots.
+    /** Whether the description came from the configuration (then the server's does not replace it). */
+    configuredDescription;
+    /** The thread of the run in flight, for `abortRun()`. */
+    runThread;
+    /** See {@link AntigravityAgentConfig}; `url` is the agent's path on the server (`http://host:8027/`). */
+    constructor(config) {
+        super(config);
+        this.authToken = config.authToken;
+        this.identity = undefined;
+        this.reconnect = config.reconnect === false ? false : { ...DEFAULT_RECONNECT, ...config.reconnect };
+        this.stopGraceMs = config.stopGraceMs ?? DEFAULT_STOP_GRACE_MS;
+        this.configuredDescription = config.description !== undefined;
+        this.runThread = undefined;
+    }
+    /** The URL of one of the agent's routes beside the run (`connect`, `stop`, `capabilities`). */
+    routeUrl(route) {
+        const base = typeof globalThis.location?.href === "string" ? globalThis.location.href : undefined;
+        const url = new URL(this.url, base);
+        url.pathname = `${url.pathname.replace(/\/+$/, "")}/${route}`;
+        return url.toString();
+    }
+    /** The headers of a request about `threadId`: the agent's own, the routing key and the token. */
+    headersFor(threadId, base = this.headers) {
+        return withHeaders(base, {
+            ...(threadId === undefined ? {} : { "X-Thread-Id": threadId }),
+            ...(this.authToken === undefined ? {} : { Authorization: `Bearer ${this.authToken}` }),
+        });
+    }
+    requestInit(input) {
+        const init = super.requestInit(input);
+        return { ...init, headers: this.headersFor(input.threadId, init.headers) };
+    }
+    /**
+     * The server's capabilities (`GET <url>/capabilities`); also sets `identity`, and
+     * `description` unless the configuration gave one. Throws {@link AntigravityHttpError}.
+     */
+    async getCapabilities() {
+        const url = this.routeUrl("capabilities");
+        const response = await this.fetch(url, { method: "GET", headers: this.headersFor(undefined, { ...this.headers, Accept: "application/json" }) });
+        if (!response.ok)
+            throw await httpError(`GET ${url}`, response);
+        const capabilities = (await response.json());
+        this.identity = capabilities.identity;
+        if (!this.configuredDescription && typeof capabilities.identity?.description === "string") {
+            this.description = capabilities.identity.description;
+        }
+        return capabilities;
+    }
+    /**
+     * Stops the turn in flight on `threadId` on the server (`POST <url>/stop`): true if one was
+     * running, false if none was or the server does not know the thread. Throws
+     * {@link AntigravityHttpError} on any other failure.
+     */
+    async stopThread(threadId) {
+        const url = this.routeUrl("stop");
+        const response = await this.fetch(url, {
+            method: "POST",
+            headers: this.headersFor(threadId, { ...this.headers, "Content-Type": "application/json" }),
+            body: JSON.stringify({ threadId }),
+        });
+        if (response.status === 404)
+            return false;
+        if (!response.ok)
+            throw await httpError(`POST ${url}`, response);
+        const body = (await response.json());
+        return body.stopped === true;
+    }
+    /**
+     * Aborts the run in flight and stops its turn on the server: the server ends the run with its
+     * own `RUN_FINISHED` (outcome `cancelled`), which the stream still delivers; the request is cut
+     * once the server says nothing was running, or after `stopGraceMs`. A stop that cannot reach
+     * the server is logged, and the request is cut at once.
+     */
+    abortRun() {
+        const controller = this.abortController;
+        const threadId = this.runThread ?? this.threadId;
+        const cut = () => {
+            if (this.abortController === controller)
+                super.abortRun();
+            else
+                controller.abort();
+        };
+        if (controller.signal.aborted)
+            return;
+        const timer = setTimeout(cut, this.stopGraceMs);
+        timer.unref?.();
+        this.stopThread(threadId).then((stopped) => {
+            if (!stopped)
+                cut();
+        }, (error) => {
+            console.warn(`AntigravityAgent: could not stop the turn of thread ${threadId} on the server:`, error);
+            cut();
+        });
+    }
+    /**
+     * The events of a `POST <url>/connect` on `threadId` (history, then a turn in flight, then its
+     * end); no events when the server does not know the thread. `headers` replaces the agent's own
+     * headers (the routing key and token are added either way); `signal` cancels the request.
+     */
+    connectThread(threadId, options = {}) {
+        return this.connectEvents({
+            threadId,
+            runId: options.runId ?? `connect-${agui.randomUUID()}`,
+            messages: [],
+            tools: [],
+            context: [],
+            state: {},
+            forwardedProps: {},
+        }, options.headers ?? this.headers, options.signal ?? this.abortController.signal).pipe(
+        // An unknown thread has no history: nothing to restate.
+        catchError((error) => (error instanceof AntigravityHttpError && error.status === 404 ? EMPTY : throwError(() => error))));
+    }
+    /** `connectAgent()`'s stream: `POST <url>/connect`; a thread the server does not know has no history. */
+    connect(input) {
+        return this.connectEvents(input, this.headers, this.abortController.signal).pipe(catchError((error) => throwError(() => (error instanceof AntigravityHttpError && (error.status === 404 || error.status === 405) ? new AGUIConnectNotImplementedError() : error))));
+    }
+    /**
+     * A run (`POST <url>`), carried on through `/connect` if its stream breaks once it has
+     * started and before it ends: the connect's restatement replaces the messages, what the
+     * broken stream left open is closed or continued, and the run ends as the turn does.
+     */
+    run(input) {
+        const enforce = agui.enforceOutgoingInput;
+        const signal = this.abortController.signal;
+        return new Observable((subscriber) => {
+            this.runThread = input.threadId;
+            const open = new OpenBlocks();
+            let started = false;
+            let ended = false;
+            let failures = 0;
+            let current;
+            let retry;
+            const follow = (events, rejoin) => {
+                current = events.subscribe({
+                    next: (event) => {
+                        if (rejoin && event.type === EventType.RUN_STARTED)
+                            failures = 0;
+                        for (const passed of rejoin ? rejoin.take(event) : [event]) {
+                            if (passed.type === EventType.RUN_STARTED)
+                                started = true;
+                            if (passed.type === EventType.RUN_FINISHED || passed.type === EventType.RUN_ERROR)
+                                ended = true;
+                            open.apply(passed);
+                            subscriber.next(passed);
+                        }
+                    },
+                    error: (error) => broken(error, rejoin !== undefined),
+                    complete: () => (ended || !started ? subscriber.complete() : broken(new Error("the run's stream ended before the run did"), rejoin !== undefined)),
+                });
+            };
+            const broken = (error, whileRejoining) => {
+                if (isAbort(error) || signal.aborted) {
+                    // As the stock HttpAgent reports an aborted request.
+                    subscriber.next({ type: EventType.RUN_ERROR, message: "Request aborted", code: "abort" });
+                    subscriber.complete();
+                    return;
+                }
+                const recoverable = this.reconnect !== false &&
+                    started &&
+                    !ended &&
+                    // What the server sent cannot be read: a new stream would not read better.
+                    !(error instanceof InvalidEventError) &&
+                    // The run's own request answered with an error: there is no run to carry on.
+                    (whileRejoining || !(error instanceof AntigravityHttpError)) &&
+                    // The thread went away (its owner changed, or it was deleted).
+                    !(error instanceof AntigravityHttpError && error.status >= 400 && error.status < 500);
+                if (!recoverable || this.reconnect === false || failures >= this.reconnect.attempts) {
+                    subscriber.error(whileRejoining && error instanceof Error
+                        ? new Error(`the run's stream broke and connecting to thread ${input.threadId} failed ${failures} times: ${error.message}`, { cause: error })
+                        : error);
+                    return;
+                }
+                const delay = this.reconnect.delayMs * 2 ** failures;
+                failures += 1;
+                retry = setTimeout(() => {
+                    retry = undefined;
+                    follow(this.connectEvents(input, this.headers, signal), new Rejoin(open));
+                }, delay);
+            };
+            follow(this.eventStream(this.url, this.requestInit(enforce ? enforce(input) : input), "POST " + this.url), undefined);
+            return () => {
+                if (retry !== undefined)
+                    clearTimeout(retry);
+                current?.unsubscribe();
+            };
+        });
+    }
+    /** The events of `POST <url>/connect` with `input`, as the installed client accepts them. */
+    connectEvents(input, headers, signal) {
+        const url = this.routeUrl("connect");
+        const init = super.requestInit(input);
+        return this.eventStream(url, { ...init, headers: this.headersFor(input.threadId, withHeaders(headers, { "Content-Type": "application/json", Accept: "text/event-stream" })), signal }, `POST ${url}`);
+    }
+    /** The events of an SSE response to `fetch(url, init)`; an HTTP error becomes an {@link AntigravityHttpError}. */
+    eventStream(url, init, route) {
+        return sseJson(async () => {
+            const response = await this.fetch(url, init);
+            if (!response.ok)
+                throw await httpError(route, response);
+            return response;
+        }).pipe(map(toClientEvent));
+    }
+    /** A copy for another request (CopilotKit's runtime clones each registered agent per request). */
+    clone() {
+        const cloned = super.clone();
+        cloned.authToken = this.authToken;
+        cloned.identity = this.identity;
+        cloned.reconnect = this.reconnect === false ? false : { ...this.reconnect };
+        cloned.stopGraceMs = this.stopGraceMs;
+        cloned.configuredDescription = this.configuredDescription;
+        cloned.runThread = undefined;
+        return cloned;
+    }
+}

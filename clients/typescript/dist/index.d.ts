@@ -1,0 +1,2 @@
+export { AntigravityAgent, AntigravityHttpError } from "./agent.js";
+export type { AntigravityAgentConfig, HttpAgentConfig, ReconnectOptions } from "./agent.js";

@@ -1,0 +1,75 @@
+// The JSON payloads of a Server-Sent Events response. @ag-ui/client's own reader
+// (`runHttpRequest`) rethrows the error of cancelling a body that already failed, which surfaces
+// as an unhandled rejection whenever a stream breaks; this one ends the stream with that error
+// once, and a cancel of a broken body stays quiet.
+import { Observable } from "rxjs";
+
+/** An event the client cannot take (not JSON, no type, or refused by its schema): not a broken stream. */
+export class InvalidEventError extends Error {
+  /** `detail` says what is wrong with the event. */
+  constructor(detail: string, options?: { cause?: unknown }) {
+    super(`Invalid event: ${detail}`, options);
+    this.name = "InvalidEventError";
+  }
+}
+
+/** Dispatches the `data` lines of each complete SSE frame in `text`; returns the incomplete rest. */
+function frames(text: string, emit: (data: string) => void): string {
+  const parts = text.split(/\r?\n\r?\n/);
+  const rest = parts.pop() ?? "";
+  for (const part of parts) {
+    const data = part
+      .split(/\r?\n/)
+      .filter((line) => line.startsWith("data:"))
+      .map((line) => line.slice(5).replace(/^ /, ""));
+    if (data.length) emit(data.join("\n"));
+  }
+  return rest;
+}
+
+/**
+ * The parsed `data` of every SSE frame of the response `respond()` resolves to, in order; errors
+ * with what `respond()` throws, with a frame that is not JSON, or with the body's read error.
+ * Unsubscribing cancels the body.
+ */
+export function sseJson(respond: () => Promise<Response>): Observable<unknown> {
+  return new Observable<unknown>((subscriber) => {
+    let reader: ReadableStreamDefaultReader<Uint8Array> | undefined;
+    let done = false;
+    (async () => {
+      const response = await respond();
+      if (!response.body) throw new Error("the response has no body");
+      reader = response.body.getReader();
+      const decoder = new TextDecoder("utf-8");
+      let buffer = "";
+      const emit = (data: string) => {
+        let json: unknown;
+        try {
+          json = JSON.parse(data);
+        } catch {
+          throw new InvalidEventError(`the frame is not JSON: ${data.slice(0, 200)}`);
+        }
+        subscriber.next(json);
+      };
+      for (;;) {
+        const { done: ended, value } = await reader.read();
+        if (subscriber.closed) return;
+        if (ended) break;
+        buffer = frames(buffer + decoder.decode(value, { stream: true }), emit);
+      }
+      // An incomplete last frame is discarded, as the SSE standard says: the stream was cut.
+    })().then(
+      () => {
+        done = true;
+        subscriber.complete();
+      },
+      (error: unknown) => {
+        done = true;
+        subscriber.error(error);
+      },
+    );
+    return () => {
+      if (!done) reader?.cancel().catch(() => undefined);
+    };
+  });
+}
