@@ -13,18 +13,43 @@ interface SafeParser {
 /** The transport-level event schema of a 0.0.x client; undefined for 1.x. */
 const transportSchema = (agui as unknown as { EventSchemas?: SafeParser }).EventSchemas;
 
+interface Issue {
+  code: string;
+  path: (string | number)[];
+  keys?: string[];
+}
+
+/** `value` without the fields at `path` named in `keys` (a copy; `value` is left alone). */
+function without(value: unknown, path: (string | number)[], keys: string[]): unknown {
+  if (typeof value !== "object" || value === null) return value;
+  const copy = (Array.isArray(value) ? [...value] : { ...value }) as Record<string | number, unknown>;
+  if (path.length === 0) {
+    for (const key of keys) delete copy[key];
+    return copy;
+  }
+  const [head, ...rest] = path;
+  copy[head] = without(copy[head], rest, keys);
+  return copy;
+}
+
 /**
- * The form of `event` an older schema accepts, when one differs, or undefined. Only what an
- * older client cannot express is changed: a run stopped by the user (`RUN_FINISHED` with outcome
- * `cancelled`, AG-UI 1.0) reaches a 0.0.x client as a plain `RUN_FINISHED`.
+ * The form of `event` an older schema accepts, given what it objected to, or undefined when
+ * nothing can be dropped. Only what an older client cannot express goes: fields it does not know
+ * (e.g. `pendingToolCallIds` in a `RUN_FINISHED` outcome, which a 0.0.x schema refuses rather
+ * than strips), and the outcome `cancelled` of a run stopped by the user (AG-UI 1.0), which
+ * reaches it as a plain `RUN_FINISHED`.
  */
-function older(event: Record<string, unknown>): Record<string, unknown> | undefined {
+function older(event: Record<string, unknown>, issues: Issue[]): Record<string, unknown> | undefined {
   const outcome = event.outcome as { type?: unknown } | undefined;
   if (event.type === EventType.RUN_FINISHED && outcome?.type === "cancelled") {
     const { outcome: _dropped, ...rest } = event;
     return rest;
   }
-  return undefined;
+  const unknownKeys = issues.filter((issue) => issue.code === "unrecognized_keys" && issue.keys?.length);
+  if (unknownKeys.length === 0 || unknownKeys.length !== issues.length) return undefined;
+  let reduced: unknown = event;
+  for (const issue of unknownKeys) reduced = without(reduced, issue.path, issue.keys ?? []);
+  return reduced as Record<string, unknown>;
 }
 
 /**
@@ -41,12 +66,14 @@ export function toClientEvent(json: unknown): BaseEvent {
     throw new InvalidEventError("the frame carries no event type.");
   }
   if (!transportSchema) return record as unknown as BaseEvent;
-  const parsed = transportSchema.safeParse(record);
-  if (parsed.success) return parsed.data as BaseEvent;
-  const downlevelled = older(record);
-  if (downlevelled) {
-    const again = transportSchema.safeParse(downlevelled);
-    if (again.success) return again.data as BaseEvent;
+  let candidate: Record<string, unknown> | undefined = record;
+  let first: Error | undefined;
+  // Each pass drops what the schema objected to; a few suffice (an outcome, then its fields).
+  for (let pass = 0; candidate && pass < 4; pass += 1) {
+    const parsed = transportSchema.safeParse(candidate);
+    if (parsed.success) return parsed.data as BaseEvent;
+    first ??= parsed.error;
+    candidate = older(candidate, (parsed.error as Error & { issues?: Issue[] }).issues ?? []);
   }
-  throw new InvalidEventError(`${String(record.type)} does not fit @ag-ui/client's schema: ${parsed.error.message}`, { cause: parsed.error });
+  throw new InvalidEventError(`${String(record.type)} does not fit @ag-ui/client's schema: ${first?.message}`, { cause: first });
 }
