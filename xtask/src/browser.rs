@@ -67,7 +67,7 @@ pub(crate) fn run_suite(
 }
 
 /// The Chromium binary: `CHROMIUM_PATH`, else Debian's.
-fn chromium() -> anyhow::Result<PathBuf> {
+pub(crate) fn chromium() -> anyhow::Result<PathBuf> {
     let path = std::env::var_os("CHROMIUM_PATH")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(DEFAULT_CHROMIUM));

@@ -15,12 +15,12 @@ use crate::util::{install_harness, install_node_package, workspace_root};
 /// The package's folder, relative to the workspace root.
 pub(crate) const PACKAGE_DIR: &str = "clients/typescript";
 
-/// Arguments of `client`.
+/// Arguments of `client` (and `copilotkit`).
 #[derive(clap::Args)]
 pub(crate) struct Args {
     /// Extra arguments for `node --test` (e.g. `--test-name-pattern=connect`).
     #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
-    node_args: Vec<OsString>,
+    pub(crate) node_args: Vec<OsString>,
 }
 
 pub(crate) fn run(args: Args) -> anyhow::Result<()> {

@@ -6,6 +6,7 @@ mod browser;
 mod check_architecture;
 mod client;
 mod codegen;
+mod copilotkit;
 mod e2e;
 mod fetch_harness;
 mod import_captures;
@@ -58,6 +59,9 @@ enum Task {
     /// Run the TypeScript client package's tests (`clients/typescript`) against the real binary,
     /// harness and scripted model.
     Client(client::Args),
+    /// Build the CopilotKit example app (`examples/copilotkit`) and run its browser tests against
+    /// the real binary, harness and scripted model.
+    Copilotkit(copilotkit::Args),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -75,5 +79,6 @@ fn main() -> anyhow::Result<()> {
         Task::Playground(args) => playground::run(args),
         Task::Browser(args) => browser::run(args),
         Task::Client(args) => client::run(args),
+        Task::Copilotkit(args) => copilotkit::run(args),
     }
 }

@@ -15,6 +15,8 @@ const NODE_PACKAGES: &[&str] = &[
     "tests/agui-client",
     crate::e2e::SUITE_DIR,
     crate::browser::SUITE_DIR,
+    crate::client::PACKAGE_DIR,
+    crate::copilotkit::APP_DIR,
 ];
 
 /// Arguments of `test`.
@@ -47,5 +49,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<()> {
     cargo.args(&args.cargo_args);
     run_checked(&mut cargo, "cargo test")?;
     crate::e2e::run_suite(&harness, Vec::<OsString>::new())?;
-    crate::browser::run_suite(&harness, false, Vec::<OsString>::new())
+    crate::browser::run_suite(&harness, false, Vec::<OsString>::new())?;
+    crate::client::run_suite(&harness, Vec::<OsString>::new())?;
+    crate::copilotkit::run_suite(&harness, Vec::<OsString>::new())
 }
