@@ -42,12 +42,12 @@ describe(`AntigravityAgent with @ag-ui/client ${AG_UI_CLIENT_VERSION}`, () => {
 
   const say = (target, content) => target.messages.push({ id: `u-${randomUUID()}`, role: "user", content });
 
-  /** Runs the agent; returns its events and how it ended. */
-  async function runOnce(target, subscriber = {}) {
+  /** Runs the agent (with `params`, e.g. tools); returns its events and how it ended. */
+  async function runOnce(target, subscriber = {}, params = {}) {
     const events = [];
     let failure;
     try {
-      await target.runAgent({}, { ...subscriber, onEvent: (p) => (events.push(p.event), subscriber.onEvent?.(p)) });
+      await target.runAgent(params, { ...subscriber, onEvent: (p) => (events.push(p.event), subscriber.onEvent?.(p)) });
     } catch (error) {
       failure = error;
     }
@@ -125,6 +125,33 @@ describe(`AntigravityAgent with @ag-ui/client ${AG_UI_CLIENT_VERSION}`, () => {
     const stranger = agent();
     await stranger.connectAgent();
     assert.deepEqual(stranger.messages, [], "no history, no error");
+  });
+
+  test("a run that ends owing a frontend tool's result, then its resumption; a plain 0.0.x HttpAgent refuses that end", async () => {
+    const tools = [
+      { name: "change_background", description: "Change the page's background.", parameters: { type: "object", properties: { background: { type: "string" } }, required: ["background"] } },
+    ];
+    const a = agent();
+    say(a, "c-frontend: make it red");
+    const parked = await runOnce(a, {}, { tools });
+    assert.equal(parked.failure, undefined);
+    assert.equal(parked.types.at(-1), "RUN_FINISHED");
+    const call = a.messages.flatMap((m) => m.toolCalls ?? []).find((c) => c.function.name === "change_background");
+    assert.ok(call, "the model called the frontend tool");
+    a.messages.push({ id: `t-${randomUUID()}`, role: "tool", toolCallId: call.id, content: "The background is red." });
+    const resumed = await runOnce(a, {}, { tools });
+    assert.equal(resumed.failure, undefined);
+    assert.equal(a.messages.at(-1).content, "Background changed.");
+
+    const plain = new HttpAgent({ url: url(), threadId: `c-${randomUUID()}`, headers: { Authorization: `Bearer ${TOKEN}` } });
+    say(plain, "c-frontend: make it red");
+    const stock = await runOnce(plain, {}, { tools });
+    if (AG_UI_CLIENT_VERSION.startsWith("0.0.")) {
+      // @ag-ui/core 0.0.x: a RUN_FINISHED outcome is a strict object (src/events.ts:261-277).
+      assert.match(String(stock.failure?.message), /pendingToolCallIds/, "the stock client refuses the outcome's pendingToolCallIds");
+    } else {
+      assert.equal(stock.failure, undefined, "1.x strips what it does not know");
+    }
   });
 
   test("abortRun stops the turn on the server, which detaches leaving clients by default", async () => {

@@ -132,6 +132,7 @@ describe("CopilotKit example on the scripted model", () => {
     assert.deepEqual(await userTexts(page), ["ck-slow: keep going"]);
     await replyMatching(page, new RegExp(`^${SLOW_WORDS.join(" ")}$`), 30_000);
     assert.equal(await page.locator('[data-testid="copilot-assistant-message"]').count(), 1, "once");
+    await screenshot(page, "reload-mid-turn");
   });
 
   test("the history survives a restart of the app's runtime", async () => {

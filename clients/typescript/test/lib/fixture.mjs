@@ -17,6 +17,8 @@ export const SCRIPT = {
   replies: [
     { name: "slow", repeat: "forever", match: { user_text_contains: "c-slow", last_part: "text" }, reply: { text: SLOW_TEXT, chunking: { words: 1 }, delay_ms: 150 } },
     { name: "hello", repeat: "forever", match: { user_text_contains: "c-hello", last_part: "text" }, reply: { thought: "A greeting.", text: "Hello from the server." } },
+    { name: "frontend done", repeat: "forever", match: { function_response: "change_background" }, reply: { text: "Background changed." } },
+    { name: "frontend call", repeat: "forever", match: { user_text_contains: "c-frontend", last_part: "text" }, reply: { calls: [{ name: "change_background", args: { background: "red" } }] } },
     { name: "command done", repeat: "forever", match: { function_response: "run_command" }, reply: { text: "The command is done." } },
     {
       name: "long command",
