@@ -12,6 +12,7 @@ import { modelFlags } from "../../../tests/e2e/lib/mode.mjs";
 import { startModel, startServer, stopAll } from "../../../tests/e2e/lib/procs.mjs";
 import { useBrowser } from "../../../tests/browser/lib/browser.mjs";
 import { SCRIPT, TOML, workspaceOf } from "../../../tests/browser/lib/scripted.mjs";
+import { hostPort, startRelay } from "../../../clients/typescript/test/lib/fixture.mjs";
 import { startApp } from "./lib/app.mjs";
 import { afterRuns, openChat, replyMatching, runState, screenshot, send, threadOf, untilRuns, userTexts } from "./lib/chat.mjs";
 
@@ -133,6 +134,25 @@ describe("CopilotKit example on the scripted model", () => {
     await replyMatching(page, new RegExp(`^${SLOW_WORDS.join(" ")}$`), 30_000);
     assert.equal(await page.locator('[data-testid="copilot-assistant-message"]').count(), 1, "once");
     await screenshot(page, "reload-mid-turn");
+  });
+
+  test("a stream cut between the runtime and the server mid-reply: the page still ends on the whole reply", async () => {
+    const relay = await startRelay(hostPort(server.url));
+    const app = await startApp({ agentUrl: `${relay.url}/` });
+    try {
+      const page = await openChat(browser(), app);
+      const { runs } = await runState(page);
+      await send(page, "ck-slow: through a flaky network");
+      await page.locator('[data-testid="copilot-assistant-message"]').filter({ hasText: "word3" }).waitFor();
+      relay.cut();
+      await untilRuns(page, runs + 1, 30_000);
+      await replyMatching(page, new RegExp(`^${SLOW_WORDS.join(" ")}$`));
+      assert.equal(await page.locator('[data-testid="copilot-assistant-message"]').count(), 1, "once");
+      await screenshot(page, "cut-stream");
+    } finally {
+      await app.stop();
+      await relay.stop();
+    }
   });
 
   test("the history survives a restart of the app's runtime", async () => {
