@@ -59,7 +59,7 @@ export declare class AntigravityAgent extends HttpAgent {
     stopGraceMs: number;
     /** Whether the description came from the configuration (then the server's does not replace it). */
     private configuredDescription;
-    /** The thread of the run in flight, for `abortRun()`. */
+    /** The thread of the run in flight (undefined when none is), for `abortRun()`. */
     private runThread;
     /** See {@link AntigravityAgentConfig}; `url` is the agent's path on the server (`http://host:8027/`). */
     constructor(config: AntigravityAgentConfig);
@@ -83,7 +83,9 @@ export declare class AntigravityAgent extends HttpAgent {
      * Aborts the run in flight and stops its turn on the server: the server ends the run with its
      * own `RUN_FINISHED` (outcome `cancelled`), which the stream still delivers; the request is cut
      * once the server says nothing was running, or after `stopGraceMs`. A stop that cannot reach
-     * the server is logged, and the request is cut at once.
+     * the server is logged, and the request is cut at once. With no run in flight it only aborts
+     * the request, as `HttpAgent` does (a turn another client started is not this agent's to stop;
+     * `stopThread` stops any).
      */
     abortRun(): void;
     /**

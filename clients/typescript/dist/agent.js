@@ -77,7 +77,7 @@ export class AntigravityAgent extends HttpAgent {
     // it no `#` slots.
     /** Whether the description came from the configuration (then the server's does not replace it). */
     configuredDescription;
-    /** The thread of the run in flight, for `abortRun()`. */
+    /** The thread of the run in flight (undefined when none is), for `abortRun()`. */
     runThread;
     /** See {@link AntigravityAgentConfig}; `url` is the agent's path on the server (`http://host:8027/`). */
     constructor(config) {
@@ -146,11 +146,13 @@ export class AntigravityAgent extends HttpAgent {
      * Aborts the run in flight and stops its turn on the server: the server ends the run with its
      * own `RUN_FINISHED` (outcome `cancelled`), which the stream still delivers; the request is cut
      * once the server says nothing was running, or after `stopGraceMs`. A stop that cannot reach
-     * the server is logged, and the request is cut at once.
+     * the server is logged, and the request is cut at once. With no run in flight it only aborts
+     * the request, as `HttpAgent` does (a turn another client started is not this agent's to stop;
+     * `stopThread` stops any).
      */
     abortRun() {
         const controller = this.abortController;
-        const threadId = this.runThread ?? this.threadId;
+        const threadId = this.runThread;
         const cut = () => {
             if (this.abortController === controller)
                 super.abortRun();
@@ -159,6 +161,10 @@ export class AntigravityAgent extends HttpAgent {
         };
         if (controller.signal.aborted)
             return;
+        if (threadId === undefined) {
+            cut();
+            return;
+        }
         const timer = setTimeout(cut, this.stopGraceMs);
         timer.unref?.();
         this.stopThread(threadId).then((stopped) => {
@@ -259,6 +265,8 @@ export class AntigravityAgent extends HttpAgent {
                 if (retry !== undefined)
                     clearTimeout(retry);
                 current?.unsubscribe();
+                if (this.runThread === input.threadId)
+                    this.runThread = undefined;
             };
         });
     }

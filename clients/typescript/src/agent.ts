@@ -110,7 +110,7 @@ export class AntigravityAgent extends HttpAgent {
   // it no `#` slots.
   /** Whether the description came from the configuration (then the server's does not replace it). */
   private configuredDescription: boolean;
-  /** The thread of the run in flight, for `abortRun()`. */
+  /** The thread of the run in flight (undefined when none is), for `abortRun()`. */
   private runThread: string | undefined;
 
   /** See {@link AntigravityAgentConfig}; `url` is the agent's path on the server (`http://host:8027/`). */
@@ -183,16 +183,22 @@ export class AntigravityAgent extends HttpAgent {
    * Aborts the run in flight and stops its turn on the server: the server ends the run with its
    * own `RUN_FINISHED` (outcome `cancelled`), which the stream still delivers; the request is cut
    * once the server says nothing was running, or after `stopGraceMs`. A stop that cannot reach
-   * the server is logged, and the request is cut at once.
+   * the server is logged, and the request is cut at once. With no run in flight it only aborts
+   * the request, as `HttpAgent` does (a turn another client started is not this agent's to stop;
+   * `stopThread` stops any).
    */
   abortRun(): void {
     const controller = this.abortController;
-    const threadId = this.runThread ?? this.threadId;
+    const threadId = this.runThread;
     const cut = () => {
       if (this.abortController === controller) super.abortRun();
       else controller.abort();
     };
     if (controller.signal.aborted) return;
+    if (threadId === undefined) {
+      cut();
+      return;
+    }
     const timer = setTimeout(cut, this.stopGraceMs);
     (timer as { unref?: () => void }).unref?.();
     this.stopThread(threadId).then(
@@ -309,6 +315,7 @@ export class AntigravityAgent extends HttpAgent {
       return () => {
         if (retry !== undefined) clearTimeout(retry);
         current?.unsubscribe();
+        if (this.runThread === input.threadId) this.runThread = undefined;
       };
     });
   }

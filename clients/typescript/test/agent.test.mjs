@@ -171,6 +171,20 @@ describe(`AntigravityAgent with @ag-ui/client ${AG_UI_CLIENT_VERSION}`, () => {
     assert.equal(await a.stopThread(a.threadId), false, "no turn left running on the server");
   });
 
+  test("abortRun with no run in flight stops no turn on the server", async () => {
+    const a = agent();
+    say(a, "c-sleep: wait a while");
+    const { started, subscriber } = commandRunning();
+    const running = runOnce(a, subscriber);
+    await started;
+    const bystander = agent({ threadId: a.threadId });
+    bystander.abortRun();
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    assert.ok(!bystander.requests.some((r) => r.url.endsWith("/stop")), "no stop posted");
+    a.abortRun();
+    assert.equal((await running).failure, undefined);
+  });
+
   test("a plain HttpAgent's abort leaves the turn running on a detaching server", async () => {
     const plain = new HttpAgent({ url: url(), threadId: `c-${randomUUID()}`, headers: { Authorization: `Bearer ${TOKEN}` } });
     say(plain, "c-sleep: wait a while");
