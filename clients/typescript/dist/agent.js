@@ -249,7 +249,7 @@ export class AntigravityAgent extends HttpAgent {
                     !(error instanceof AntigravityHttpError && error.status >= 400 && error.status < 500);
                 if (!recoverable || this.reconnect === false || failures >= this.reconnect.attempts) {
                     subscriber.error(whileRejoining && error instanceof Error
-                        ? new Error(`the run's stream broke and connecting to thread ${input.threadId} failed ${failures} times: ${error.message}`, { cause: error })
+                        ? new Error(`the run's stream broke, and connecting to thread ${input.threadId} to carry it on failed after ${failures} attempt${failures === 1 ? "" : "s"}: ${error.message}`, { cause: error })
                         : error);
                     return;
                 }

@@ -15,10 +15,11 @@ export declare class OpenBlocks {
  * Splices a `/connect` stream onto a run whose own stream broke. The connect restates the thread
  * (`RUN_STARTED`, `MESSAGES_SNAPSHOT`, `STATE_SNAPSHOT`), reopens the blocks of a turn still in
  * flight, then streams the turn's live events up to its end. The run already started, so the
- * connect's `RUN_STARTED` is dropped; a reopened block the client still holds open is not
- * reopened twice; a block the client holds open that the connect does not reopen ended while the
- * stream was broken (the snapshot holds it whole), so it is closed — before the blocks opened
- * meanwhile are opened, and before the live events.
+ * connect's `RUN_STARTED` is dropped; its history replaces the client's messages (emptied
+ * first, so the client ends with the history in its order); a reopened block the client still
+ * holds open is not reopened twice; a block the client holds open that the connect does not
+ * reopen ended while the stream was broken (the snapshot holds it whole), so it is closed —
+ * before the blocks opened meanwhile are opened, and before the live events.
  */
 export declare class Rejoin {
     #private;

@@ -114,13 +114,32 @@ export class OpenBlocks {
 }
 
 /**
+ * A `MESSAGES_SNAPSHOT` that empties the client's message list before `snapshot` is applied.
+ * @ag-ui/client merges a snapshot into what it holds — messages it has keep their place, new ones
+ * go at the end — so a history whose order differs from the client's (a message the client holds
+ * under another id, a reply between two it has) would be merged out of order. After this one the
+ * client holds only messages of roles it keeps as its own when a snapshot has none of them
+ * (activity, reasoning): so for each of those roles `snapshot` has, it carries a placeholder of
+ * that role, which `snapshot` then removes.
+ */
+function emptying(snapshot: BaseEvent): BaseEvent {
+  const messages = ((snapshot as unknown as { messages?: { role?: string }[] }).messages ?? []).map((m) => m.role);
+  const placeholders = [
+    ...(messages.includes("activity") ? [{ id: "agui-antigravity:rejoin:activity", role: "activity", activityType: "agui-antigravity:rejoin", content: {} }] : []),
+    ...(messages.includes("reasoning") ? [{ id: "agui-antigravity:rejoin:reasoning", role: "reasoning", content: "" }] : []),
+  ];
+  return { type: EventType.MESSAGES_SNAPSHOT, messages: placeholders } as unknown as BaseEvent;
+}
+
+/**
  * Splices a `/connect` stream onto a run whose own stream broke. The connect restates the thread
  * (`RUN_STARTED`, `MESSAGES_SNAPSHOT`, `STATE_SNAPSHOT`), reopens the blocks of a turn still in
  * flight, then streams the turn's live events up to its end. The run already started, so the
- * connect's `RUN_STARTED` is dropped; a reopened block the client still holds open is not
- * reopened twice; a block the client holds open that the connect does not reopen ended while the
- * stream was broken (the snapshot holds it whole), so it is closed — before the blocks opened
- * meanwhile are opened, and before the live events.
+ * connect's `RUN_STARTED` is dropped; its history replaces the client's messages (emptied
+ * first, so the client ends with the history in its order); a reopened block the client still
+ * holds open is not reopened twice; a block the client holds open that the connect does not
+ * reopen ended while the stream was broken (the snapshot holds it whole), so it is closed —
+ * before the blocks opened meanwhile are opened, and before the live events.
  */
 export class Rejoin {
   readonly #open: OpenBlocks;
@@ -138,7 +157,8 @@ export class Rejoin {
   take(event: BaseEvent): BaseEvent[] {
     if (!this.#restating) return [event];
     if (event.type === EventType.RUN_STARTED) return [];
-    if (event.type === EventType.MESSAGES_SNAPSHOT || event.type === EventType.STATE_SNAPSHOT) return [event];
+    if (event.type === EventType.MESSAGES_SNAPSHOT) return [emptying(event), event];
+    if (event.type === EventType.STATE_SNAPSHOT) return [event];
     const key = OpenBlocks.startKey(event);
     if (key !== undefined) {
       this.#reopened.add(key);

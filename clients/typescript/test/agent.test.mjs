@@ -14,7 +14,7 @@ import { describe, test } from "node:test";
 import { HttpAgent } from "@ag-ui/client";
 import { AntigravityAgent, AntigravityHttpError } from "@agui-antigravity/client";
 import { AG_UI_CLIENT_VERSION } from "./lib/client-version.mjs";
-import { SLOW_TEXT, hostPort, shape, startRelay, useServer } from "./lib/fixture.mjs";
+import { SLOW_TEXT, hostPort, shape, startRelay, startTestServer, useServer } from "./lib/fixture.mjs";
 
 const TOKEN = "client-test-token";
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -235,10 +235,11 @@ describe(`AntigravityAgent with @ag-ui/client ${AG_UI_CLIENT_VERSION}`, () => {
         },
       });
       assert.equal(failure, undefined, "the run did not fail");
-      const snapshot = types.indexOf("MESSAGES_SNAPSHOT");
-      assert.ok(snapshot > 0);
-      assert.ok(
-        events.slice(0, snapshot + 3).some((e) => e.type === "TEXT_MESSAGE_END"),
+      const restated = types.indexOf("STATE_SNAPSHOT");
+      assert.ok(restated > 0, "the thread was restated");
+      assert.equal(
+        events[restated + 1].type,
+        "TEXT_MESSAGE_END",
         "the message open at the cut is closed (it ended while the stream was down)",
       );
       assert.equal(types.at(-1), "RUN_FINISHED");
@@ -276,6 +277,39 @@ describe(`AntigravityAgent with @ag-ui/client ${AG_UI_CLIENT_VERSION}`, () => {
     }
   });
 
+  test("a run whose server dies mid-reply ends on the history of the server that replaces it", async () => {
+    const first = await startTestServer(handles.model, { args: ["--auth-token", TOKEN], label: "server that dies" });
+    const relay = await startRelay(hostPort(first.url));
+    let second;
+    try {
+      const a = agent({ url: `${relay.url}/` });
+      say(a, "c-slow: tell me slowly");
+      let pieces = 0;
+      const { failure, types } = await runOnce(a, {
+        onTextMessageContentEvent: () => {
+          pieces += 1;
+          if (pieces !== 3) return;
+          // A crash: nothing saved on the way out; the replacement reads the same save dir.
+          void first.kill().then(async () => {
+            second = await startTestServer(handles.model, { args: ["--auth-token", TOKEN], label: "replacement server", dir: first.dir });
+            relay.target = hostPort(second.url);
+          });
+        },
+      });
+      assert.equal(failure, undefined, "the run did not fail");
+      assert.equal(types.at(-1), "RUN_FINISHED");
+      assert.ok(a.requests.filter((r) => r.url.endsWith("/connect")).length >= 1);
+      const fresh = agent({ threadId: a.threadId, url: `${second.url}/` });
+      await fresh.connectAgent();
+      assert.deepEqual(shape(a.messages), shape(fresh.messages), "the client's messages are the replacement's history");
+    } finally {
+      await relay.stop();
+      await second?.stop();
+      // Last: it removes the data directory the replacement used.
+      await first.stop();
+    }
+  });
+
   test("a cut run fails once its reconnect attempts are used up, or at once with reconnect off", async () => {
     for (const reconnect of [{ attempts: 2, delayMs: 50 }, false]) {
       const relay = await startRelay(hostPort(url()));
@@ -294,7 +328,7 @@ describe(`AntigravityAgent with @ag-ui/client ${AG_UI_CLIENT_VERSION}`, () => {
         });
         assert.ok(failure, `the run failed (reconnect ${JSON.stringify(reconnect)})`);
         const connects = a.requests.filter((r) => r.url.endsWith("/connect")).length;
-        if (reconnect) assert.match(String(failure.message), /connecting to thread .* failed 2 times/);
+        if (reconnect) assert.match(String(failure.message), /connecting to thread .* failed after 2 attempts: fetch failed/);
         assert.equal(connects, reconnect ? 2 : 0);
       } finally {
         await relay.stop();

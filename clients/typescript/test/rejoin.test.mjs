@@ -11,6 +11,8 @@ import { OpenBlocks, Rejoin } from "../dist/open-blocks.js";
 const started = { type: "RUN_STARTED", threadId: "t", runId: "r" };
 const finished = { type: "RUN_FINISHED", threadId: "t", runId: "r" };
 const snapshot = { type: "MESSAGES_SNAPSHOT", messages: [] };
+/** What the client gets before a snapshot without activity or reasoning: an empty one. */
+const emptied = { type: "MESSAGES_SNAPSHOT", messages: [] };
 const state = { type: "STATE_SNAPSHOT", snapshot: {} };
 const textStart = (id) => ({ type: "TEXT_MESSAGE_START", messageId: id, role: "assistant" });
 const text = (id, delta) => ({ type: "TEXT_MESSAGE_CONTENT", messageId: id, delta });
@@ -25,25 +27,25 @@ const CASES = [
     name: "a message still streaming is continued, not reopened",
     before: [started, textStart("m1"), text("m1", "Hel")],
     connect: [started, snapshot, state, textStart("m1"), text("m1", "lo"), textEnd("m1"), finished],
-    passed: [snapshot, state, text("m1", "lo"), textEnd("m1"), finished],
+    passed: [emptied, snapshot, state, text("m1", "lo"), textEnd("m1"), finished],
   },
   {
     name: "a message that ended while the stream was down is closed before the run ends",
     before: [started, textStart("m1"), text("m1", "Hel")],
     connect: [started, snapshot, state, finished],
-    passed: [snapshot, state, textEnd("m1"), finished],
+    passed: [emptied, snapshot, state, textEnd("m1"), finished],
   },
   {
     name: "blocks opened while the stream was down are opened, ended ones closed innermost first",
     before: [started, subagentStart("s1"), textStart("m1"), toolStart("c1")],
     connect: [started, snapshot, state, subagentStart("s1"), textStart("m2"), text("m2", "next"), textEnd("m2"), subagentEnd("s1"), finished],
-    passed: [snapshot, state, toolEnd("c1"), textEnd("m1"), textStart("m2"), text("m2", "next"), textEnd("m2"), subagentEnd("s1"), finished],
+    passed: [emptied, snapshot, state, toolEnd("c1"), textEnd("m1"), textStart("m2"), text("m2", "next"), textEnd("m2"), subagentEnd("s1"), finished],
   },
   {
     name: "nothing open: the restatement, then the live events",
     before: [started, textStart("m1"), textEnd("m1")],
     connect: [started, snapshot, state, textStart("m2"), textEnd("m2"), finished],
-    passed: [snapshot, state, textStart("m2"), textEnd("m2"), finished],
+    passed: [emptied, snapshot, state, textStart("m2"), textEnd("m2"), finished],
   },
 ];
 

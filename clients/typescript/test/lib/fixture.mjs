@@ -36,13 +36,18 @@ export const SCRIPT = {
   default: { text: "No scripted answer." },
 };
 
+/** Starts a server on `model` with the tests' tools and `args`; `dir` reuses a stopped server's data. */
+export function startTestServer(model, { args = [], label = "client-test server", dir } = {}) {
+  const flags = modelFlags(model);
+  return startServer({ label, dir, args: [...flags.args, "--builtin-tools", "run_command", ...args], env: flags.env });
+}
+
 /** The scripted model and a server on it (`args`: more server flags) for the calling suite. */
-export function useServer({ args = [], label = "client-test server" } = {}) {
+export function useServer({ args = [], label } = {}) {
   const handles = {};
   before(async () => {
     handles.model = await startModel(SCRIPT);
-    const flags = modelFlags(handles.model);
-    handles.server = await startServer({ label, args: [...flags.args, "--builtin-tools", "run_command", ...args], env: flags.env });
+    handles.server = await startTestServer(handles.model, { args, label });
   });
   after(async () => {
     await stopAll(handles.server, handles.model);
