@@ -41,7 +41,7 @@ describe("CopilotKit example on the demo model", () => {
     await afterRuns(page, () => send(page, "List the files in the workspace"));
     const card = page.locator(".tool-card").first();
     assert.match(await card.getAttribute("data-tool-name"), /^list_dir(ectory)?$/);
-    assert.equal(await card.getAttribute("data-status"), "complete");
+    await page.locator('.tool-card[data-status="complete"]').first().waitFor({ timeout: 5_000 });
     assert.match(await card.locator(".tool-args").innerText(), /directoryPath/i);
     assert.equal(await card.locator(".tool-result").count(), 1, "with its result");
     await replyMatching(page, /Here's what I found in your workspace/);
@@ -60,7 +60,7 @@ describe("CopilotKit example on the demo model", () => {
     // tool in the page and sends its result in a second run, which resumes the parked turn.
     await afterRuns(page, () => send(page, "Now change the background, please"), { count: 2 });
     const card = page.locator('.tool-card[data-tool-name="change_background"]');
-    assert.equal(await card.getAttribute("data-status"), "complete");
+    await page.locator('.tool-card[data-tool-name="change_background"][data-status="complete"]').waitFor({ timeout: 5_000 });
     assert.match(await card.locator(".tool-result").innerText(), /background is now linear-gradient/);
     assert.match(await page.evaluate(() => document.body.dataset.background ?? ""), /linear-gradient/, "the page changed its background");
     await replyMatching(page, /I changed the background/);

@@ -12,7 +12,7 @@ import { useBrowser } from "../../../tests/browser/lib/browser.mjs";
 import { SCRIPT, TOML } from "../../../tests/browser/lib/scripted.mjs";
 import { hostPort, startRelay } from "../../../clients/typescript/test/lib/fixture.mjs";
 import { startApp } from "./lib/app.mjs";
-import { afterRuns, openChat, replyMatching, runState, screenshot, send, threadOf, untilRuns, userTexts } from "./lib/chat.mjs";
+import { afterRuns, openChat, replyMatching, runState, screenshot, send, textMatching, threadOf, untilRuns, userTexts } from "./lib/chat.mjs";
 
 /** `text` as a regular expression matching it literally. */
 const escape = (text) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
@@ -104,8 +104,8 @@ describe("CopilotKit example on the scripted model", () => {
     await untilRuns(page, before.runs + 1, 10_000);
     assert.ok(Date.now() - stoppedAt < 5_000, `the run ended ${Date.now() - stoppedAt} ms after the stop`);
     assert.equal(await serverStop(threadId), false, "no turn left running on the server");
-    assert.equal(await page.locator('.activity.command').getAttribute("data-state"), "stopped", "the server stopped the command");
-    assert.equal(await page.locator('.tool-card[data-tool-name="run_command"]').getAttribute("data-status"), "incomplete");
+    await page.locator('.activity.command[data-state="stopped"]').waitFor({ timeout: 5_000 }); // the server stopped the command
+    await page.locator('.tool-card[data-tool-name="run_command"][data-status="incomplete"]').waitFor({ timeout: 5_000 });
     await screenshot(page, "stop");
     await afterRuns(page, () => send(page, "pg-text: after the stop"));
     await replyMatching(page, /after the stop/);
@@ -174,11 +174,12 @@ describe("CopilotKit example on the scripted model", () => {
     await afterRuns(page, () => send(page, "pg-delegate: ask a helper"), { timeout: 90_000 });
     const card = page.locator('.tool-card[data-tool-name="invoke_subagent"]');
     const subagent = card.locator(".subagent");
+    await card.locator('.subagent[data-status="finished"]').waitFor({ timeout: 5_000 });
     assert.equal(await subagent.count(), 1, "one subagent, under the invoke_subagent card");
-    assert.equal(await subagent.getAttribute("data-status"), "finished");
     assert.match(await subagent.innerText(), /subagent result text/);
-    assert.match(await page.locator('[data-testid="copilot-message-list"]').innerText(), /from a subagent\s+subagent result text/, "the subagent's reply, labelled");
     await replyMatching(page, /The subagent says hi/);
+    // The subagent's reply, labelled.
+    await textMatching(page.locator('[data-testid="copilot-message-list"]'), /from a subagent\s+subagent result text/);
     await screenshot(page, "subagent");
   });
 
@@ -188,7 +189,7 @@ describe("CopilotKit example on the scripted model", () => {
     const file = page.locator('.activity[data-activity="file_change"]');
     assert.match(await file.locator(".diff").innerText(), /\+- playground/);
     const command = page.locator('.activity[data-activity="command"]');
-    assert.equal(await command.getAttribute("data-state"), "completed");
+    await page.locator('.activity[data-activity="command"][data-state="completed"]').waitFor({ timeout: 5_000 });
     assert.match(await command.locator(".terminal").innerText(), /\$ cat notes\.md[\s\S]*playground/);
     await replyMatching(page, /The command finished/);
     await screenshot(page, "activities");

@@ -52,19 +52,22 @@ export const userTexts = (page) => page.locator('[data-testid="copilot-user-mess
 export const lastReply = (page) => page.locator('[data-testid="copilot-assistant-message"]').last().innerText();
 
 /**
- * The text of the last assistant message once it matches `pattern` (CopilotKit renders a run's
- * last events a moment after the run ends); fails with the text it had after `timeout`.
+ * The text of `locator` once it matches `pattern` (CopilotKit renders a run's last events a
+ * moment after the run ends); fails with the text it had after `timeout`.
  */
-export async function replyMatching(page, pattern, timeout = 10_000) {
+export async function textMatching(locator, pattern, timeout = 10_000) {
   const deadline = Date.now() + timeout;
   let text = "";
   while (Date.now() < deadline) {
-    text = await lastReply(page).catch(() => "");
+    text = await locator.innerText().catch(() => "");
     if (pattern.test(text)) return text;
-    await page.waitForTimeout(100);
+    await new Promise((resolve) => setTimeout(resolve, 100));
   }
-  throw new Error(`the last reply did not match ${pattern} within ${timeout} ms: ${JSON.stringify(text)}`);
+  throw new Error(`the text did not match ${pattern} within ${timeout} ms: ${JSON.stringify(text)}`);
 }
+
+/** The text of the last assistant message once it matches `pattern` (see `textMatching`). */
+export const replyMatching = (page, pattern, timeout) => textMatching(page.locator('[data-testid="copilot-assistant-message"]').last(), pattern, timeout);
 
 /** Saves what the page shows as `test/screenshots/<name>.png`; returns its path. */
 export async function screenshot(page, name) {
