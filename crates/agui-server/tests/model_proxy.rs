@@ -139,9 +139,15 @@ async fn the_harness_is_told_a_token_and_only_the_model_receives_the_real_key() 
     // token of its process alone (not the agent's), never the key; and neither its
     // environment, its command line nor its memory holds the key.
     let log = String::from_utf8_lossy(&traced.lock().unwrap()).into_owned();
+    // Other tests in this binary trace frames too: this server's name its workspace root.
+    let workspace_root = dir.path().join("w");
     let frame = log
         .lines()
-        .find(|l| l.contains("to harness") && l.contains("geminiApiEndpoint"))
+        .find(|l| {
+            l.contains("to harness")
+                && l.contains("geminiApiEndpoint")
+                && l.contains(workspace_root.to_str().unwrap())
+        })
         .expect("the configuration frame was traced");
     let listener = format!("http://127.0.0.1:{}/", harness_client::sandbox::MODEL_PORT);
     let at = frame

@@ -2,31 +2,28 @@
 //! with one task per live thread (see `thread`), and connects clients to threads and stops
 //! their turns.
 
-use std::collections::HashMap;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+use std::sync::{Arc, Weak};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
 use agui_types::{Event, RunAgentInput};
 use tokio::sync::{mpsc, oneshot};
 
-use crate::backend::{Backend, Isolation};
-use crate::error::{RunErrorCode, RunFailure, SessionError};
-use crate::lease::{LeaseDenied, ThreadLeases};
+use crate::backend::Backend;
+use crate::error::SessionError;
+use crate::lease::ThreadLeases;
 use crate::options::AgentOptions;
 use crate::owner::Owner;
+use crate::places::Isolation;
 use crate::store::{RecordWriter, StoreLimits, ThreadStore};
-use crate::thread::conversation::LiveSlots;
-use crate::thread::{Command, LiveSlot, RunChannel, ThreadHandle, negotiate};
+use crate::thread::command::Command;
+use crate::thread::context::ThreadContext;
+use crate::thread::output::{RunChannel, negotiate};
+use crate::thread::registry::Returned;
+use crate::thread::status::ThreadHandle;
 use crate::tools::ToolRegistry;
 use crate::trees::Trees;
-use harness_client::WarmUp;
-
-/// How long a run waits for an idle thread to give up its live slot before it fails with
-/// `SESSION_LIMIT`.
-const SLOT_WAIT: Duration = Duration::from_secs(2);
 
 /// How often the thread store drops expired records.
 const STORE_SWEEP: Duration = Duration::from_secs(60);
@@ -34,33 +31,16 @@ const STORE_SWEEP: Duration = Duration::from_secs(60);
 /// Serves AG-UI runs for one agent configuration. Cheap to clone.
 #[derive(Clone)]
 pub struct Agent {
-    pub(crate) inner: Arc<AgentInner>,
+    ctx: Arc<ThreadContext>,
 }
 
 impl std::fmt::Debug for Agent {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Agent")
-            .field("name", &self.inner.options.name)
+            .field("name", &self.ctx.options.name)
             .field("stats", &self.stats())
             .finish()
     }
-}
-
-pub(crate) struct AgentInner {
-    pub(crate) options: AgentOptions,
-    pub(crate) backend: Backend,
-    pub(crate) tools: ToolRegistry,
-    /// Where threads work (see `trees`).
-    pub(crate) trees: Arc<Trees>,
-    /// The throwaway turn of processes started ahead of need.
-    warm_up: Option<WarmUp>,
-    pub(crate) records: Arc<RecordWriter>,
-    /// Who may drive which thread, when replicas share the save dir.
-    pub(crate) leases: Option<Arc<dyn ThreadLeases>>,
-    slots: Arc<LiveSlots>,
-    threads: Mutex<HashMap<String, ThreadHandle>>,
-    next_generation: AtomicU64,
-    closing: AtomicBool,
 }
 
 /// Counts, for monitoring.
@@ -137,33 +117,31 @@ impl Agent {
             options.replica_id.as_deref().unwrap_or("local"),
         ));
         let warm_up = (options.warm_up_endpoint.clone())
-            .map(|endpoint| crate::warm_up(&options, &tools, endpoint));
-        let inner = Arc::new(AgentInner {
-            slots: LiveSlots::new(options.max_sessions),
+            .map(|endpoint| crate::contract::warm_up(&options, &tools, endpoint));
+        let (ctx, returns) = ThreadContext::new(
             options,
             backend,
             tools,
             trees,
-            warm_up,
-            records: RecordWriter::start(store),
+            RecordWriter::start(store),
             leases,
-            threads: Mutex::new(HashMap::new()),
-            next_generation: AtomicU64::new(0),
-            closing: AtomicBool::new(false),
-        });
-        tokio::spawn(sweep_store(Arc::downgrade(&inner)));
-        inner.get_ready();
-        Ok(Self { inner })
+            warm_up,
+        );
+        let ctx = Arc::new(ctx);
+        tokio::spawn(sweep_store(Arc::downgrade(&ctx)));
+        tokio::spawn(redeliver(Arc::downgrade(&ctx), returns));
+        get_ready(&ctx);
+        Ok(Self { ctx })
     }
 
     /// The agent's configuration.
     pub fn options(&self) -> &AgentOptions {
-        &self.inner.options
+        &self.ctx.options
     }
 
     /// The agent's server tools.
     pub fn tools(&self) -> &ToolRegistry {
-        &self.inner.tools
+        &self.ctx.tools
     }
 
     /// Starts a run of the local owner (a server whose callers have no identities); see
@@ -178,27 +156,27 @@ impl Agent {
     /// rest: dropping the stream (the client went away) stops delivery, never the harness turn
     /// or a parked request.
     pub fn run_as(&self, owner: &Owner, input: RunAgentInput) -> RunStream {
-        let (tx, rx) = mpsc::channel(self.inner.options.client_buffer_events);
+        let (tx, rx) = mpsc::channel(self.ctx.options.client_buffer_events);
         let version = negotiate(
             input.protocol_version.as_deref(),
             &input.thread_id,
             &input.run_id,
         );
         let events = RunChannel::announce(tx, &input.thread_id, &input.run_id, version);
-        let inner = self.inner.clone();
+        let ctx = self.ctx.clone();
         let owner = owner.clone();
         tokio::spawn(async move {
             let thread = input.thread_id.clone();
-            inner
-                .send(
-                    &thread,
-                    Command::Run {
-                        input,
-                        events,
-                        owner,
-                    },
-                )
-                .await;
+            send(
+                &ctx,
+                &thread,
+                Command::Run {
+                    input,
+                    events,
+                    owner,
+                },
+            )
+            .await;
         });
         RunStream { rx }
     }
@@ -217,32 +195,32 @@ impl Agent {
         owner: &Owner,
         input: RunAgentInput,
     ) -> Result<RunStream, ThreadError> {
-        if !self.inner.knows(&input.thread_id).await {
+        if !knows(&self.ctx, &input.thread_id).await {
             return Err(ThreadError::UnknownThread(input.thread_id));
         }
-        let (tx, rx) = mpsc::channel(self.inner.options.client_buffer_events);
+        let (tx, rx) = mpsc::channel(self.ctx.options.client_buffer_events);
         let thread = input.thread_id.clone();
-        self.inner
-            .send(
-                &thread,
-                Command::Connect {
-                    input,
-                    events: tx,
-                    owner: owner.clone(),
-                },
-            )
-            .await;
+        send(
+            &self.ctx,
+            &thread,
+            Command::Connect {
+                input,
+                events: tx,
+                owner: owner.clone(),
+            },
+        )
+        .await;
         Ok(RunStream { rx })
     }
 
-    /// Stops the thread's turn in flight: the runs following it end with `RUN_FINISHED`
-    /// `outcome: cancelled` once the harness has stopped. `Ok(false)` when no turn was in
-    /// flight.
+    /// Stops the thread's turn in flight (or a run whose message waits for the thread's
+    /// conversation or lease): the runs end with `RUN_FINISHED` `outcome: cancelled` once the
+    /// harness has stopped. `Ok(false)` when there was nothing to stop.
     pub async fn stop(&self, thread_id: &str) -> Result<bool, ThreadError> {
-        if !self.inner.knows(thread_id).await {
+        if !knows(&self.ctx, thread_id).await {
             return Err(ThreadError::UnknownThread(thread_id.to_owned()));
         }
-        let Some(handle) = self.inner.lock_threads().get(thread_id).cloned() else {
+        let Some(handle) = self.ctx.registry.lock().get(thread_id).cloned() else {
             return Ok(false);
         };
         let (reply, stopped) = oneshot::channel();
@@ -256,45 +234,45 @@ impl Agent {
     /// removes its workspace, transcripts and conversation. `Ok(false)` when it belongs to
     /// someone else.
     pub async fn delete_as(&self, owner: &Owner, thread_id: &str) -> Result<bool, ThreadError> {
-        if !self.inner.knows(thread_id).await {
+        if !knows(&self.ctx, thread_id).await {
             return Err(ThreadError::UnknownThread(thread_id.to_owned()));
         }
         let (reply, deleted) = oneshot::channel();
-        self.inner
-            .send(
-                thread_id,
-                Command::Delete {
-                    owner: owner.clone(),
-                    reply,
-                },
-            )
-            .await;
+        send(
+            &self.ctx,
+            thread_id,
+            Command::Delete {
+                owner: owner.clone(),
+                reply,
+            },
+        )
+        .await;
         Ok(deleted.await.unwrap_or(false))
     }
 
     /// Whether the agent knows the thread (live, or remembered in its store).
     pub async fn knows(&self, thread_id: &str) -> bool {
-        self.inner.knows(thread_id).await
+        knows(&self.ctx, thread_id).await
     }
 
     /// Current counts.
     pub fn stats(&self) -> AgentStats {
-        let threads = self.inner.lock_threads();
+        let threads = self.ctx.registry.lock();
         AgentStats {
             sessions: threads.len(),
-            live_conversations: self.inner.slots.live(),
+            live_conversations: self.ctx.slots.live(),
             parked: threads.values().filter(|t| t.status.is_parked()).count(),
-            processes: self.inner.backend.0.processes(),
-            spares: self.inner.trees.spares(),
+            processes: self.ctx.backend.0.processes(),
+            spares: self.ctx.trees.spares(),
         }
     }
 
     /// Ends every thread (parked requests fail, runs in flight end with `RUN_ERROR`,
-    /// conversations close so the harness checkpoints them) within the shutdown deadline, and
-    /// stops the backend.
+    /// conversations close so the harness checkpoints them, conversations being opened are
+    /// abandoned) within the shutdown deadline, and stops the backend.
     pub async fn shutdown(&self) {
-        self.inner.closing.store(true, Ordering::SeqCst);
-        let threads: Vec<ThreadHandle> = self.inner.lock_threads().values().cloned().collect();
+        self.ctx.start_closing();
+        let threads: Vec<ThreadHandle> = self.ctx.registry.lock().values().cloned().collect();
         let mut done = Vec::new();
         for thread in threads {
             let (tx, rx) = oneshot::channel();
@@ -308,201 +286,111 @@ impl Agent {
             }
         }
         let all = futures_util::future::join_all(done);
-        if tokio::time::timeout(self.inner.options.shutdown_deadline, all)
+        if tokio::time::timeout(self.ctx.options.shutdown_deadline, all)
             .await
             .is_err()
         {
             tracing::warn!("some threads did not close within the shutdown deadline");
         }
-        self.inner.trees.drop_spares();
-        self.inner.backend.0.shutdown().await;
-        self.inner.records.flush().await;
+        self.ctx.trees.drop_spares();
+        self.ctx.backend.0.shutdown().await;
+        self.ctx.records.flush().await;
     }
 }
 
-impl AgentInner {
-    pub(crate) fn lock_threads(&self) -> MutexGuard<'_, HashMap<String, ThreadHandle>> {
-        self.threads.lock().unwrap_or_else(PoisonError::into_inner)
+/// The task of `thread_id`, started when missing.
+fn handle(ctx: &Arc<ThreadContext>, thread_id: &str) -> ThreadHandle {
+    let mut threads = ctx.registry.lock();
+    if let Some(handle) = threads.get(thread_id)
+        && !handle.commands.is_closed()
+    {
+        return handle.clone();
     }
+    let generation = ctx.registry.next_generation();
+    let handle = crate::thread::task::spawn(ctx, thread_id, generation);
+    threads.insert(thread_id.to_owned(), handle.clone());
+    handle
+}
 
-    /// The task of `thread_id`, started when missing.
-    fn handle(self: &Arc<Self>, thread_id: &str) -> ThreadHandle {
-        let mut threads = self.lock_threads();
-        if let Some(handle) = threads.get(thread_id)
-            && !handle.commands.is_closed()
-        {
-            return handle.clone();
-        }
-        let generation = self.next_generation.fetch_add(1, Ordering::Relaxed);
-        let handle = crate::thread::spawn(self, thread_id, generation);
-        threads.insert(thread_id.to_owned(), handle.clone());
-        handle
-    }
-
-    /// Hands `command` to the thread's task, starting one if the thread has none (or its task
-    /// ended meanwhile).
-    pub(crate) async fn send(self: &Arc<Self>, thread_id: &str, mut command: Command) {
-        for _ in 0..3 {
-            let handle = self.handle(thread_id);
-            match handle.commands.send(command).await {
-                Ok(()) => return,
-                Err(mpsc::error::SendError(back)) => {
-                    self.forget_thread(thread_id, handle.generation);
-                    command = back;
-                }
+/// Hands `command` to the thread's task, starting one if the thread has none (or its task ended
+/// meanwhile).
+async fn send(ctx: &Arc<ThreadContext>, thread_id: &str, mut command: Command) {
+    for _ in 0..3 {
+        let handle = handle(ctx, thread_id);
+        match handle.commands.send(command).await {
+            Ok(()) => return,
+            Err(mpsc::error::SendError(back)) => {
+                ctx.registry.forget(thread_id, handle.generation);
+                command = back;
             }
         }
-        tracing::error!(thread_id, "could not reach the thread's task");
     }
+    tracing::error!(thread_id, "could not reach the thread's task");
+}
 
-    /// Whether the thread is live or remembered.
-    async fn knows(&self, thread_id: &str) -> bool {
-        self.lock_threads().contains_key(thread_id) || self.records.get(thread_id).await.is_some()
+/// Delivers the commands tasks handed back (they reached a task that was ending) to the
+/// threads' next tasks.
+async fn redeliver(
+    ctx: std::sync::Weak<ThreadContext>,
+    mut returns: mpsc::UnboundedReceiver<Returned>,
+) {
+    while let Some(Returned { thread_id, command }) = returns.recv().await {
+        let Some(ctx) = ctx.upgrade() else { return };
+        send(&ctx, &thread_id, command).await;
     }
+}
 
-    /// Removes a thread's task from the registry (only that task, not a newer one).
-    pub(crate) fn forget_thread(&self, thread_id: &str, generation: u64) {
-        let mut threads = self.lock_threads();
-        if threads
-            .get(thread_id)
-            .is_some_and(|h| h.generation == generation)
-        {
-            threads.remove(thread_id);
-        }
-    }
+/// Whether the thread is live or remembered.
+async fn knows(ctx: &ThreadContext, thread_id: &str) -> bool {
+    ctx.registry.lock().contains_key(thread_id) || ctx.records.get(thread_id).await.is_some()
+}
 
-    /// Gets the backend ready for the first threads: warms the processes they will use (the
-    /// shared one; the local owner's when its tree exists), and keeps a spare ready for new
-    /// owners or threads.
-    fn get_ready(self: &Arc<Self>) {
-        let (backend, trees, warm_up) = (
-            self.backend.clone(),
-            self.trees.clone(),
-            self.warm_up.clone(),
-        );
-        let wants_spare = match trees.isolation() {
-            Isolation::Shared => false,
-            Isolation::Thread => true,
-            Isolation::Owner => self.options.several_owners,
+/// Gets the backend ready for the first threads: warms the processes they will use (the shared
+/// one; the local owner's when its tree exists), and keeps a spare ready for new owners or
+/// threads.
+fn get_ready(ctx: &ThreadContext) {
+    let (backend, trees, warm_up) = (ctx.backend.clone(), ctx.trees.clone(), ctx.warm_up.clone());
+    let wants_spare = ctx.wants_spares();
+    tokio::spawn(async move {
+        let warm = match trees.isolation() {
+            Isolation::Shared => Some(trees.shared_place()),
+            Isolation::Owner => trees
+                .existing_tree(&Owner::local())
+                .map(|tree| trees.process_place(&tree)),
+            Isolation::Thread => None,
         };
-        tokio::spawn(async move {
-            let warm = match trees.isolation() {
-                Isolation::Shared => Some(trees.shared_place()),
-                Isolation::Owner => trees
-                    .existing_tree(&Owner::local())
-                    .map(|tree| trees.process_place(&tree)),
-                Isolation::Thread => None,
-            };
-            match warm {
-                Some(place) => backend.0.warm_up(&place, warm_up.clone()).await,
-                // The local owner's first thread takes this spare.
-                None if !wants_spare => {
-                    crate::trees::refill_spares(trees.clone(), backend.clone(), warm_up.clone())
-                        .await;
-                }
-                None => {}
+        match warm {
+            Some(place) => backend.0.warm_up(&place, warm_up.clone()).await,
+            // The local owner's first thread takes this spare.
+            None if !wants_spare => {
+                crate::trees::refill_spares(trees.clone(), backend.clone(), warm_up.clone()).await;
             }
-            if wants_spare {
-                crate::trees::refill_spares(trees, backend, warm_up).await;
-            }
-        });
-    }
-
-    /// Makes a new spare once one was claimed, when new owners or threads may come.
-    pub(crate) fn refill_spares(&self) {
-        let wanted = match self.trees.isolation() {
-            Isolation::Shared => false,
-            Isolation::Thread => true,
-            Isolation::Owner => self.options.several_owners,
-        };
-        if wanted && !self.is_closing() {
-            tokio::spawn(crate::trees::refill_spares(
-                self.trees.clone(),
-                self.backend.clone(),
-                self.warm_up.clone(),
-            ));
+            None => {}
         }
-    }
-
-    /// Takes a slot for one more open conversation, asking idle threads (least recently
-    /// active first) to hibernate when none is free.
-    pub(crate) async fn reserve_live(&self, except: &str) -> Result<LiveSlot, RunFailure> {
-        let deadline = tokio::time::Instant::now() + SLOT_WAIT;
-        loop {
-            if let Some(slot) = self.slots.try_take() {
-                return Ok(slot);
-            }
-            let candidate = self
-                .lock_threads()
-                .iter()
-                .filter(|(id, t)| id.as_str() != except && t.status.is_idle_live())
-                .min_by_key(|(_, t)| t.status.last_activity())
-                .map(|(_, t)| t.clone());
-            let now = tokio::time::Instant::now();
-            let Some(candidate) = candidate.filter(|_| now < deadline) else {
-                let (live, max) = (self.slots.live(), self.slots.max());
-                return Err(RunFailure::new(
-                    RunErrorCode::SessionLimit,
-                    format!(
-                        "Refusing to start a new Antigravity session: {live} of {max} in use (all busy or waiting for users)."
-                    ),
-                ));
-            };
-            let freed = self.slots.freed();
-            let _ = candidate.commands.try_send(Command::Hibernate);
-            let _ = tokio::time::timeout_at(deadline, freed).await;
+        if wants_spare {
+            crate::trees::refill_spares(trees, backend, warm_up).await;
         }
-    }
-
-    /// Takes or renews the lease of `thread_id` (off the async threads); `None` when the agent
-    /// has no leases.
-    pub(crate) async fn acquire_lease(
-        &self,
-        thread_id: &str,
-    ) -> Option<Result<Duration, LeaseDenied>> {
-        let leases = self.leases.clone()?;
-        let id = thread_id.to_owned();
-        Some(
-            tokio::task::spawn_blocking(move || leases.acquire(&id))
-                .await
-                .unwrap_or_else(|e| Err(LeaseDenied::Unavailable(e.to_string()))),
-        )
-    }
-
-    /// Gives the lease of `thread_id` up, once what the thread wrote is on disk (the next
-    /// holder reads it).
-    pub(crate) async fn release_lease(&self, thread_id: &str) {
-        let Some(leases) = self.leases.clone() else {
-            return;
-        };
-        self.records.flush().await;
-        let id = thread_id.to_owned();
-        let _ = tokio::task::spawn_blocking(move || leases.release(&id)).await;
-    }
-
-    pub(crate) fn is_closing(&self) -> bool {
-        self.closing.load(Ordering::SeqCst)
-    }
+    });
 }
 
 /// Drops expired thread records (and their workspaces and directories) at start, then now and
 /// then.
-async fn sweep_store(agent: Weak<AgentInner>) {
+async fn sweep_store(ctx: Weak<ThreadContext>) {
     loop {
-        let Some(inner) = agent.upgrade() else { return };
-        if inner.is_closing() {
+        let Some(ctx_now) = ctx.upgrade() else { return };
+        if ctx_now.is_closing() {
             return;
         }
-        let expired = inner.records.sweep().await;
+        let expired = ctx_now.records.sweep().await;
         for (thread_id, record) in expired {
-            if inner.lock_threads().contains_key(&thread_id) {
+            if ctx_now.registry.lock().contains_key(&thread_id) {
                 continue;
             }
             tracing::info!(%thread_id, "removing a thread past its retention, with its files");
-            let trees = inner.trees.clone();
+            let trees = ctx_now.trees.clone();
             let _ = tokio::task::spawn_blocking(move || trees.remove_thread_files(&record)).await;
         }
-        drop(inner);
+        drop(ctx_now);
         tokio::time::sleep(STORE_SWEEP).await;
     }
 }

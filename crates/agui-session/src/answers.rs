@@ -189,15 +189,14 @@ mod tests {
 
     fn tool(parked: &mut Parking, id: &str) -> oneshot::Receiver<ToolAnswer> {
         let (reply, answer) = oneshot::channel();
-        parked.frontend_callback(
-            id,
-            || id.to_owned(),
-            "pick",
-            &serde_json::Map::new(),
-            "root",
-            false,
-            reply,
-        );
+        let arguments = serde_json::Map::new();
+        let call = crate::thread::parking::CallRequest {
+            harness_id: id,
+            name: "pick",
+            arguments: &arguments,
+            trajectory: "root",
+        };
+        parked.frontend_callback(call, || id.to_owned(), false, reply);
         answer
     }
 

@@ -12,18 +12,7 @@ use harness_client::{
 use harness_proto::lh::{HarnessConfig, UserInput};
 
 use crate::error::SessionError;
-use crate::trees::{Placement, ProcessPlace};
-
-/// Which threads may share a harness process (and its directory tree).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Isolation {
-    /// The threads of one owner share confined processes; different owners never do.
-    Owner,
-    /// Every thread has confined processes of its own.
-    Thread,
-    /// Every thread of the agent shares unconfined processes.
-    Shared,
-}
+use crate::places::{Isolation, Placement, ProcessPlace};
 
 /// Where an agent's conversations come from: harness processes shared through a pool
 /// ([`Backend::harness`]) or, with the `testing` feature, `testing::FakeHarness`.

@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 #[cfg(test)]
 use crate::error::SessionError;
 use crate::options::AgentOptions;
-use crate::thread::{APP_CONTEXT_TOOL, APP_STATE_TOOL, CallbackPolicy};
+use crate::thread::callbacks::{APP_CONTEXT_TOOL, APP_STATE_TOOL, CallbackPolicy};
 use crate::tools::ToolRegistry;
 
 /// The client tools a conversation was opened with.
@@ -61,7 +61,7 @@ impl Contract {
             .iter()
             .map(|t| json!({"name": t.name, "description": t.description, "parameters": t.parameters}))
             .collect();
-        let signature = crate::sha256_hex(Value::Array(listed).to_string().as_bytes(), 8);
+        let signature = crate::hash::sha256_hex(Value::Array(listed).to_string().as_bytes(), 8);
         Self {
             signature,
             frontend,
@@ -430,8 +430,9 @@ mod tests {
             policy_config: Some(own.clone()),
             ..Default::default()
         };
-        with_base.harness_settings =
-            Some(crate::HarnessSettings::new(move |c| c.base(base.clone())));
+        with_base.harness_settings = Some(crate::options::HarnessSettings::new(move |c| {
+            c.base(base.clone())
+        }));
         let config = |o: &AgentOptions| {
             Contract::new(&[], o, &ToolRegistry::new())
                 .harness_config(o, &ToolRegistry::new(), Path::new("/tmp/w"), "c")

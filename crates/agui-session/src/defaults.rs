@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use harness_client::BuiltinTool;
 
-use crate::options::{
+use crate::choices::{
     Behavior, InterruptReasons, OnDisconnect, StructuredOutputMode, SubagentEvents,
 };
 

@@ -30,14 +30,17 @@ mod activity;
 mod agent;
 mod answers;
 mod backend;
+mod choices;
 mod contract;
 pub mod defaults;
 mod error;
+mod hash;
 mod interrupts;
 mod lease;
 mod migrate;
 mod options;
 mod owner;
+mod places;
 mod prompt;
 mod store;
 #[cfg(any(test, feature = "testing"))]
@@ -50,28 +53,16 @@ mod turn;
 pub use agent::{Agent, AgentStats, RunStream, ThreadError};
 /// The `activityType`s of file changes and commands (see [`AgentOptions::activities`]).
 pub use agui_translate::{COMMAND_ACTIVITY, FILE_CHANGE_ACTIVITY};
-pub use backend::{Backend, Isolation};
+pub use backend::Backend;
+pub use choices::{
+    Behavior, ConcurrentRuns, InterruptReasons, OnDisconnect, StructuredOutputMode, SubagentEvents,
+};
 pub use contract::{conversation_config, warm_up};
 pub use error::{RunErrorCode, RunFailure, SessionError};
 pub use interrupts::{InterruptAnswer, REASON_APPROVAL, REASON_QUESTION};
 pub use lease::{LeaseDenied, ThreadLeases};
-pub use options::{
-    AgentOptions, Behavior, ConcurrentRuns, HarnessSettings, InterruptReasons, OnDisconnect,
-    StructuredOutputMode, SubagentEvents,
-};
+pub use options::{AgentOptions, HarnessSettings};
 pub use owner::Owner;
+pub use places::Isolation;
 pub use thread::{APP_CONTEXT_TOOL, APP_STATE_TOOL};
 pub use tools::{FnTool, InterruptRequest, ServerTool, ToolContext, ToolError, ToolRegistry};
-
-/// The first `bytes` bytes of the SHA-256 of `data`, in lowercase hex: how client-supplied ids
-/// become short, safe names (workspace directories, record files, contract signatures).
-pub(crate) fn sha256_hex(data: &[u8], bytes: usize) -> String {
-    use sha2::Digest as _;
-    use std::fmt::Write as _;
-    let digest = sha2::Sha256::digest(data);
-    let mut hex = String::with_capacity(bytes.min(digest.len()) * 2);
-    for byte in digest.iter().take(bytes) {
-        let _ = write!(hex, "{byte:02x}");
-    }
-    hex
-}

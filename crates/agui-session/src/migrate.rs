@@ -8,7 +8,7 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use crate::trees::Placement;
+use crate::places::Placement;
 
 /// The legacy per-thread directories, under `<save_dir>/t/`.
 const LEGACY_THREADS_DIR: &str = "t";
@@ -100,7 +100,7 @@ fn replace_dir(from: &Path, to: &Path) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::trees::ProcessPlace;
+    use crate::places::ProcessPlace;
 
     fn placement(root: &Path) -> Placement {
         let placement = Placement {

@@ -210,7 +210,7 @@ pub(crate) struct ThreadRecord {
     pub(crate) owner: Option<crate::owner::Owner>,
     /// Where the thread works: its tree and slot.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) place: Option<crate::trees::Place>,
+    pub(crate) place: Option<crate::places::Place>,
     /// A turn was in flight when the record was written (cleared when it ends): found set
     /// when the thread is next served, the server that drove it stopped without ending it.
     #[serde(default)]

@@ -29,10 +29,63 @@ pub struct FakeHarness {
     opened: Arc<Notify>,
     refuse_next_open: Arc<AtomicBool>,
     /// Which threads share a process (the label of its placement names it).
-    isolation: Option<crate::Isolation>,
+    isolation: Option<crate::places::Isolation>,
     /// What the harness keeps of each conversation (its saved state): the final snapshot of
     /// every root step, the user's inputs included, returned as history on resume.
     saved: Saved,
+    /// Holds opens like a slow boot, until the test opens it (see [`FakeHarness::hold_boots`]).
+    gate: Arc<Mutex<Option<Gate>>>,
+    /// Holds closes (see [`FakeHarness::hold_closes`]).
+    close_gate: Arc<Mutex<Option<Gate>>>,
+}
+
+/// A gate the fake's opens (or closes) wait at, as at a harness that takes long to boot: the
+/// test sees them arrive ([`Gate::waiting`]) and lets them through ([`Gate::open`]), so tests
+/// of what happens during a wait need no timer.
+#[derive(Clone, Default)]
+pub struct Gate {
+    inner: Arc<GateInner>,
+}
+
+#[derive(Default)]
+struct GateInner {
+    open: AtomicBool,
+    opened: Notify,
+    arrived: AtomicU64,
+    arrival: Notify,
+}
+
+impl Gate {
+    /// Lets every held open through, and every later one.
+    pub fn open(&self) {
+        self.inner.open.store(true, Ordering::SeqCst);
+        self.inner.opened.notify_waiters();
+    }
+
+    /// Waits until `n` opens in all have arrived at the gate.
+    pub async fn waiting(&self, n: u64) {
+        loop {
+            let arrival = self.inner.arrival.notified();
+            if self.inner.arrived.load(Ordering::SeqCst) >= n {
+                return;
+            }
+            tokio::time::timeout(Duration::from_secs(10), arrival)
+                .await
+                .expect("an open arrives at the gate");
+        }
+    }
+
+    async fn pass(&self) {
+        self.inner.arrived.fetch_add(1, Ordering::SeqCst);
+        self.inner.arrival.notify_waiters();
+        loop {
+            let opened = self.inner.opened.notified();
+            if self.inner.open.load(Ordering::SeqCst) {
+                return;
+            }
+            opened.await;
+        }
+    }
 }
 
 type Saved = Arc<Mutex<std::collections::HashMap<String, Vec<Step>>>>;
@@ -67,7 +120,7 @@ impl FakeHarness {
     /// A fake placing threads on processes as `isolation` says (per owner, per thread),
     /// as a confined backend does; each conversation tells which process it is on
     /// ([`FakeConversation::process`]).
-    pub fn isolated(isolation: crate::Isolation) -> Self {
+    pub fn isolated(isolation: crate::places::Isolation) -> Self {
         Self {
             isolation: Some(isolation),
             ..Self::default()
@@ -97,6 +150,21 @@ impl FakeHarness {
         }
     }
 
+    /// Holds every open from now on at a gate, as a harness that boots slowly would.
+    pub fn hold_boots(&self) -> Gate {
+        let gate = Gate::default();
+        *self.gate.lock().expect("fake lock") = Some(gate.clone());
+        gate
+    }
+
+    /// Holds every close of a conversation from now on at a gate: a thread asked to hibernate
+    /// keeps its live slot until the test opens it.
+    pub fn hold_closes(&self) -> Gate {
+        let gate = Gate::default();
+        *self.close_gate.lock().expect("fake lock") = Some(gate.clone());
+        gate
+    }
+
     /// Makes the next open fail like an init the harness refused.
     pub fn refuse_next_open(&self) {
         self.refuse_next_open.store(true, Ordering::SeqCst);
@@ -119,16 +187,20 @@ impl FakeHarness {
 
 #[async_trait]
 impl ConversationSource for FakeHarness {
-    fn isolation(&self) -> crate::Isolation {
-        self.isolation.unwrap_or(crate::Isolation::Shared)
+    fn isolation(&self) -> crate::places::Isolation {
+        self.isolation.unwrap_or(crate::places::Isolation::Shared)
     }
 
     async fn open(
         &self,
-        placement: &crate::trees::Placement,
+        placement: &crate::places::Placement,
         config: HarnessConfig,
         callbacks: Arc<dyn Callbacks>,
     ) -> Result<Box<dyn ConversationHandle>, HarnessError> {
+        let gate = self.gate.lock().expect("fake lock").clone();
+        if let Some(gate) = gate {
+            gate.pass().await;
+        }
         if self.refuse_next_open.swap(false, Ordering::SeqCst) {
             return Err(HarnessError::InitFailed {
                 reason: "refused by the fake harness".into(),
@@ -180,6 +252,7 @@ impl ConversationSource for FakeHarness {
                 sandbox_available: false,
             },
             own_events: events_tx,
+            close_gate: self.close_gate.clone(),
             kills,
             saved: self.saved.clone(),
             id,
@@ -260,6 +333,11 @@ impl FakeConversation {
             .ok()
             .flatten()
             .map(|i| input_text(&i))
+    }
+
+    /// Whether the session still has the conversation open.
+    pub fn is_open(&self) -> bool {
+        self.open.load(Ordering::SeqCst)
     }
 
     /// How many cancels the session sent.
@@ -437,6 +515,7 @@ struct FakeHandle {
     events: mpsc::UnboundedReceiver<ConversationEvent>,
     /// Its own event stream, for the process's death when it is killed.
     own_events: mpsc::UnboundedSender<ConversationEvent>,
+    close_gate: Arc<Mutex<Option<Gate>>>,
     kills: Arc<Mutex<usize>>,
     inputs: mpsc::UnboundedSender<UserInput>,
     cancels: Arc<Mutex<usize>>,
@@ -503,6 +582,10 @@ impl ConversationHandle for FakeHandle {
     }
 
     async fn close(self: Box<Self>) {
+        let gate = self.close_gate.lock().expect("fake lock").clone();
+        if let Some(gate) = gate {
+            gate.pass().await;
+        }
         self.open.store(false, Ordering::SeqCst);
     }
 

@@ -12,7 +12,8 @@ use serde_json::{Map, Value};
 
 use crate::error::SessionError;
 use crate::interrupts::InterruptAnswer;
-use crate::thread::{InterruptKind, ThreadLink};
+use crate::thread::link::ThreadLink;
+use crate::thread::parking::InterruptKind;
 
 /// A failure of a server tool; the model sees `There was an error executing <tool>: <message>`.
 #[derive(Debug, Clone, PartialEq, Eq)]

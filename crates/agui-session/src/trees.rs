@@ -24,8 +24,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use serde::{Deserialize, Serialize};
 
-use crate::backend::Isolation;
 use crate::owner::Owner;
+use crate::places::{Isolation, Place, Placement, ProcessPlace, TreeId};
 
 /// Trees' state directories live under `<save_dir>/o/`.
 const TREES_DIR: &str = "o";
@@ -40,75 +40,6 @@ const MARKER: &str = "owner.json";
 /// milliseconds; this only bounds a stuck one).
 const SPARE_WAIT: std::time::Duration = std::time::Duration::from_secs(20);
 
-/// A tree's id: 128 random bits in lowercase base32 (26 characters).
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(try_from = "String", into = "String")]
-pub(crate) struct TreeId(String);
-
-impl TreeId {
-    fn random() -> io::Result<Self> {
-        let mut bytes = [0u8; 16];
-        getrandom::fill(&mut bytes).map_err(|e| io::Error::other(format!("no randomness: {e}")))?;
-        Ok(Self(base32(&bytes)))
-    }
-
-    pub(crate) fn as_str(&self) -> &str {
-        &self.0
-    }
-}
-
-impl TryFrom<String> for TreeId {
-    type Error = String;
-
-    fn try_from(text: String) -> Result<Self, String> {
-        if text.len() == 26 && text.bytes().all(|b| matches!(b, b'a'..=b'z' | b'2'..=b'7')) {
-            Ok(Self(text))
-        } else {
-            Err(format!("`{text}` is not a tree id"))
-        }
-    }
-}
-
-impl From<TreeId> for String {
-    fn from(id: TreeId) -> Self {
-        id.0
-    }
-}
-
-impl std::fmt::Display for TreeId {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-/// RFC 4648 base32, lowercase, unpadded.
-fn base32(bytes: &[u8]) -> String {
-    const ALPHABET: &[u8; 32] = b"abcdefghijklmnopqrstuvwxyz234567";
-    let mut out = String::with_capacity(bytes.len() * 8 / 5 + 1);
-    let (mut buffer, mut bits) = (0u32, 0u32);
-    for &byte in bytes {
-        buffer = (buffer << 8) | u32::from(byte);
-        bits += 8;
-        while bits >= 5 {
-            bits -= 5;
-            out.push(ALPHABET[((buffer >> bits) & 31) as usize] as char);
-        }
-    }
-    if bits > 0 {
-        out.push(ALPHABET[((buffer << (5 - bits)) & 31) as usize] as char);
-    }
-    out
-}
-
-/// Where a thread works: its tree and its slot in it (kept in its record).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) struct Place {
-    /// The tree.
-    pub(crate) tree: TreeId,
-    /// The thread's directory names in the tree (`<workspace>/<slot>`, `app/<slot>`).
-    pub(crate) slot: String,
-}
-
 /// What a tree's marker says.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -122,31 +53,6 @@ struct Marker {
     thread: Option<String>,
     /// Who made it (`<replica or "local">`): a restarted server removes its unclaimed trees.
     made_by: String,
-}
-
-/// The directories of one harness process's partition: what its confinement grants.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct ProcessPlace {
-    /// The harness's `storage_directory`.
-    pub(crate) storage_dir: PathBuf,
-    /// The harness's `HOME`; `None` keeps the backend's.
-    pub(crate) home_dir: Option<PathBuf>,
-    /// The directories a confined process may write (the tree's two halves); empty for shared
-    /// processes.
-    pub(crate) confine: Vec<PathBuf>,
-    /// The tree's id, naming the process in logs and its model calls.
-    pub(crate) label: String,
-}
-
-/// One thread's directories.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Placement {
-    /// The process it runs on.
-    pub(crate) process: ProcessPlace,
-    /// Its workspace.
-    pub(crate) workspace: PathBuf,
-    /// The harness's `appDataDir` (transcripts, artifacts).
-    pub(crate) app_data_dir: PathBuf,
 }
 
 /// Why a thread cannot be placed.
@@ -332,15 +238,13 @@ impl Trees {
     }
 
     /// A place for a new thread of `owner`: in the owner's tree (claiming a spare's, or a new
-    /// one, if the owner has none), or a tree of its own.
+    /// one, if the owner has none), or a tree of its own. It takes a spare only if one is
+    /// ready: waiting for one being booted is the caller's choice ([`Trees::await_spare`]).
     pub(crate) async fn new_place(
         &self,
         owner: &Owner,
         thread_id: &str,
     ) -> Result<NewPlace, TreeError> {
-        if self.isolation == Isolation::Thread || self.existing_tree(owner).is_none() {
-            self.await_spare().await;
-        }
         match self.isolation {
             Isolation::Thread => {
                 let (tree, hold) = self.claim_tree(owner, Some(thread_id))?;
@@ -439,9 +343,18 @@ impl Trees {
         }
     }
 
-    /// Waits for a spare being booted, if one is and none is ready: claiming it soon beats
-    /// booting a second process beside it.
-    async fn await_spare(&self) {
+    /// Whether a new place for `owner` should first wait for a spare being booted: it needs a
+    /// new tree, none is ready and one is coming (claiming it soon beats booting a second
+    /// process beside it).
+    pub(crate) fn should_await_spare(&self, owner: &Owner) -> bool {
+        (self.isolation == Isolation::Thread || self.existing_tree(owner).is_none())
+            && self.spares() == 0
+            && self.preparing.load(std::sync::atomic::Ordering::SeqCst) > 0
+    }
+
+    /// Waits for a spare being booted, if one is and none is ready (bounded: a stuck boot
+    /// does not hold a thread for long). Holds nothing: it can be dropped at any point.
+    pub(crate) async fn await_spare(&self) {
         use std::sync::atomic::Ordering;
         let deadline = tokio::time::Instant::now() + SPARE_WAIT;
         loop {
@@ -576,7 +489,7 @@ impl Trees {
 
     fn by_owner_file(&self, owner: &Owner) -> PathBuf {
         let key = match owner.identity() {
-            Some(identity) => crate::sha256_hex(format!("owner:{identity}").as_bytes(), 32),
+            Some(identity) => crate::hash::sha256_hex(format!("owner:{identity}").as_bytes(), 32),
             None => "local".into(),
         };
         self.save_dir
@@ -834,17 +747,6 @@ mod tests {
 
     fn trees(dir: &Path, isolation: Isolation) -> Trees {
         Trees::open(&dir.join("save"), &dir.join("w"), isolation, "local")
-    }
-
-    #[test]
-    fn tree_ids_are_128_random_bits_in_base32() {
-        let a = TreeId::random().unwrap();
-        let b = TreeId::random().unwrap();
-        assert_ne!(a, b);
-        assert_eq!(a.as_str().len(), 26);
-        assert!(TreeId::try_from(a.to_string()).is_ok());
-        assert!(TreeId::try_from("../etc".to_owned()).is_err());
-        assert_eq!(base32(b"foobar"), "mzxw6ytboi");
     }
 
     #[tokio::test]

@@ -10,14 +10,22 @@ use agui_translate::{
 use agui_types::Event;
 use harness_client::{TrajectoryState, Usage};
 use harness_proto::step::Step;
+use tokio::time::Instant;
 
 use crate::activity::TurnActivity;
-use crate::options::{AgentOptions, StructuredOutputMode, SubagentEvents};
+use crate::choices::{StructuredOutputMode, SubagentEvents};
+use crate::options::AgentOptions;
 
 /// A turn in flight.
 pub(crate) struct Turn {
     translator: Translator,
     activity: TurnActivity,
+    /// When the thread asked the harness to halt it (a stop, a stall, a full disk), if it did.
+    halted_at: Option<Instant>,
+    /// The last failure a step of the turn reported (gives the turn's error its HTTP code).
+    last_failure: Option<StepFailure>,
+    /// When the harness last sent anything for it.
+    last_progress: Instant,
 }
 
 /// A translator for a turn of conversation `conversation_id`; `session_tools` are emitted by
@@ -62,7 +70,35 @@ impl Turn {
         Self {
             translator,
             activity: TurnActivity::default(),
+            halted_at: None,
+            last_failure: None,
+            last_progress: Instant::now(),
         }
+    }
+
+    /// When the thread asked the harness to halt the turn, if it did.
+    pub(crate) fn halted_at(&self) -> Option<Instant> {
+        self.halted_at
+    }
+
+    /// Notes that the harness was asked (again) to halt the turn now.
+    pub(crate) fn halting(&mut self) {
+        self.halted_at = Some(Instant::now());
+    }
+
+    /// The last failure a step of the turn reported.
+    pub(crate) fn last_failure(&self) -> Option<&StepFailure> {
+        self.last_failure.as_ref()
+    }
+
+    /// When the harness last sent anything for the turn.
+    pub(crate) fn last_progress(&self) -> Instant {
+        self.last_progress
+    }
+
+    /// Notes that the harness sent something for the turn now.
+    pub(crate) fn progressed(&mut self) {
+        self.last_progress = Instant::now();
     }
 
     /// What the harness is doing in this turn.
@@ -70,10 +106,13 @@ impl Turn {
         &self.activity
     }
 
-    /// Events for a step snapshot, and failures it reports.
+    /// Events for a step snapshot, and failures it reports (the last is kept).
     pub(crate) fn step(&mut self, step: &Step) -> (Vec<Event>, Vec<StepFailure>) {
         self.activity.step(step);
         let translation = self.translator.step(step);
+        if let Some(last) = translation.failures.last() {
+            self.last_failure = Some(last.clone());
+        }
         (translation.events, translation.failures)
     }
 

@@ -77,7 +77,7 @@ impl Head {
 /// The stem of a thread's files: the hex SHA-256 of its id (ids are client input and never
 /// become a path).
 pub(super) fn stem_of(thread_id: &str) -> String {
-    crate::sha256_hex(thread_id.as_bytes(), 32)
+    crate::hash::sha256_hex(thread_id.as_bytes(), 32)
 }
 
 /// The path of one slot of the thread whose files are named `stem`.
@@ -162,7 +162,7 @@ pub(super) fn write_slot(path: &Path, bytes: &[u8]) -> io::Result<bool> {
 fn digest(thread_id: &str, sequence: u64, record: &RawValue) -> String {
     let mut covered = format!("{sequence}\n{thread_id}\n").into_bytes();
     covered.extend_from_slice(record.get().as_bytes());
-    crate::sha256_hex(&covered, 32)
+    crate::hash::sha256_hex(&covered, 32)
 }
 
 /// A slot as read.

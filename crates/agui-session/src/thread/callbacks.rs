@@ -13,7 +13,8 @@ use harness_client::{
 use serde_json::{Map, Value};
 use tokio::sync::oneshot;
 
-use super::{InterruptKind, Request, ThreadLink, ToolAnswer};
+use super::link::{Request, ThreadLink};
+use super::parking::{InterruptKind, ToolAnswer};
 use crate::interrupts::{self, ABANDONED_TEXT};
 use crate::tools::{ToolContext, ToolRegistry};
 
@@ -31,7 +32,7 @@ pub(crate) struct CallbackPolicy {
     pub(crate) auto_approve: BTreeSet<String>,
     pub(crate) max_tool_calls: Option<u32>,
     pub(crate) questions: bool,
-    pub(crate) reasons: crate::InterruptReasons,
+    pub(crate) reasons: crate::choices::InterruptReasons,
 }
 
 /// The harness callbacks of one thread's conversation.

@@ -1,14 +1,17 @@
 //! A thread's harness conversation, as a state that cannot be wrong: a turn exists only inside
-//! an open conversation, and an open conversation holds one of the agent's live slots, given
-//! back when it is dropped.
+//! an open conversation, an open conversation holds one of the agent's live slots (given back
+//! when it is dropped), and a conversation being opened is a child task the thread's task
+//! watches, never a wait inside it.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use tokio::sync::Notify;
+use tokio::task::JoinHandle;
 
 use crate::backend::ConversationHandle;
 use crate::contract::Contract;
+use crate::error::RunFailure;
 use crate::turn::Turn;
 
 /// The agent's budget of open conversations (`max_sessions`).
@@ -67,11 +70,55 @@ impl Drop for LiveSlot {
 
 /// The thread's conversation.
 pub(crate) enum Conversation {
-    /// No connection: never opened, hibernated, or closed when its harness went away. The
-    /// next run opens (or resumes) it.
+    /// No connection: never opened, or hibernated. The next run opens (or resumes) it.
     Closed,
+    /// Being opened by a child task (waiting for a spare, a live slot, a boot, the init).
+    Opening(Opening),
     /// A connection to the harness, and the turn in flight on it.
     Open(Box<OpenConversation>),
+    /// Its harness process died (`why`); the next run opens it on a new one.
+    Lost { why: String },
+}
+
+/// A conversation being opened: the child task doing it, and the client tools it is opened
+/// with.
+pub(crate) struct Opening {
+    pub(crate) stage: OpeningStage,
+    pub(crate) contract: Contract,
+}
+
+/// What the child opening a conversation waits for.
+pub(crate) enum OpeningStage {
+    /// A spare harness being booted for the thread's new tree (claiming it beats booting a
+    /// second process beside it). Holds nothing: aborted, nothing happened.
+    Spare(JoinHandle<()>),
+    /// A live slot (idle threads are asked to hibernate to free one). Aborted, it holds
+    /// nothing.
+    Slot(JoinHandle<Result<LiveSlot, RunFailure>>),
+    /// The harness, with the slot taken: its boot (or a pooled process) and the conversation's
+    /// init.
+    Boot {
+        boot: JoinHandle<Result<Box<dyn ConversationHandle>, BootFailure>>,
+        slot: LiveSlot,
+    },
+}
+
+/// Why the child could not open the conversation.
+pub(crate) enum BootFailure {
+    /// The harness does not have the conversation it was asked to resume (`why`).
+    Lost(String),
+    /// Anything else, as the runs waiting for it report it.
+    Failed(RunFailure),
+}
+
+/// Whether an open conversation's connection is up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Link {
+    /// Events flow.
+    Attached,
+    /// The harness closed the connection (a model error does); it is re-attached on the next
+    /// run.
+    Down,
 }
 
 /// An open conversation.
@@ -79,13 +126,24 @@ pub(crate) struct OpenConversation {
     pub(crate) handle: Box<dyn ConversationHandle>,
     /// The client tools it was opened with.
     pub(crate) contract: Contract,
+    pub(crate) link: Link,
     /// The turn in flight (sent and not yet ended), spanning runs.
     pub(crate) turn: Option<Turn>,
     _slot: LiveSlot,
 }
 
+/// How the thread lets go of its conversation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum LetGo {
+    /// Close the connection; the harness keeps (and checkpoints) the conversation.
+    Close,
+    /// Close it and, when the thread has a harness process of its own, stop that process too:
+    /// the thread goes to another replica (or away), and no harness of this one may keep it.
+    HandOver { own_process: bool },
+}
+
 impl Conversation {
-    /// An open conversation holding `slot`.
+    /// An open, attached conversation holding `slot`.
     pub(crate) fn open(
         handle: Box<dyn ConversationHandle>,
         contract: Contract,
@@ -94,6 +152,7 @@ impl Conversation {
         Self::Open(Box::new(OpenConversation {
             handle,
             contract,
+            link: Link::Attached,
             turn: None,
             _slot: slot,
         }))
@@ -103,7 +162,7 @@ impl Conversation {
     pub(crate) fn as_open(&mut self) -> Option<&mut OpenConversation> {
         match self {
             Self::Open(open) => Some(open),
-            Self::Closed => None,
+            _ => None,
         }
     }
 
@@ -112,11 +171,16 @@ impl Conversation {
         matches!(self, Self::Open(_))
     }
 
+    /// Whether a conversation is open with its events flowing.
+    pub(crate) fn is_attached(&self) -> bool {
+        matches!(self, Self::Open(open) if open.link == Link::Attached)
+    }
+
     /// The turn in flight.
     pub(crate) fn turn(&self) -> Option<&Turn> {
         match self {
             Self::Open(open) => open.turn.as_ref(),
-            Self::Closed => None,
+            _ => None,
         }
     }
 
@@ -125,29 +189,56 @@ impl Conversation {
         self.as_open().and_then(|o| o.turn.as_mut())
     }
 
-    /// Closes the connection (the harness keeps and checkpoints the conversation) and gives
-    /// the slot back. The turn in flight, if any, is dropped with it.
-    pub(crate) async fn close(&mut self) {
-        if let Self::Open(open) = std::mem::replace(self, Self::Closed) {
-            open.handle.close().await;
+    /// Lets the conversation go, as `how` says: the one way a connection is closed or a child
+    /// opening one abandoned (its conversation, once open, is let go the same way).
+    pub(crate) async fn let_go(&mut self, how: LetGo) {
+        match std::mem::replace(self, Self::Closed) {
+            Self::Open(open) => close(open.handle, how).await,
+            Self::Opening(opening) => abandon(opening.stage, how),
+            Self::Closed | Self::Lost { .. } => {}
         }
     }
 
-    /// Closes the connection and, when the thread has a harness process of its own
-    /// (`own_process`), stops that process too: the thread is being handed over to another
-    /// replica, and no harness of this one may keep the conversation.
-    pub(crate) async fn hand_over(&mut self, own_process: bool) {
-        if let Self::Open(open) = std::mem::replace(self, Self::Closed) {
-            if own_process {
-                open.handle.close_and_stop_process().await;
-            } else {
-                open.handle.close().await;
-            }
+    /// Abandons the child opening the conversation, if one is at it (see [`Conversation::let_go`]).
+    pub(crate) fn abandon_opening(&mut self, how: LetGo) {
+        if matches!(self, Self::Opening(_))
+            && let Self::Opening(opening) = std::mem::replace(self, Self::Closed)
+        {
+            abandon(opening.stage, how);
         }
     }
 
-    /// Drops the connection without closing it (it is already gone).
-    pub(crate) fn forget(&mut self) {
-        *self = Self::Closed;
+    /// Drops the connection without closing it (it is already gone); `lost` says why the
+    /// harness process is gone, if it is.
+    pub(crate) fn forget(&mut self, lost: Option<String>) {
+        *self = match lost {
+            Some(why) => Self::Lost { why },
+            None => Self::Closed,
+        };
+    }
+}
+
+async fn close(handle: Box<dyn ConversationHandle>, how: LetGo) {
+    match how {
+        LetGo::HandOver { own_process: true } => handle.close_and_stop_process().await,
+        LetGo::Close | LetGo::HandOver { .. } => handle.close().await,
+    }
+}
+
+/// Abandons a child opening a conversation: a spare wait is dropped (it holds nothing); a boot
+/// runs on in the background and what it opens is let go at once, so a stop or a shutdown
+/// never waits for it and the pool is never left with a half-started process.
+fn abandon(stage: OpeningStage, how: LetGo) {
+    match stage {
+        OpeningStage::Spare(wait) => wait.abort(),
+        OpeningStage::Slot(slot) => slot.abort(),
+        OpeningStage::Boot { boot, .. } => {
+            tokio::spawn(async move {
+                if let Ok(Ok(handle)) = boot.await {
+                    tracing::debug!("closing a conversation opened for a run that was stopped");
+                    close(handle, how).await;
+                }
+            });
+        }
     }
 }

@@ -13,6 +13,19 @@ use crate::activity::Blocked;
 use crate::interrupts::InterruptAnswer;
 use crate::store::PendingTool;
 
+/// A frontend tool call as the harness makes it: what announcing it ahead of its callback and
+/// the callback itself share.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct CallRequest<'a> {
+    /// The harness's id of the call.
+    pub(crate) harness_id: &'a str,
+    /// The tool.
+    pub(crate) name: &'a str,
+    pub(crate) arguments: &'a Map<String, Value>,
+    /// The trajectory (root or subagent) that made it.
+    pub(crate) trajectory: &'a str,
+}
+
 /// What a frontend tool call receives.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum ToolAnswer {
@@ -180,46 +193,58 @@ impl Parking {
     /// then not shown at all).
     pub(crate) fn announce(
         &mut self,
-        harness_id: &str,
+        call: CallRequest<'_>,
         tool_call_id: impl FnOnce() -> String,
-        name: &str,
-        arguments: &Map<String, Value>,
-        trajectory: &str,
         deduplicate: bool,
     ) -> Option<String> {
-        if self.called_back.contains(harness_id)
-            || self.frontend.iter().any(|c| c.harness_id == harness_id)
+        if self.called_back.contains(call.harness_id)
+            || self
+                .frontend
+                .iter()
+                .any(|c| c.harness_id == call.harness_id)
         {
             return None;
         }
-        if deduplicate && !self.claim(name, arguments) {
+        if deduplicate && !self.claim(call.name, call.arguments) {
             return None;
         }
-        let id = tool_call_id();
+        Some(self.show(call, tool_call_id(), None))
+    }
+
+    /// Keeps `call` as shown to the client under `tool_call_id`, waiting for its answer (and,
+    /// with `reply`, for the harness that asks for it).
+    fn show(
+        &mut self,
+        call: CallRequest<'_>,
+        tool_call_id: String,
+        reply: Option<oneshot::Sender<ToolAnswer>>,
+    ) -> String {
         self.frontend.push(FrontendCall {
-            tool_call_id: id.clone(),
-            name: name.to_owned(),
-            trajectory: trajectory.to_owned(),
-            harness_id: harness_id.to_owned(),
-            reply: None,
+            tool_call_id: tool_call_id.clone(),
+            name: call.name.to_owned(),
+            trajectory: call.trajectory.to_owned(),
+            harness_id: call.harness_id.to_owned(),
+            reply,
         });
-        Some(id)
+        tool_call_id
     }
 
     /// The harness called back for the frontend call `harness_id`: parks it (or attaches it to
     /// its announcement, or answers it with an answer that came early), or, with dedup, makes
     /// a repeat wait for the turn's first call of the tool.
-    #[allow(clippy::too_many_arguments)]
     pub(crate) fn frontend_callback(
         &mut self,
-        harness_id: &str,
+        call: CallRequest<'_>,
         tool_call_id: impl FnOnce() -> String,
-        name: &str,
-        arguments: &Map<String, Value>,
-        trajectory: &str,
         deduplicate: bool,
         reply: oneshot::Sender<ToolAnswer>,
     ) -> FrontendCallback {
+        let CallRequest {
+            harness_id,
+            name,
+            arguments,
+            ..
+        } = call;
         self.called_back.insert(harness_id.to_owned());
         if let Some(answer) = self.answered_early.remove(harness_id) {
             if deduplicate {
@@ -267,16 +292,9 @@ impl Parking {
             }
             self.claim(name, arguments);
         }
-        let id = tool_call_id();
-        self.frontend.push(FrontendCall {
-            tool_call_id: id.clone(),
-            name: name.to_owned(),
-            trajectory: trajectory.to_owned(),
-            harness_id: harness_id.to_owned(),
-            reply: Some(reply),
-        });
+        let tool_call_id = self.show(call, tool_call_id(), Some(reply));
         FrontendCallback::Parked {
-            tool_call_id: id,
+            tool_call_id,
             announce: true,
         }
     }
@@ -468,15 +486,14 @@ mod tests {
         arguments: Value,
     ) -> (FrontendCallback, oneshot::Receiver<ToolAnswer>) {
         let (tx, rx) = oneshot::channel();
-        let handled = parking.frontend_callback(
+        let arguments = args(arguments);
+        let call = CallRequest {
             harness_id,
-            || call_id.into(),
             name,
-            &args(arguments),
-            "root",
-            true,
-            tx,
-        );
+            arguments: &arguments,
+            trajectory: "root",
+        };
+        let handled = parking.frontend_callback(call, || call_id.into(), true, tx);
         (handled, rx)
     }
 
@@ -528,22 +545,26 @@ mod tests {
     async fn an_announced_call_answered_early_gets_its_answer_when_the_harness_asks() {
         let mut parking = Parking::default();
         let shown = parking.announce(
-            "h2",
+            CallRequest {
+                harness_id: "h2",
+                name: "clock",
+                arguments: &args(json!({"c": 1})),
+                trajectory: "root",
+            },
             || "h2".into(),
-            "clock",
-            &args(json!({"c": 1})),
-            "root",
             true,
         );
         assert_eq!(shown.as_deref(), Some("h2"));
         assert_eq!(
             parking.announce(
-                "h2",
+                CallRequest {
+                    harness_id: "h2",
+                    name: "clock",
+                    arguments: &args(json!({})),
+                    trajectory: "root"
+                },
                 || "again".into(),
-                "clock",
-                &args(json!({})),
-                "root",
-                true
+                true,
             ),
             None,
             "announced once"

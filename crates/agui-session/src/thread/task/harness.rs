@@ -1,25 +1,27 @@
 //! The harness side of a thread: its events (translated and sent to every subscribed run),
-//! the requests of its callbacks, and opening, resuming or re-attaching its conversation.
+//! turns that end or fail, a connection that closes, and the requests of its callbacks.
 
+use agui_translate::StepFailure;
 use agui_types::Event;
-use harness_client::{CloseReason, ConversationEvent, HarnessError, TurnEnd};
+use harness_client::{CloseReason, ConversationEvent, TurnEnd};
 use harness_proto::step::StepSource;
-use tokio::time::Instant;
 
-use super::super::callbacks::{ThreadCallbacks, tool_call_events};
-use super::super::conversation::Conversation;
-use super::super::parking::FrontendCallback;
-use super::super::{Request, history};
+use super::super::callbacks::tool_call_events;
+use super::super::conversation::Link;
+use super::super::link::Request;
+use super::super::parking::{CallRequest, FrontendCallback};
 use super::Task;
-use crate::contract::Contract;
+use super::state::{Owed, Verdict};
 use crate::error::{RunErrorCode, RunFailure};
 use crate::turn::Turn;
 
 impl Task {
     /// Handles one event of the harness.
     pub(super) async fn harness_event(&mut self, event: Option<ConversationEvent>) {
-        self.last_progress = Instant::now();
         self.touch();
+        if let Some(turn) = self.conversation.turn_mut() {
+            turn.progressed();
+        }
         match event {
             Some(ConversationEvent::Step(step)) => {
                 if step.source == StepSource::User
@@ -37,7 +39,6 @@ impl Task {
                 }
                 for failure in failures {
                     tracing::info!(http_code = failure.http_code, message = %failure.message, "the harness reported a failure step");
-                    self.last_failure = Some(failure);
                 }
             }
             Some(ConversationEvent::Trajectory(change)) => {
@@ -76,7 +77,7 @@ impl Task {
     /// Takes every event the harness already sent, without waiting.
     pub(super) async fn drain_harness(&mut self) {
         loop {
-            if self.down {
+            if !self.conversation.is_attached() {
                 return;
             }
             let Some(event) = self
@@ -102,20 +103,16 @@ impl Task {
         }
         let exhausted = self.parking.budget_exhausted();
         self.parking.new_turn();
-        let stopped = self.stopping.is_some();
+        let halted = turn.halted_at().is_some();
         let failure = if exhausted {
-            let max = self
-                .agent
-                .options
-                .max_tool_calls_per_turn
-                .unwrap_or_default();
+            let max = self.ctx.options.max_tool_calls_per_turn.unwrap_or_default();
             Some(RunFailure::new(
                 RunErrorCode::MaxToolCallsExceeded,
                 format!("The turn was stopped after {max} tool calls (max_tool_calls_per_turn)."),
             ))
         } else if let Some(error) = &end.error {
-            Some(self.turn_failure(error))
-        } else if (end.cancelled || end.halted) && !stopped {
+            Some(turn_failure(error, turn.last_failure()))
+        } else if (end.cancelled || end.halted) && !halted {
             Some(RunFailure::new(
                 RunErrorCode::Cancelled,
                 "The turn was cancelled.",
@@ -124,7 +121,7 @@ impl Task {
             None
         };
         if let Some(failure) = failure {
-            self.fail_turn(failure);
+            self.fail_turn(failure, halted);
         }
         if self.run.is_none() {
             // No run will persist the thread when it settles: say the turn is over now.
@@ -133,52 +130,33 @@ impl Task {
     }
 
     /// A turn failed: the runs watching it end with the failure; with none watching, the next
-    /// run reports it.
-    fn fail_turn(&mut self, failure: RunFailure) {
-        if self.stopping.is_some() && self.turn_failure.is_none() {
-            // A stop that ended in a failure is still a stop.
+    /// run reports it. A turn the thread was halting ends as its halt said (a stop that ended
+    /// in a failure is still a stop).
+    fn fail_turn(&mut self, failure: RunFailure, halted: bool) {
+        if halted && !matches!(self.owed, Some(Owed::Watchers(Verdict::Failed(_)))) {
             return;
         }
         if let Some(run) = self.run.as_mut() {
             run.prompt = None;
         }
         if self.run.is_some() || self.output.has_subscribers() {
-            self.turn_failure.get_or_insert(failure);
+            self.owe_watchers(Verdict::Failed(failure));
         } else {
             tracing::warn!(code = failure.code.as_str(), message = %failure.message, "a turn failed while no run watched; the next run reports it");
-            self.unreported = Some(failure);
+            self.owed = Some(Owed::NextRun(failure));
         }
-    }
-
-    /// The harness's turn error: its kind and the model's HTTP status for the client, the
-    /// whole text (which names the model's URL) for the log.
-    pub(super) fn turn_failure(&self, error: &str) -> RunFailure {
-        let code = self
-            .last_failure
-            .as_ref()
-            .map(|f| f.http_code)
-            .filter(|c| (100..600).contains(c));
-        let message = match (error_kind(error), code) {
-            (Some(kind), Some(code)) => format!("The agent failed: {kind} (HTTP {code})."),
-            (Some(kind), None) => format!("The agent failed: {kind}."),
-            (None, Some(code)) => format!("The agent failed (HTTP {code})."),
-            (None, None) => "The agent failed.".to_owned(),
-        };
-        RunFailure::new(RunErrorCode::AgentError, message).with_detail(error)
     }
 
     fn connection_closed(&mut self, reason: CloseReason) {
         tracing::info!(%reason, "the conversation's connection ended");
-        let had_turn = self.conversation.turn().is_some();
-        if let Some(open) = self.conversation.as_open() {
-            open.turn = None;
-        }
+        let turn = self
+            .conversation
+            .as_open()
+            .and_then(|open| open.turn.take());
         self.parking.close_all();
         let failure = match &reason {
             CloseReason::ProcessExited(info) => {
-                self.harness_lost = Some(info.status.clone());
-                self.conversation.forget();
-                self.down = false;
+                self.conversation.forget(Some(info.status.clone()));
                 RunFailure::new(
                     RunErrorCode::HarnessLost,
                     "The Antigravity harness stopped unexpectedly; the next run starts a new one.",
@@ -187,15 +165,16 @@ impl Task {
             }
             CloseReason::ClosedByHarness { turn_error, .. } => {
                 // A model error closes the socket; the conversation is re-attached next time.
-                self.down = true;
-                self.turn_failure(
+                self.mark_down();
+                turn_failure(
                     turn_error
                         .as_deref()
                         .unwrap_or("the harness closed the conversation"),
+                    turn.as_ref().and_then(|t| t.last_failure()),
                 )
             }
             CloseReason::ConnectionLost(error) => {
-                self.down = true;
+                self.mark_down();
                 RunFailure::new(
                     RunErrorCode::HarnessLost,
                     "The connection to the Antigravity harness broke.",
@@ -203,25 +182,17 @@ impl Task {
                 .with_detail(error)
             }
             CloseReason::ClosedByHost => {
-                self.conversation.forget();
-                self.down = false;
+                self.conversation.forget(None);
                 RunFailure::new(
                     RunErrorCode::Cancelled,
                     "The Antigravity session was closed while the run was in progress.",
                 )
             }
         };
-        if !had_turn && self.run.is_none() {
+        let Some(turn) = turn else {
+            // No turn was lost; a run waiting to send its prompt re-attaches.
             return;
-        }
-        if self.stopping.is_some() && self.turn_failure.is_none() {
-            // The stop's halt was ignored and the process was killed: the runs end cancelled.
-            return;
-        }
-        if !had_turn {
-            // A run was waiting to send its prompt on this connection; it is re-attached.
-            return;
-        }
+        };
         let failure = if self.run.is_none() && !self.output.has_subscribers() {
             RunFailure::new(
                 RunErrorCode::HarnessLost,
@@ -230,7 +201,15 @@ impl Task {
         } else {
             failure
         };
-        self.fail_turn(failure);
+        // A halted turn whose process was killed ends as its halt said.
+        self.fail_turn(failure, turn.halted_at().is_some());
+    }
+
+    /// The open conversation's connection is down (re-attached on the next run).
+    fn mark_down(&mut self) {
+        if let Some(open) = self.conversation.as_open() {
+            open.link = Link::Down;
+        }
     }
 
     /// Handles a request of the harness side.
@@ -245,13 +224,16 @@ impl Task {
                 reply,
             } => {
                 let link = &self.link;
+                let call = CallRequest {
+                    harness_id: &harness_id,
+                    name: &name,
+                    arguments: &arguments,
+                    trajectory: &trajectory,
+                };
                 let handled = self.parking.frontend_callback(
-                    &harness_id,
+                    call,
                     || link.tool_call_id(&harness_id),
-                    &name,
-                    &arguments,
-                    &trajectory,
-                    self.agent.options.deduplicate_tool_calls,
+                    self.ctx.options.deduplicate_tool_calls,
                     reply,
                 );
                 match handled {
@@ -333,155 +315,34 @@ impl Task {
     /// A fresh translation state for a turn that starts now.
     pub(super) fn start_turn(&mut self) {
         let names = match self.conversation.as_open() {
-            Some(open) => open.contract.session_tool_names(&self.agent.tools),
+            Some(open) => open.contract.session_tool_names(&self.ctx.tools),
             None => return,
         };
         let translator = crate::turn::translator(
-            &self.agent.options,
+            &self.ctx.options,
             names,
             self.link.tool_call_ids.clone(),
             &self.conversation_id,
         );
-        self.last_progress = Instant::now();
         if let Some(open) = self.conversation.as_open() {
             open.turn = Some(Turn::new(translator));
         }
     }
+}
 
-    /// Makes sure the thread has a usable conversation with `contract`'s tools: re-attaching a
-    /// connection the harness closed, rebuilding it when the client's tools changed (history
-    /// kept), or opening it — resuming the conversation the harness has, or creating it.
-    pub(super) async fn ensure_conversation(
-        &mut self,
-        contract: Contract,
-    ) -> Result<(), RunFailure> {
-        if let Some(why) = self.harness_lost.take() {
-            tracing::warn!(reason = %why, "the harness of this thread is gone; opening the conversation on a new one");
-        }
-        if self.down {
-            self.down = false;
-            if let Some(open) = self.conversation.as_open() {
-                match open.handle.reconnect().await {
-                    Ok(info) => tracing::info!(
-                        steps = info.history.len(),
-                        "re-attached to the conversation"
-                    ),
-                    Err(e) => {
-                        tracing::warn!(error = %e, "could not re-attach; starting over on a new connection");
-                        self.conversation.forget();
-                    }
-                }
-            }
-        }
-        if let Some(open) = self.conversation.as_open()
-            && open.contract.signature != contract.signature
-        {
-            if open.turn.is_some() || self.parking.is_parked() {
-                tracing::warn!(
-                    "the client's tools changed while a turn is in flight; keeping the current tools until it ends"
-                );
-                return Ok(());
-            }
-            tracing::info!(
-                "the client's tools changed; rebuilding the conversation (history is kept)"
-            );
-            self.conversation.close().await;
-        }
-        if self.conversation.is_open() {
-            return Ok(());
-        }
-        self.open_conversation(contract).await
-    }
-
-    async fn open_conversation(&mut self, contract: Contract) -> Result<(), RunFailure> {
-        let (placement, spare) = self.place_thread().await?;
-        let options = &self.agent.options;
-        let config = contract
-            .conversation_config(
-                options,
-                &self.agent.tools,
-                &placement.workspace,
-                &placement.app_data_dir,
-                &self.conversation_id,
-                self.known,
-            )
-            .build()
-            .map_err(|e| {
-                RunFailure::new(
-                    RunErrorCode::AgentError,
-                    "The agent's configuration could not be applied.",
-                )
-                .with_detail(e)
-            })?;
-        let callbacks = std::sync::Arc::new(ThreadCallbacks {
-            link: self.link.clone(),
-            tools: self.agent.tools.clone(),
-            policy: contract.callback_policy(options),
-        });
-        let slot = self.agent.reserve_live(&self.id).await?;
-        let handle = match self
-            .agent
-            .backend
-            .0
-            .open(&placement, config, callbacks)
-            .await
-        {
-            Ok(handle) => handle,
-            Err(HarnessError::InitFailed { reason })
-                if self.known && lost_conversation(&reason) =>
-            {
-                return Err(self.conversation_lost(&reason));
-            }
-            Err(e) => {
-                return Err(RunFailure::new(
-                    RunErrorCode::AgentError,
-                    "Could not start the Antigravity conversation.",
-                )
-                .with_detail(e));
-            }
-        };
-        // The spare's process now serves this conversation: it may go back to the pool's care.
-        drop(spare);
-        let info = handle.init_info();
-        tracing::info!(conversation_id = %handle.id(), resumed_steps = info.history.len(), "conversation open");
-        if self.known && info.history.is_empty() && !self.forwarded.is_empty() {
-            // Resumed, yet with none of the turns the thread sent: the harness lost it.
-            return Err(self.conversation_lost("it came back with no history"));
-        }
-        if !self.history_loaded {
-            let translation = crate::turn::translator_options(options, contract.silent.clone());
-            let rebuilt = history::rebuild(
-                &self.conversation_id,
-                &info.history,
-                translation,
-                &self.user_steps,
-            );
-            self.output.log_mut().merge(rebuilt.messages());
-            self.history_loaded = true;
-        }
-        if self.usage.is_none() {
-            self.usage = info.cumulative_usage.clone();
-        }
-        self.conversation = Conversation::open(handle, contract, slot);
-        self.down = false;
-        Ok(())
-    }
-
-    /// The conversation the thread knew could not be resumed: said loudly, and the thread
-    /// starts a new one (the model no longer knows the earlier turns, and the user is told).
-    fn conversation_lost(&mut self, why: &str) -> RunFailure {
-        tracing::error!(conversation_id = %self.conversation_id, why, "the harness lost this thread's conversation; starting a new one");
-        self.conversation_id = uuid::Uuid::new_v4().simple().to_string();
-        self.known = false;
-        self.user_steps.clear();
-        self.history_loaded = true;
-        self.persist();
-        RunFailure::new(
-            RunErrorCode::ConversationLost,
-            "The agent's record of this conversation was lost (its saved state is missing or unreadable), so it no longer knows the earlier messages. The next message starts a new conversation.",
-        )
-        .with_detail(why)
-    }
+/// The harness's turn error: its kind and the model's HTTP status (from the turn's last
+/// failure step) for the client, the whole text (which names the model's URL) for the log.
+fn turn_failure(error: &str, last_step_failure: Option<&StepFailure>) -> RunFailure {
+    let code = last_step_failure
+        .map(|f| f.http_code)
+        .filter(|c| (100..600).contains(c));
+    let message = match (error_kind(error), code) {
+        (Some(kind), Some(code)) => format!("The agent failed: {kind} (HTTP {code})."),
+        (Some(kind), None) => format!("The agent failed: {kind}."),
+        (None, Some(code)) => format!("The agent failed (HTTP {code})."),
+        (None, None) => "The agent failed.".to_owned(),
+    };
+    RunFailure::new(RunErrorCode::AgentError, message).with_detail(error)
 }
 
 /// The kind of a harness error, when its text starts with one in plain words (`model
@@ -493,15 +354,6 @@ fn error_kind(error: &str) -> Option<&str> {
         && kind.len() <= 40
         && kind.chars().all(|c| c.is_ascii_alphabetic() || c == ' '))
     .then_some(kind)
-}
-
-/// Whether an init failure says the conversation to resume does not exist (or is unreadable).
-fn lost_conversation(reason: &str) -> bool {
-    let reason = reason.to_ascii_lowercase();
-    reason.contains("not found")
-        || reason.contains("cannot resume")
-        || reason.contains("corrupt")
-        || reason.contains("malformed")
 }
 
 #[cfg(test)]

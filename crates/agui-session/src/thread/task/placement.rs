@@ -2,9 +2,11 @@
 //! its owner's tree, claiming a spare's if there is one) with what it had elsewhere moved in.
 
 use super::Task;
+use super::state::Moving;
 use crate::error::{RunErrorCode, RunFailure};
 use crate::migrate::{self, Sources};
-use crate::trees::{NewPlace, Placement, TreeError};
+use crate::places::Placement;
+use crate::trees::{NewPlace, TreeError};
 
 impl Task {
     /// The thread's directories: its place checked against its owner, or a new place (in its
@@ -14,7 +16,7 @@ impl Task {
         &mut self,
     ) -> Result<(Placement, Option<Box<dyn Send + Sync>>), RunFailure> {
         let owner = self.owner.clone().unwrap_or_default();
-        let trees = self.agent.trees.clone();
+        let trees = self.ctx.trees.clone();
         if let Some(place) = self.place.clone() {
             let (owner, id) = (owner.clone(), self.id.clone());
             let placement = off_runtime(move || trees.placement(&owner, &id, &place)).await?;
@@ -22,8 +24,8 @@ impl Task {
                 .map(|p| (p, None))
                 .map_err(|e| self.placement_failure(e));
         }
-        let limit = self.agent.options.max_remembered_threads;
-        if !self.known && self.agent.records.len() >= limit {
+        let limit = self.ctx.options.max_remembered_threads;
+        if !self.harnessed.is_known() && self.ctx.records.len() >= limit {
             return Err(RunFailure::new(
                 RunErrorCode::ThreadLimit,
                 format!("This agent keeps at most {limit} threads; delete some to start new ones."),
@@ -34,7 +36,7 @@ impl Task {
             .await
             .map_err(|e| self.placement_failure(e))?;
         if hold.is_some() {
-            self.agent.refill_spares();
+            self.ctx.refill_spares();
         }
         let (owner2, id) = (owner.clone(), self.id.clone());
         let (trees2, place2) = (trees.clone(), place.clone());
@@ -43,10 +45,10 @@ impl Task {
             .map_err(|e| self.placement_failure(e))?;
         if let Some(moving) = self.moving.clone() {
             let from = match moving {
-                super::Moving::Legacy(workspace) => {
-                    Sources::legacy(&self.agent.options.save_dir, &workspace)
+                Moving::Legacy(workspace) => {
+                    Sources::legacy(&self.ctx.options.save_dir, &workspace)
                 }
-                super::Moving::From(old, old_owner) => {
+                Moving::From(old, old_owner) => {
                     let (trees, id) = (trees.clone(), self.id.clone());
                     match off_runtime(move || trees.placement(&old_owner, &id, &old)).await? {
                         Ok(old) => Sources::placed(&old),

@@ -8,12 +8,16 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tracing::Instrument as _;
 
+use super::super::conversation::Conversation;
 use super::super::output::{Restate, RunChannel, Terminal, negotiate};
-use super::{ActiveRun, Task, WaitingRun};
+use super::super::parking::CallRequest;
+use super::Task;
+use super::opening::Readiness;
+use super::state::{ActiveRun, Harnessed, Moving, Owed, Verdict, WaitingConnect, WaitingRun};
 use crate::answers;
+use crate::choices::ConcurrentRuns;
 use crate::contract::Contract;
 use crate::error::{RunErrorCode, RunFailure};
-use crate::options::ConcurrentRuns;
 use crate::prompt::{self, Prompt, PromptLimits};
 
 /// How a run ends when it does not fail.
@@ -28,13 +32,12 @@ pub(super) enum Ending {
 }
 
 impl Task {
-    /// Whether the thread may serve a run or connect now: not while shutting down, and only
-    /// with its lease.
-    pub(super) async fn admit(&mut self, owner: &Owner) -> Result<(), RunFailure> {
-        if self.closing || self.agent.is_closing() {
-            return Err(shutting_down());
+    /// Whether the thread may serve `owner`'s run, connect or deletion now (it holds its
+    /// lease already): not while the server shuts down, and only for its owner.
+    pub(super) fn admit(&mut self, owner: &Owner) -> Result<(), RunFailure> {
+        if self.ctx.is_closing() {
+            return Err(super::shutting_down());
         }
-        self.ensure_lease().await?;
         self.adopt_owner(owner)
     }
 
@@ -51,7 +54,7 @@ impl Task {
             Some(current) if current.is_local() => {
                 tracing::info!(%owner, "a thread of the local owner now belongs to an identity; its directories move to that identity's tree");
                 if let Some(place) = self.place.take() {
-                    self.moving = Some(super::Moving::From(place, current.clone()));
+                    self.moving = Some(Moving::From(place, current.clone()));
                 }
                 self.owner = Some(owner.clone());
                 Ok(())
@@ -73,13 +76,13 @@ impl Task {
         events: RunChannel,
         owner: Owner,
     ) {
-        if let Err(failure) = self.admit(&owner).await {
+        if let Err(failure) = self.admit(&owner) {
             self.reject(&input, events, failure);
             return;
         }
         if let Some(active) = &self.run {
             if self.output.is_attached(&active.run_id) {
-                match self.agent.options.concurrent_runs {
+                match self.ctx.options.concurrent_runs {
                     ConcurrentRuns::Refuse => self.reject(&input, events, super::busy()),
                     ConcurrentRuns::Wait(limit) => self.waiting.push_back(WaitingRun {
                         input,
@@ -117,7 +120,7 @@ impl Task {
         self.link
             .shared
             .adopt(input.state.as_ref(), input.context.clone());
-        let deduplicate = self.agent.options.deduplicate_tool_calls;
+        let deduplicate = self.ctx.options.deduplicate_tool_calls;
         let forwarded = &self.forwarded;
         let applied = answers::apply(
             &mut self.parking,
@@ -127,7 +130,7 @@ impl Task {
             deduplicate,
         );
         let limits = PromptLimits {
-            max_attachment_bytes: self.agent.options.max_attachment_bytes,
+            max_attachment_bytes: self.ctx.options.max_attachment_bytes,
         };
         let mut prompt = prompt::newest_unforwarded_with(
             &input.messages,
@@ -176,17 +179,13 @@ impl Task {
         if !self.output.subscribe(&input.run_id, events, usage, restate) {
             tracing::info!("the client left before the run started");
         }
-        if let Some(failure) = self.unreported.take() {
+        if let Some(Owed::NextRun(failure)) = self.owed.take_if(|o| matches!(o, Owed::NextRun(_))) {
             // What went wrong while nobody watched is said first; the new message waits for
             // the next run.
             self.finish(Err(failure)).await;
             return;
         }
-        if let Some(failure) = self.lost.take() {
-            self.finish(Err(failure)).await;
-            return;
-        }
-        let contract = Contract::new(&input.tools, &self.agent.options, &self.agent.tools);
+        let contract = Contract::new(&input.tools, &self.ctx.options, &self.ctx.tools);
         let bare = prompt.is_none() && applied.resolved == 0;
         self.run = Some(ActiveRun {
             run_id: input.run_id.clone(),
@@ -201,7 +200,9 @@ impl Task {
 
     /// A connect: the thread restated on `events` — its messages, its state, the blocks still
     /// open — then its live turn, if any, to the end; parked, it ends as the run that parked it
-    /// did; idle, at once.
+    /// did; idle, at once. A thread read back from its record has its messages in the harness:
+    /// the connect waits for the conversation to open (a child does it; the thread answers
+    /// everything else meanwhile).
     pub(super) async fn connect(
         &mut self,
         input: RunAgentInput,
@@ -210,27 +211,29 @@ impl Task {
     ) {
         let version = negotiate(input.protocol_version.as_deref(), &self.id, &input.run_id);
         let events = RunChannel::new(events, version);
-        if let Err(failure) = self.admit(&owner).await {
+        if let Err(failure) = self.admit(&owner) {
             self.reject(&input, events, failure);
             return;
         }
-        if let Some(failure) = self.lost.clone() {
-            self.output
-                .subscribe(&input.run_id, events, None, Restate::Nothing);
-            self.finish_one(&input.run_id, Terminal::Failed(failure));
-            return;
-        }
-        if !self.history_loaded {
-            // After a restart the messages live in the harness: resuming the conversation
-            // brings them back.
-            let contract = Contract::new(&input.tools, &self.agent.options, &self.agent.tools);
-            if let Err(failure) = self.ensure_conversation(contract).await {
-                self.output
-                    .subscribe(&input.run_id, events, None, Restate::Nothing);
-                self.finish_one(&input.run_id, Terminal::Failed(failure));
-                return;
+        if self.harnessed == Harnessed::KnownUnread {
+            let contract = Contract::new(&input.tools, &self.ctx.options, &self.ctx.tools);
+            match self.conversation_ready(&contract).await {
+                Readiness::Ready => {}
+                Readiness::Pending => {
+                    self.history_waiters.push(WaitingConnect { input, events });
+                    return;
+                }
+                Readiness::Failed(failure) => {
+                    self.reject(&input, events, failure);
+                    return;
+                }
             }
         }
+        self.serve_connect(input, events);
+    }
+
+    /// Restates the thread on a connect's stream and follows its live turn, if any.
+    pub(super) fn serve_connect(&mut self, input: RunAgentInput, events: RunChannel) {
         let usage = self.usage.clone();
         self.output
             .subscribe(&input.run_id, events, usage, Restate::WithState);
@@ -245,20 +248,37 @@ impl Task {
         self.finish_one(&input.run_id, Terminal::Finished(None));
     }
 
-    /// Stops the turn in flight: the harness is asked to halt, what is parked is released,
-    /// and every subscribed run ends cancelled once the harness has stopped. False when no
-    /// turn is in flight.
+    /// Stops what the thread is doing for its runs: the turn in flight (the harness is asked
+    /// to halt, what is parked is released, and every subscribed run ends cancelled once the
+    /// harness has stopped); a run whose message waits for the conversation to open (the
+    /// message is not sent, the run ends cancelled, and the opening is abandoned unless a
+    /// connect waits for it); runs waiting for the lease. False when there was nothing to stop.
     pub(super) fn stop(&mut self) -> bool {
-        if self.conversation.turn().is_none() {
-            return false;
+        let mut stopped = self.cancel_runs_awaiting_lease();
+        if self.conversation.turn().is_some() {
+            tracing::info!("stopping the turn");
+            if let Some(run) = self.run.as_mut() {
+                run.prompt = None;
+            }
+            self.parking.close_all();
+            self.owe_watchers(Verdict::Stopped);
+            self.halt();
+            return true;
         }
-        tracing::info!("stopping the turn");
-        if let Some(run) = self.run.as_mut() {
-            run.prompt = None;
+        if let Some(run) = self.run.as_mut()
+            && let Some(prompt) = run.prompt.take()
+        {
+            tracing::info!(message_id = %prompt.message_id, "stopping a run whose message waited for the conversation; it is not sent");
+            self.owe_watchers(Verdict::Stopped);
+            if self.history_waiters.is_empty()
+                && matches!(self.conversation, Conversation::Opening(_))
+            {
+                let how = self.let_go_how();
+                self.conversation.abandon_opening(how);
+            }
+            stopped = true;
         }
-        self.parking.close_all();
-        self.halt();
-        true
+        stopped
     }
 
     /// Ends or advances the run in flight after anything happened; a run that waited for the
@@ -270,23 +290,29 @@ impl Task {
     /// One step of [`Self::settle`]; true when a waiting run started and needs its own step.
     async fn settle_once(&mut self) -> bool {
         self.handle_detached();
-        // With no turn in flight, a stop (or a halt) has done its work.
-        let stopped = self.conversation.turn().is_none() && self.stopping.take().is_some();
         if self.run.is_none() && !self.output.has_subscribers() {
-            self.turn_failure = None;
+            // Nobody watches: what was owed to watchers goes with them.
+            if matches!(self.owed, Some(Owed::Watchers(_))) {
+                self.owed = None;
+            }
             return self.start_waiting().await;
         }
         if self.conversation.turn().is_none() {
-            if stopped {
-                self.finish(Ok(Ending::Stopped)).await;
-            } else if self.run.as_ref().is_some_and(|r| r.prompt.is_some()) {
+            // With no turn in flight, a stop (or a failure) owed to the watchers is said now;
+            // else the run's message goes, or the run is done.
+            let owes_watchers = matches!(self.owed, Some(Owed::Watchers(_)));
+            if !owes_watchers && self.run.as_ref().is_some_and(|r| r.prompt.is_some()) {
                 self.begin_prompt().await;
+                if self.run.as_ref().is_some_and(|r| r.prompt.is_some()) {
+                    // Its conversation is being opened.
+                    return false;
+                }
             } else {
                 self.finish(Ok(Ending::Finished)).await;
             }
             return self.start_waiting().await;
         }
-        if self.stopping.is_some() || !self.parking.is_parked() {
+        if self.is_halting() || !self.parking.is_parked() {
             return false;
         }
         if self.run.as_ref().is_some_and(|r| r.bare) {
@@ -310,14 +336,14 @@ impl Task {
         let detached = self.output.take_detached();
         if detached.is_empty()
             || self.output.has_subscribers()
-            || self.agent.options.on_disconnect != crate::options::OnDisconnect::Cancel
+            || self.ctx.options.on_disconnect != crate::choices::OnDisconnect::Cancel
         {
             return;
         }
         let left = detached
             .iter()
             .any(|(_, why)| *why == super::super::output::Detach::Left);
-        if left && self.conversation.turn().is_some() && self.stopping.is_none() {
+        if left && self.conversation.turn().is_some() && !self.is_halting() {
             tracing::info!("the client left and on_disconnect = cancel: stopping the turn");
             self.stop();
         }
@@ -343,9 +369,13 @@ impl Task {
         let Some(contract) = self.run.as_ref().map(|r| r.contract.clone()) else {
             return;
         };
-        if let Err(failure) = self.ensure_conversation(contract).await {
-            self.finish(Err(failure)).await;
-            return;
+        match self.conversation_ready(&contract).await {
+            Readiness::Ready => {}
+            Readiness::Pending => return,
+            Readiness::Failed(failure) => {
+                self.finish(Err(failure)).await;
+                return;
+            }
         }
         let Some((prompt, consumed)) = self.run.as_mut().and_then(|r| {
             r.prompt
@@ -371,7 +401,9 @@ impl Task {
         }
         tracing::info!(message_id = %prompt.message_id, "user message sent");
         self.start_disk_watch();
-        self.known = true;
+        if self.harnessed == Harnessed::New {
+            self.harnessed = Harnessed::Known;
+        }
         self.forwarded.record(prompt.message_id.clone());
         for id in consumed {
             self.forwarded.record(id);
@@ -395,9 +427,10 @@ impl Task {
                 self.output.emit(event);
             }
         }
-        let result = match (result, self.turn_failure.take()) {
-            (_, Some(stalled)) => Err(stalled),
-            (result, None) => result,
+        let result = match (result, self.take_watchers_verdict()) {
+            (_, Some(Verdict::Failed(failure))) => Err(failure),
+            (Ok(_), Some(Verdict::Stopped)) => Ok(Ending::Stopped),
+            (result, _) => result,
         };
         let terminal = match result {
             Ok(Ending::Finished) => Terminal::Finished(None),
@@ -409,7 +442,6 @@ impl Task {
         self.output
             .finish_all(&terminal, self.usage.as_ref(), &label);
         self.run = None;
-        self.last_failure = None;
         self.persist();
     }
 
@@ -471,17 +503,19 @@ impl Task {
             .filter(|(_, call)| frontend.contains(&call.name))
             .map(|(trajectory, call)| (trajectory.to_owned(), call.clone()))
             .collect();
-        let deduplicate = self.agent.options.deduplicate_tool_calls;
+        let deduplicate = self.ctx.options.deduplicate_tool_calls;
         for (trajectory, call) in open_calls {
             let link = &self.link;
-            if let Some(id) = self.parking.announce(
-                &call.harness_id,
-                || link.tool_call_id(&call.harness_id),
-                &call.name,
-                &call.arguments,
-                &trajectory,
-                deduplicate,
-            ) {
+            let request = CallRequest {
+                harness_id: &call.harness_id,
+                name: &call.name,
+                arguments: &call.arguments,
+                trajectory: &trajectory,
+            };
+            if let Some(id) =
+                self.parking
+                    .announce(request, || link.tool_call_id(&call.harness_id), deduplicate)
+            {
                 tracing::debug!(tool = %call.name, tool_call_id = %id, "frontend tool announced ahead of its callback");
                 let events =
                     super::super::callbacks::tool_call_events(&id, &call.name, &call.arguments);
@@ -490,10 +524,6 @@ impl Task {
         }
         true
     }
-}
-
-fn shutting_down() -> RunFailure {
-    RunFailure::new(RunErrorCode::Cancelled, "The server is shutting down.")
 }
 
 /// Adds notes about tool results that arrived after a restart to the prompt (or makes them the

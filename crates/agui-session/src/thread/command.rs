@@ -1,0 +1,34 @@
+//! What the agent asks of a thread's task.
+
+use agui_types::{Event, RunAgentInput};
+use tokio::sync::{mpsc, oneshot};
+
+use super::output::RunChannel;
+use crate::owner::Owner;
+
+/// What the agent asks of a thread's task.
+pub(crate) enum Command {
+    /// Serve a run: its events go to `events`, which has its `RUN_STARTED` already.
+    Run {
+        input: RunAgentInput,
+        events: RunChannel,
+        owner: Owner,
+    },
+    /// Restate the thread on `events` and follow its live turn, if any, to its end.
+    Connect {
+        input: RunAgentInput,
+        events: mpsc::Sender<Event>,
+        owner: Owner,
+    },
+    /// Stop the turn in flight; the answer says whether there was one.
+    Stop { reply: oneshot::Sender<bool> },
+    /// Delete the thread with its files, if it is `owner`'s; the answer says whether it was.
+    Delete {
+        owner: Owner,
+        reply: oneshot::Sender<bool>,
+    },
+    /// Close the conversation if the thread is idle (another thread needs the slot).
+    Hibernate,
+    /// End everything and exit (the server shuts down).
+    Shutdown { done: oneshot::Sender<()> },
+}

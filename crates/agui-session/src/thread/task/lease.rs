@@ -1,0 +1,218 @@
+//! The thread's lease, when replicas share the save dir: taken by a child task while the
+//! commands that need it wait (the mailbox stays open), renewed while the task lives, lost when
+//! another replica has it.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use agui_types::RunOutcome;
+use tokio::time::Instant;
+use tracing::Instrument as _;
+
+use super::super::command::Command;
+use super::super::context::ThreadContext;
+use super::super::output::{RunChannel, Terminal, negotiate};
+use super::Task;
+use super::state::{Exit, Flow, Lease};
+use crate::choices::ConcurrentRuns;
+use crate::error::{RunErrorCode, RunFailure};
+use crate::lease::LeaseDenied;
+
+impl Task {
+    /// Queues a command that needs the lease, and starts taking it if no child is at it.
+    pub(super) fn await_lease(&mut self, command: Command) {
+        let Lease::Missing { taking, queue } = &mut self.lease else {
+            return;
+        };
+        queue.push(command);
+        if taking.is_none() {
+            let (ctx, id) = (self.ctx.clone(), self.id.clone());
+            *taking = Some(tokio::spawn(
+                wait_for_lease(ctx, id).instrument(self.span.clone()),
+            ));
+        }
+    }
+
+    /// The child taking the lease is done: the commands that waited are served, or refused
+    /// with `THREAD_ELSEWHERE`.
+    pub(super) async fn lease_taken(&mut self, taken: Result<Duration, LeaseDenied>) -> Flow {
+        let queue = match &mut self.lease {
+            Lease::Missing { taking, queue } => {
+                *taking = None;
+                std::mem::take(queue)
+            }
+            _ => return Flow::Continue,
+        };
+        match taken {
+            Ok(valid_for) => {
+                tracing::info!(
+                    valid_for_secs = valid_for.as_secs(),
+                    "took the thread's lease"
+                );
+                self.lease = self.held_for(valid_for);
+                self.load().await;
+                let mut queue = queue.into_iter();
+                while let Some(command) = queue.next() {
+                    if let Flow::Exit(exit) = self.command(command).await {
+                        // What was queued behind a deletion goes to the thread's next task.
+                        self.handed_back.extend(queue);
+                        return Flow::Exit(exit);
+                    }
+                }
+                Flow::Continue
+            }
+            Err(denied) => {
+                tracing::info!(%denied, "the thread's lease is not ours");
+                let failure = elsewhere(&denied);
+                for command in queue {
+                    self.refuse(command, &failure);
+                }
+                // Nothing of the thread is here: the task has nothing to keep.
+                Flow::Exit(Exit::Idle)
+            }
+        }
+    }
+
+    /// Ends a command that will not be served: a run or connect with `failure`, a deletion
+    /// refused, a stop with nothing to stop.
+    pub(super) fn refuse(&mut self, command: Command, failure: &RunFailure) {
+        match command {
+            Command::Run { input, events, .. } => self.reject(&input, events, failure.clone()),
+            Command::Connect { input, events, .. } => {
+                let version = negotiate(input.protocol_version.as_deref(), &self.id, &input.run_id);
+                self.reject(&input, RunChannel::new(events, version), failure.clone());
+            }
+            Command::Delete { reply, .. } => {
+                let _ = reply.send(false);
+            }
+            Command::Stop { reply } => {
+                let _ = reply.send(false);
+            }
+            Command::Shutdown { done } => {
+                let _ = done.send(());
+            }
+            Command::Hibernate => {}
+        }
+    }
+
+    /// A stop while runs wait for the lease: they end `cancelled` (their messages are never
+    /// sent). True when there was one.
+    pub(super) fn cancel_runs_awaiting_lease(&mut self) -> bool {
+        let Lease::Missing { queue, .. } = &mut self.lease else {
+            return false;
+        };
+        let (runs, rest): (Vec<Command>, Vec<Command>) = std::mem::take(queue)
+            .into_iter()
+            .partition(|c| matches!(c, Command::Run { .. }));
+        *queue = rest;
+        let cancelled = !runs.is_empty();
+        for run in runs {
+            if let Command::Run { input, events, .. } = run {
+                self.output.subscribe(
+                    &input.run_id,
+                    events,
+                    None,
+                    super::super::output::Restate::Nothing,
+                );
+                self.finish_one(
+                    &input.run_id,
+                    Terminal::Finished(Some(RunOutcome::Cancelled)),
+                );
+            }
+        }
+        if cancelled {
+            tracing::info!("stopped runs waiting for the thread's lease");
+        }
+        cancelled
+    }
+
+    /// A lease just granted for `valid_for`.
+    fn held_for(&self, valid_for: Duration) -> Lease {
+        let now = Instant::now();
+        let every = self
+            .ctx
+            .leases
+            .as_ref()
+            .map_or(valid_for / 3, |l| l.renew_every());
+        Lease::Held {
+            renew_at: now + every.min(valid_for / 2),
+            valid_until: now + valid_for,
+        }
+    }
+
+    /// Renews the lease when it is due; `Exit` when it was lost.
+    pub(super) async fn renew_lease(&mut self, now: Instant) -> Flow {
+        let Lease::Held {
+            renew_at,
+            valid_until,
+        } = self.lease
+        else {
+            return Flow::Continue;
+        };
+        if now < renew_at {
+            return Flow::Continue;
+        }
+        match self.ctx.acquire_lease(&self.id).await {
+            None => Flow::Continue,
+            Some(Ok(valid_for)) => {
+                self.lease = self.held_for(valid_for);
+                Flow::Continue
+            }
+            Some(Err(LeaseDenied::Unavailable(why))) if Instant::now() < valid_until => {
+                tracing::warn!(%why, "could not renew the thread's lease; retrying");
+                self.lease = Lease::Held {
+                    renew_at: Instant::now() + Duration::from_secs(1),
+                    valid_until,
+                };
+                Flow::Continue
+            }
+            Some(Err(denied)) => Flow::Exit(Exit::LeaseLost(denied)),
+        }
+    }
+}
+
+/// Takes the lease of `thread_id`, waiting for one held elsewhere as a run waits for a busy
+/// thread (`busy_thread_wait`): a dead replica's lease expires within its lifetime, so its
+/// threads' next runs only take longer.
+async fn wait_for_lease(
+    ctx: Arc<ThreadContext>,
+    thread_id: String,
+) -> Result<Duration, LeaseDenied> {
+    let wait = match ctx.options.concurrent_runs {
+        ConcurrentRuns::Wait(limit) => limit,
+        ConcurrentRuns::Refuse => Duration::ZERO,
+    };
+    let deadline = Instant::now() + wait;
+    loop {
+        let denied = match ctx.acquire_lease(&thread_id).await {
+            Some(Ok(valid_for)) => return Ok(valid_for),
+            Some(Err(denied)) => denied,
+            None => return Err(LeaseDenied::Unavailable("the agent keeps no leases".into())),
+        };
+        let pause = match &denied {
+            LeaseDenied::Held { retry_after, .. } => {
+                (*retry_after).clamp(Duration::from_millis(100), Duration::from_secs(1))
+            }
+            LeaseDenied::Unavailable(_) => Duration::from_secs(1),
+        };
+        if Instant::now() + pause > deadline {
+            return Err(denied);
+        }
+        tracing::debug!(%denied, "waiting for the thread's lease");
+        tokio::time::sleep(pause).await;
+    }
+}
+
+/// The failure of a run on a thread whose lease is not ours.
+fn elsewhere(denied: &LeaseDenied) -> RunFailure {
+    let message = match denied {
+        LeaseDenied::Held { retry_after, .. } => format!(
+            "Another replica of this server is running this thread; retry in {} s.",
+            retry_after.as_secs().max(1)
+        ),
+        LeaseDenied::Unavailable(_) => {
+            "This server could not check which replica runs this thread; retry shortly.".to_owned()
+        }
+    };
+    RunFailure::new(RunErrorCode::ThreadElsewhere, message).with_detail(denied)
+}

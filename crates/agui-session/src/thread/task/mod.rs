@@ -1,0 +1,670 @@
+//! The task that owns a live thread, as an actor: its loop only decides.
+//!
+//! It waits on its mailbox (commands from the agent, requests from the harness side), the
+//! open conversation's events, the children it started (taking the lease; opening the
+//! conversation: a spare, a live slot, a boot and its init) and its next deadline (hibernation,
+//! session and park timeouts, a stalled turn, a halt's grace, a run waiting for a busy thread),
+//! and handles one at a time. Nothing it waits on holds the mailbox: every wait that can last is
+//! a child task whose outcome comes back into the loop, so a stop, a connect or a shutdown is
+//! answered while a thread boots. After each step, [`Task::settle`] ends or advances the run in
+//! flight.
+//!
+//! Runs ([`runs`]), the harness side ([`harness`]), the lease ([`lease`]), opening the
+//! conversation ([`opening`], [`placement`]) and the one way a task ends ([`teardown`]) have
+//! their own files; the state they share is typed in [`state`].
+
+mod harness;
+mod lease;
+mod opening;
+mod placement;
+mod runs;
+mod state;
+mod teardown;
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::Duration;
+
+use harness_client::ConversationEvent;
+use harness_proto::lh::UsageMetadata;
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+use tracing::Instrument as _;
+
+use super::command::Command;
+use super::context::ThreadContext;
+use super::conversation::{BootFailure, Conversation, LetGo, Link, OpeningStage};
+use super::link::{Request, ThreadLink};
+use super::output::{ModelLabel, Output};
+use super::parking::Parking;
+use super::shared::Shared;
+use super::status::{ThreadHandle, ThreadStatus};
+use crate::backend::ConversationHandle;
+use crate::error::{RunErrorCode, RunFailure};
+use crate::owner::Owner;
+use crate::places::Place;
+use crate::store::{ForwardedIds, PendingTool, UserSteps};
+use state::{
+    ActiveRun, DiskWatch, Exit, Flow, Harnessed, Lease, Moving, Owed, Verdict, WaitingConnect,
+    WaitingRun,
+};
+
+/// Commands queued for a thread before its task takes them.
+const COMMAND_QUEUE: usize = 64;
+
+/// How long a stopped turn may take to stop before its harness process is killed.
+const STOP_GRACE: Duration = Duration::from_secs(5);
+
+/// How often a running turn's tree is measured against the disk cap.
+const DISK_CHECK_EVERY: Duration = Duration::from_secs(5);
+
+/// Starts the task of `thread_id` (it loads the thread's record itself).
+pub(crate) fn spawn(ctx: &Arc<ThreadContext>, thread_id: &str, generation: u64) -> ThreadHandle {
+    let (commands_tx, commands) = mpsc::channel(COMMAND_QUEUE);
+    let (requests_tx, requests) = mpsc::unbounded_channel();
+    let status = Arc::new(ThreadStatus::new());
+    let shared = Arc::new(Shared::default());
+    let link = ThreadLink::new(thread_id, requests_tx, shared.clone());
+    let span = tracing::info_span!(
+        "thread",
+        thread_id = %thread_id,
+        agent = %ctx.options.name
+    );
+    let task = Task {
+        id: thread_id.to_owned(),
+        ctx: ctx.clone(),
+        status: status.clone(),
+        generation,
+        link,
+        commands,
+        requests,
+        span: span.clone(),
+        conversation: Conversation::Closed,
+        conversation_id: uuid::Uuid::new_v4().simple().to_string(),
+        harnessed: Harnessed::New,
+        owner: None,
+        place: None,
+        moving: None,
+        forwarded: ForwardedIds::default(),
+        user_steps: UserSteps::default(),
+        restart_pending: Vec::new(),
+        usage: None,
+        parking: Parking::default(),
+        output: Output::new(
+            thread_id.to_owned(),
+            shared,
+            ctx.options.client_buffer_events,
+        ),
+        run: None,
+        waiting: VecDeque::new(),
+        history_waiters: Vec::new(),
+        owed: None,
+        pending_echo: None,
+        last_activity: Instant::now(),
+        lease: if ctx.leases.is_some() {
+            Lease::Missing {
+                taking: None,
+                queue: Vec::new(),
+            }
+        } else {
+            Lease::NotNeeded
+        },
+        disk: DiskWatch {
+            at_turn_start: None,
+            checked: Instant::now(),
+        },
+        handed_back: Vec::new(),
+    };
+    tokio::spawn(task.run().instrument(span));
+    ThreadHandle {
+        commands: commands_tx,
+        status,
+        generation,
+    }
+}
+
+/// One live thread.
+pub(super) struct Task {
+    id: String,
+    ctx: Arc<ThreadContext>,
+    status: Arc<ThreadStatus>,
+    generation: u64,
+    link: ThreadLink,
+    commands: mpsc::Receiver<Command>,
+    requests: mpsc::UnboundedReceiver<Request>,
+    span: tracing::Span,
+
+    conversation: Conversation,
+    conversation_id: String,
+    harnessed: Harnessed,
+    /// Whom the thread belongs to (its first run or connect says, or its record).
+    owner: Option<Owner>,
+    /// Where it works (allocated when its first conversation opens).
+    place: Option<Place>,
+    /// The workspace of a thread recorded before places existed, or of an earlier owner's
+    /// tree: what is moved into its place when it next opens.
+    moving: Option<Moving>,
+    forwarded: ForwardedIds,
+    user_steps: UserSteps,
+    /// Frontend tool calls that were parked when the server last stopped.
+    restart_pending: Vec<PendingTool>,
+    /// The conversation's cumulative usage at the last report.
+    usage: Option<UsageMetadata>,
+
+    parking: Parking,
+    output: Output,
+    run: Option<ActiveRun>,
+    waiting: VecDeque<WaitingRun>,
+    /// Connects waiting for the open that brings the thread's history back.
+    history_waiters: Vec<WaitingConnect>,
+    owed: Option<Owed>,
+    /// The message id of the prompt whose echo step is awaited.
+    pending_echo: Option<String>,
+    last_activity: Instant,
+    lease: Lease,
+    /// The disk the thread's tree used when the turn began, and when it was last measured.
+    disk: DiskWatch,
+    /// Commands taken but left unserved when the task decided to end, for its successor.
+    handed_back: Vec<Command>,
+}
+
+/// What changed on the conversation's side.
+// A change lives for one step of the loop; boxing every harness event to shrink it would add
+// an allocation to the hot path.
+#[allow(clippy::large_enum_variant)]
+enum Change {
+    /// The open conversation's next event (`None`: its stream ended).
+    Event(Option<ConversationEvent>),
+    /// The spare the thread waited for is ready (or the wait gave up).
+    SpareReady,
+    /// A live slot for the conversation, or why there is none.
+    Slot(Result<super::conversation::LiveSlot, RunFailure>),
+    /// The child opening the conversation is done.
+    Booted(Result<Box<dyn ConversationHandle>, BootFailure>),
+}
+
+impl Task {
+    async fn run(mut self) {
+        if matches!(self.lease, Lease::NotNeeded) {
+            self.load().await;
+        }
+        let exit = loop {
+            // Every line logged while a run drives the thread carries its run id.
+            let span = self
+                .run
+                .as_ref()
+                .map_or_else(|| self.span.clone(), |r| r.span.clone());
+            if let Flow::Exit(exit) = self.iterate().instrument(span).await {
+                break exit;
+            }
+        };
+        let span = self.span.clone();
+        self.teardown(exit).instrument(span).await;
+    }
+
+    /// Waits for the next thing to happen and handles it.
+    async fn iterate(&mut self) -> Flow {
+        // Renewed here as well as on its timer: a harness streaming without pause would keep
+        // the timer branch below from ever being chosen.
+        if let Flow::Exit(exit) = self.renew_lease(Instant::now()).await {
+            return Flow::Exit(exit);
+        }
+        self.publish_status();
+        let deadline = self.next_deadline();
+        let watch_client = self
+            .run
+            .as_ref()
+            .is_some_and(|r| self.output.is_attached(&r.run_id));
+        let flow = tokio::select! {
+            biased;
+            command = self.commands.recv() => match command {
+                Some(command) => self.command(command).await,
+                None => Flow::Exit(Exit::Idle),
+            },
+            Some(request) = self.requests.recv() => {
+                self.request(request);
+                Flow::Continue
+            }
+            change = next_change(&mut self.conversation) => self.conversation_changed(change).await,
+            taken = self.lease.taken() => self.lease_taken(taken).await,
+            () = run_client_left(self.run.as_ref().filter(|_| watch_client)) => {
+                self.output.prune();
+                Flow::Continue
+            }
+            () = tokio::time::sleep_until(deadline) => self.tick().await,
+        };
+        if let Flow::Exit(exit) = flow {
+            return Flow::Exit(exit);
+        }
+        self.settle().await;
+        Flow::Continue
+    }
+
+    /// Takes the thread's record from the store, if it has one.
+    async fn load(&mut self) {
+        let Some(record) = self.ctx.records.get(&self.id).await else {
+            return;
+        };
+        tracing::info!(conversation_id = %record.conversation_id, "thread returned; resuming its conversation");
+        self.conversation_id = record.conversation_id;
+        self.owner = record.owner;
+        match record.place {
+            Some(place) => self.place = Some(place),
+            None if !record.workspace.as_os_str().is_empty() => {
+                self.moving = Some(Moving::Legacy(record.workspace));
+            }
+            None => {}
+        }
+        self.harnessed = Harnessed::KnownUnread;
+        self.forwarded = record.forwarded;
+        self.user_steps = record.user_steps;
+        self.restart_pending = record.pending_frontend_tools;
+        if record.turn_in_flight && self.restart_pending.is_empty() {
+            // The server that drove the turn stopped (crashed, or a replica died) before it
+            // ended. It is not driven again: the model would get the same message twice and
+            // its commands would run twice. The next run says so.
+            tracing::warn!("the turn in flight when this thread was last served was lost");
+            self.owed = Some(Owed::NextRun(RunFailure::new(
+                RunErrorCode::TurnInterrupted,
+                "The server that was running this thread's last turn stopped before the turn ended, so the turn was lost. The conversation is kept up to that point; send your message again to continue.",
+            )));
+        }
+    }
+
+    async fn command(&mut self, command: Command) -> Flow {
+        self.touch();
+        match command {
+            Command::Run { .. } | Command::Connect { .. } | Command::Delete { .. }
+                if !self.lease.is_ours() =>
+            {
+                self.await_lease(command);
+            }
+            Command::Run {
+                input,
+                events,
+                owner,
+            } => self.start_run(input, events, owner).await,
+            Command::Connect {
+                input,
+                events,
+                owner,
+            } => self.connect(input, events, owner).await,
+            Command::Stop { reply } => {
+                let stopped = self.stop();
+                let _ = reply.send(stopped);
+            }
+            Command::Delete { owner, reply } => match self.admit(&owner) {
+                Ok(()) => return Flow::Exit(Exit::Deleted { reply }),
+                Err(failure) => {
+                    tracing::info!(message = %failure.message, "refused to delete the thread");
+                    let _ = reply.send(false);
+                }
+            },
+            Command::Hibernate => return self.hibernate().await,
+            Command::Shutdown { done } => return Flow::Exit(Exit::Shutdown { done }),
+        }
+        Flow::Continue
+    }
+
+    /// Closes the conversation of an idle thread to free its live slot; with leases, the task
+    /// ends instead (giving its lease up), so another replica may serve the thread next.
+    async fn hibernate(&mut self) -> Flow {
+        if !self.is_idle_live() {
+            return Flow::Continue;
+        }
+        tracing::info!("hibernating an idle thread to make room");
+        if !matches!(self.lease, Lease::NotNeeded) {
+            return Flow::Exit(Exit::Idle);
+        }
+        self.conversation.let_go(LetGo::Close).await;
+        Flow::Continue
+    }
+
+    /// Handles what changed on the conversation's side.
+    async fn conversation_changed(&mut self, change: Change) -> Flow {
+        match change {
+            Change::Event(event) => self.harness_event(event).await,
+            Change::SpareReady => self.spare_ready().await,
+            Change::Slot(slot) => self.slot_taken(slot).await,
+            Change::Booted(booted) => self.booted(booted).await,
+        }
+        Flow::Continue
+    }
+
+    /// The next deadline of the thread's timers.
+    fn next_deadline(&self) -> Instant {
+        let options = &self.ctx.options;
+        let far = Instant::now() + Duration::from_secs(24 * 60 * 60);
+        let mut deadline = far;
+        let mut at = |t: Instant| deadline = deadline.min(t);
+        for waiting in &self.waiting {
+            at(waiting.deadline);
+        }
+        if let Lease::Held { renew_at, .. } = self.lease {
+            at(renew_at);
+        }
+        if let Some(turn) = self.conversation.turn() {
+            match turn.halted_at() {
+                Some(since) => at(since + STOP_GRACE),
+                None => {
+                    at(turn.last_progress() + options.turn_stall_timeout);
+                    if options.workspace_max_bytes.is_some() {
+                        at(self.disk.checked + DISK_CHECK_EVERY);
+                    }
+                }
+            }
+        }
+        if !self.is_watched() {
+            if self.conversation.turn().is_some() || self.status.is_parked() {
+                at(self.last_activity + options.parked_timeout);
+            } else {
+                at(self.last_activity + options.session_timeout);
+                if self.conversation.is_open() {
+                    at(self.last_activity + options.hibernate_after);
+                }
+            }
+        }
+        deadline
+    }
+
+    async fn tick(&mut self) -> Flow {
+        let now = Instant::now();
+        if let Flow::Exit(exit) = self.renew_lease(now).await {
+            return Flow::Exit(exit);
+        }
+        while let Some(i) = self.waiting.iter().position(|w| w.deadline <= now) {
+            let Some(waiting) = self.waiting.remove(i) else {
+                break;
+            };
+            self.reject(&waiting.input, waiting.events, busy());
+        }
+        let options = self.ctx.options.clone();
+        let mut stalled = false;
+        let mut disk_due = false;
+        if let Some(open) = self.conversation.as_open()
+            && let Some(turn) = open.turn.as_mut()
+        {
+            match turn.halted_at() {
+                Some(since) if now >= since + STOP_GRACE => {
+                    tracing::warn!(
+                        "the harness did not stop the turn in time; killing its process"
+                    );
+                    open.handle.kill_process();
+                    turn.halting();
+                }
+                Some(_) => {}
+                None => {
+                    disk_due = now >= self.disk.checked + DISK_CHECK_EVERY;
+                    stalled = now >= turn.last_progress() + options.turn_stall_timeout;
+                }
+            }
+        }
+        if disk_due {
+            self.check_disk();
+        }
+        if stalled && !self.waits_for_client() && !self.is_halting() {
+            tracing::warn!(
+                stalled_secs = options.turn_stall_timeout.as_secs(),
+                "the harness made no progress on the turn; halting it"
+            );
+            self.owe_watchers(Verdict::Failed(RunFailure::new(
+                RunErrorCode::TurnStalled,
+                format!(
+                    "The agent made no progress for {} s, so the turn was stopped (turn_stall_timeout_secs). The conversation is kept; send a message to continue.",
+                    options.turn_stall_timeout.as_secs()
+                ),
+            )));
+            self.halt();
+        }
+        if self.is_watched() {
+            return Flow::Continue;
+        }
+        let idle = now.saturating_duration_since(self.last_activity);
+        let parked = self.parking.is_parked();
+        if self.conversation.turn().is_some() || parked {
+            if idle >= options.parked_timeout {
+                tracing::info!(parked, "giving up on a thread waiting for its client");
+                return Flow::Exit(Exit::Abandoned);
+            }
+            return Flow::Continue;
+        }
+        if idle >= options.session_timeout {
+            tracing::info!("closing an idle thread");
+            return Flow::Exit(Exit::Idle);
+        }
+        if idle >= options.hibernate_after && !matches!(self.lease, Lease::NotNeeded) {
+            // With leases, hibernating ends the task and gives the lease up.
+            tracing::debug!("hibernating an idle thread and giving its lease up");
+            return Flow::Exit(Exit::Idle);
+        }
+        if idle >= options.hibernate_after && self.conversation.is_open() {
+            tracing::debug!("hibernating an idle thread");
+            self.conversation.let_go(LetGo::Close).await;
+        }
+        Flow::Continue
+    }
+
+    /// Hands the thread's record to the store (written behind the run path), if the record is
+    /// this task's to write.
+    fn persist(&mut self) {
+        let turn_in_flight = self.conversation.turn().is_some();
+        self.persist_as(turn_in_flight);
+    }
+
+    /// [`Task::persist`], saying whether a turn is in flight.
+    fn persist_as(&mut self, turn_in_flight: bool) {
+        if !self.lease.is_ours() {
+            // Never read (its lease was never taken), or another replica may write it now.
+            return;
+        }
+        let record = crate::store::ThreadRecord {
+            turn_in_flight,
+            conversation_id: self.conversation_id.clone(),
+            forwarded: self.forwarded.clone(),
+            pending_frontend_tools: self.parking.pending_tool_calls(),
+            user_steps: self.user_steps.clone(),
+            owner: self.owner.clone(),
+            place: self.place.clone(),
+            workspace: self.legacy_workspace(),
+            ..crate::store::ThreadRecord::default()
+        };
+        self.ctx.records.put(&self.id, record);
+    }
+
+    /// The workspace of a thread recorded before places existed, until it is moved.
+    fn legacy_workspace(&self) -> std::path::PathBuf {
+        match &self.moving {
+            Some(Moving::Legacy(workspace)) => workspace.clone(),
+            _ => std::path::PathBuf::new(),
+        }
+    }
+
+    fn touch(&mut self) {
+        self.last_activity = Instant::now();
+        self.status.touch();
+    }
+
+    fn publish_status(&mut self) {
+        let parked = self.parking.is_parked();
+        let idle_live = self.is_idle_live();
+        self.status.publish(parked, idle_live);
+    }
+
+    /// Open conversation, no turn, no run, nothing parked: it can be closed at once.
+    fn is_idle_live(&mut self) -> bool {
+        self.conversation.is_open()
+            && self.conversation.turn().is_none()
+            && self.run.is_none()
+            && !self.output.has_subscribers()
+            && !self.parking.is_parked()
+    }
+
+    /// Whether a client waits on the thread: a run, a subscriber, a connect waiting for its
+    /// history. A watched thread never times out.
+    fn is_watched(&self) -> bool {
+        self.run.is_some() || self.output.has_subscribers() || !self.history_waiters.is_empty()
+    }
+
+    /// Whether the turn in flight is being halted.
+    fn is_halting(&self) -> bool {
+        self.conversation
+            .turn()
+            .is_some_and(|turn| turn.halted_at().is_some())
+    }
+
+    /// Whether the turn waits only for the client (nothing to stall on).
+    fn waits_for_client(&mut self) -> bool {
+        let blocked = self.parking.blocked();
+        match self.conversation.turn() {
+            Some(turn) => turn.activity().settled(&blocked),
+            None => !blocked.is_empty(),
+        }
+    }
+
+    /// The runs watching the turn end with `verdict` when it ends. A failure already owed to
+    /// them stays (the first one is what went wrong); one owed to the next run is replaced,
+    /// since runs watch now.
+    fn owe_watchers(&mut self, verdict: Verdict) {
+        match &self.owed {
+            Some(Owed::Watchers(Verdict::Failed(_))) => {}
+            Some(Owed::NextRun(earlier)) => {
+                tracing::warn!(
+                    code = earlier.code.as_str(),
+                    "a failure no run was told of is replaced by the turn's"
+                );
+                self.owed = Some(Owed::Watchers(verdict));
+            }
+            _ => self.owed = Some(Owed::Watchers(verdict)),
+        }
+    }
+
+    /// What the runs watching the turn are owed, taken.
+    fn take_watchers_verdict(&mut self) -> Option<Verdict> {
+        match self.owed.take() {
+            Some(Owed::Watchers(verdict)) => Some(verdict),
+            other => {
+                self.owed = other;
+                None
+            }
+        }
+    }
+
+    /// A turn begins: the tree's use now is its baseline (and is measured afresh).
+    fn start_disk_watch(&mut self) {
+        let Some(place) = &self.place else { return };
+        if self.ctx.options.workspace_max_bytes.is_none() {
+            return;
+        }
+        self.disk = DiskWatch {
+            at_turn_start: self.ctx.trees.usage(&place.tree),
+            checked: Instant::now(),
+        };
+        self.ctx.trees.measure(&place.tree);
+    }
+
+    /// Stops the turn when it grew the thread's tree past the disk cap.
+    fn check_disk(&mut self) {
+        self.disk.checked = Instant::now();
+        let (Some(place), Some(cap)) = (&self.place, self.ctx.options.workspace_max_bytes) else {
+            return;
+        };
+        let used = self.ctx.trees.usage(&place.tree);
+        self.ctx.trees.measure(&place.tree);
+        let Some(used) = used else { return };
+        let baseline = *self.disk.at_turn_start.get_or_insert(used);
+        if used > cap && used > baseline {
+            tracing::warn!(
+                used,
+                cap,
+                "the turn filled the owner's disk quota; stopping it"
+            );
+            self.owe_watchers(Verdict::Failed(RunFailure::new(
+                RunErrorCode::WorkspaceFull,
+                format!(
+                    "The workspace uses {} MiB, more than the {} MiB it may (workspace_max_mb), so the turn was stopped. Ask the agent to delete files to continue.",
+                    used >> 20,
+                    cap >> 20
+                ),
+            )));
+            self.halt();
+        }
+    }
+
+    /// Asks the harness to stop the turn in flight.
+    fn halt(&mut self) {
+        let Some(open) = self.conversation.as_open() else {
+            return;
+        };
+        if !(open.handle.canceller())() {
+            tracing::warn!("could not send the halt request");
+        }
+        if let Some(turn) = open.turn.as_mut() {
+            turn.halting();
+        }
+    }
+
+    /// The provider and model runs report their usage under.
+    fn model_label(&self) -> ModelLabel {
+        let provider = match self.ctx.options.endpoint {
+            harness_client::ModelEndpoint::Gemini { .. }
+            | harness_client::ModelEndpoint::Vertex { .. } => Some("google".to_owned()),
+            harness_client::ModelEndpoint::OpenAiCompatible { .. } => None,
+        };
+        ModelLabel {
+            provider,
+            model: self.ctx.options.model.clone(),
+        }
+    }
+}
+
+/// The next change on the conversation's side: an event of the open, attached conversation,
+/// or the outcome of the child opening it. Never resolves when there is neither.
+async fn next_change(conversation: &mut Conversation) -> Change {
+    match conversation {
+        Conversation::Open(open) if open.link == Link::Attached => {
+            Change::Event(open.handle.next_event().await)
+        }
+        Conversation::Opening(opening) => match &mut opening.stage {
+            OpeningStage::Spare(wait) => {
+                let _ = wait.await;
+                Change::SpareReady
+            }
+            OpeningStage::Slot(slot) => Change::Slot(slot.await.unwrap_or_else(|e| {
+                Err(RunFailure::new(
+                    RunErrorCode::AgentError,
+                    "Could not start the Antigravity conversation.",
+                )
+                .with_detail(e))
+            })),
+            OpeningStage::Boot { boot, .. } => Change::Booted(boot.await.unwrap_or_else(|e| {
+                Err(BootFailure::Failed(
+                    RunFailure::new(
+                        RunErrorCode::AgentError,
+                        "Could not start the Antigravity conversation.",
+                    )
+                    .with_detail(e),
+                ))
+            })),
+        },
+        _ => std::future::pending().await,
+    }
+}
+
+/// Resolves when the driving run's client is gone (never when there is none).
+async fn run_client_left(run: Option<&ActiveRun>) {
+    match run {
+        Some(run) if !run.events.is_closed() => run.events.closed().await,
+        _ => std::future::pending().await,
+    }
+}
+
+fn busy() -> RunFailure {
+    RunFailure::new(
+        RunErrorCode::ThreadBusy,
+        "Another run on this thread is still in progress; retry when it has finished.",
+    )
+}
+
+fn shutting_down() -> RunFailure {
+    RunFailure::new(RunErrorCode::Cancelled, "The server is shutting down.")
+}

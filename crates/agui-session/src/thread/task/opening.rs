@@ -1,0 +1,306 @@
+//! Getting the thread's conversation ready for a prompt: re-attaching a connection the harness
+//! closed, rebuilding it when the client's tools changed, or opening it — resuming the
+//! conversation the harness has, or creating it. Opening is a chain of child tasks (a spare
+//! being booted, a live slot, the harness's boot and init) the loop watches; the thread's own
+//! state changes only in the loop, between them.
+
+use std::sync::Arc;
+
+use harness_client::HarnessError;
+use tracing::Instrument as _;
+
+use super::super::callbacks::ThreadCallbacks;
+use super::super::conversation::{
+    BootFailure, Conversation, LetGo, Link, LiveSlot, Opening, OpeningStage,
+};
+use super::super::history;
+use super::super::output::{Restate, Terminal};
+use super::Task;
+use super::state::Harnessed;
+use crate::backend::ConversationHandle;
+use crate::contract::Contract;
+use crate::error::{RunErrorCode, RunFailure};
+
+/// Whether the thread's conversation can take a prompt now.
+pub(super) enum Readiness {
+    /// It is open, attached, with the right tools.
+    Ready,
+    /// A child is opening it; the loop hears when it is done.
+    Pending,
+    /// It cannot be had.
+    Failed(RunFailure),
+}
+
+impl Task {
+    /// Makes sure the thread has a usable conversation with `contract`'s tools: re-attaching a
+    /// connection the harness closed, rebuilding it when the client's tools changed (history
+    /// kept), or starting to open it.
+    pub(super) async fn conversation_ready(&mut self, contract: &Contract) -> Readiness {
+        if let Conversation::Lost { why } = &self.conversation {
+            tracing::warn!(reason = %why, "the harness of this thread is gone; opening the conversation on a new one");
+            self.conversation = Conversation::Closed;
+        }
+        if let Some(open) = self.conversation.as_open()
+            && open.link == Link::Down
+        {
+            // A connection to a local harness: it answers at once or fails at once.
+            match open.handle.reconnect().await {
+                Ok(info) => {
+                    open.link = Link::Attached;
+                    tracing::info!(
+                        steps = info.history.len(),
+                        "re-attached to the conversation"
+                    );
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "could not re-attach; starting over on a new connection");
+                    self.conversation.forget(None);
+                }
+            }
+        }
+        if let Some(open) = self.conversation.as_open()
+            && open.contract.signature != contract.signature
+        {
+            if open.turn.is_some() || self.parking.is_parked() {
+                tracing::warn!(
+                    "the client's tools changed while a turn is in flight; keeping the current tools until it ends"
+                );
+                return Readiness::Ready;
+            }
+            tracing::info!(
+                "the client's tools changed; rebuilding the conversation (history is kept)"
+            );
+            self.conversation.let_go(LetGo::Close).await;
+        }
+        match &self.conversation {
+            Conversation::Open(_) => Readiness::Ready,
+            Conversation::Opening(_) => Readiness::Pending,
+            Conversation::Closed | Conversation::Lost { .. } => {
+                self.start_opening(contract.clone()).await
+            }
+        }
+    }
+
+    /// Starts opening the conversation: a thread that needs a new tree waits for a spare
+    /// being booted first, if one is.
+    async fn start_opening(&mut self, contract: Contract) -> Readiness {
+        if self.place.is_none() {
+            let owner = self.owner.clone().unwrap_or_default();
+            if self.ctx.trees.should_await_spare(&owner) {
+                let trees = self.ctx.trees.clone();
+                let wait = tokio::spawn(async move { trees.await_spare().await });
+                self.conversation = Conversation::Opening(Opening {
+                    stage: OpeningStage::Spare(wait),
+                    contract,
+                });
+                return Readiness::Pending;
+            }
+        }
+        self.take_slot(contract).await
+    }
+
+    /// Takes a live slot for the conversation: at once when one is free, else by a child that
+    /// asks idle threads to hibernate.
+    async fn take_slot(&mut self, contract: Contract) -> Readiness {
+        if let Some(slot) = self.ctx.slots.try_take() {
+            return self.boot(contract, slot).await;
+        }
+        let (ctx, id) = (self.ctx.clone(), self.id.clone());
+        let wait =
+            tokio::spawn(async move { ctx.reserve_live(&id).await }.instrument(self.span.clone()));
+        self.conversation = Conversation::Opening(Opening {
+            stage: OpeningStage::Slot(wait),
+            contract,
+        });
+        Readiness::Pending
+    }
+
+    /// Places the thread, then starts the child that opens its conversation on a harness
+    /// (booting one if its partition has none).
+    async fn boot(&mut self, contract: Contract, slot: LiveSlot) -> Readiness {
+        let (placement, hold) = match self.place_thread().await {
+            Ok(placed) => placed,
+            Err(failure) => return Readiness::Failed(failure),
+        };
+        let options = &self.ctx.options;
+        let known = self.harnessed.is_known();
+        let config = match contract
+            .conversation_config(
+                options,
+                &self.ctx.tools,
+                &placement.workspace,
+                &placement.app_data_dir,
+                &self.conversation_id,
+                known,
+            )
+            .build()
+        {
+            Ok(config) => config,
+            Err(e) => {
+                return Readiness::Failed(
+                    RunFailure::new(
+                        RunErrorCode::AgentError,
+                        "The agent's configuration could not be applied.",
+                    )
+                    .with_detail(e),
+                );
+            }
+        };
+        let callbacks = Arc::new(ThreadCallbacks {
+            link: self.link.clone(),
+            tools: self.ctx.tools.clone(),
+            policy: contract.callback_policy(options),
+        });
+        let ctx = self.ctx.clone();
+        let boot = tokio::spawn(
+            async move {
+                let opened = ctx.backend.0.open(&placement, config, callbacks).await;
+                // The spare's process serves this conversation now (or failed to): it goes
+                // back to the pool's care.
+                drop(hold);
+                match opened {
+                    Ok(handle) => Ok(handle),
+                    Err(HarnessError::InitFailed { reason })
+                        if known && lost_conversation(&reason) =>
+                    {
+                        Err(BootFailure::Lost(reason))
+                    }
+                    Err(e) => Err(BootFailure::Failed(
+                        RunFailure::new(
+                            RunErrorCode::AgentError,
+                            "Could not start the Antigravity conversation.",
+                        )
+                        .with_detail(e),
+                    )),
+                }
+            }
+            .instrument(self.span.clone()),
+        );
+        self.conversation = Conversation::Opening(Opening {
+            stage: OpeningStage::Boot { boot, slot },
+            contract,
+        });
+        Readiness::Pending
+    }
+
+    /// The spare the thread waited for is ready (or the wait gave up): on to the slot.
+    pub(super) async fn spare_ready(&mut self) {
+        let Conversation::Opening(opening) =
+            std::mem::replace(&mut self.conversation, Conversation::Closed)
+        else {
+            return;
+        };
+        if let Readiness::Failed(failure) = self.take_slot(opening.contract).await {
+            self.open_failed(failure).await;
+        }
+    }
+
+    /// The child waiting for a live slot is done: on to the boot.
+    pub(super) async fn slot_taken(&mut self, slot: Result<LiveSlot, RunFailure>) {
+        let Conversation::Opening(opening) =
+            std::mem::replace(&mut self.conversation, Conversation::Closed)
+        else {
+            return;
+        };
+        let readiness = match slot {
+            Ok(slot) => self.boot(opening.contract, slot).await,
+            Err(failure) => Readiness::Failed(failure),
+        };
+        if let Readiness::Failed(failure) = readiness {
+            self.open_failed(failure).await;
+        }
+    }
+
+    /// The child opening the conversation is done: the conversation is open (its history
+    /// brought back into the message log when the thread was read back from its record), and
+    /// the connects that waited for that history are served.
+    pub(super) async fn booted(
+        &mut self,
+        booted: Result<Box<dyn ConversationHandle>, BootFailure>,
+    ) {
+        let Conversation::Opening(Opening {
+            stage: OpeningStage::Boot { slot, .. },
+            contract,
+        }) = std::mem::replace(&mut self.conversation, Conversation::Closed)
+        else {
+            return;
+        };
+        let handle = match booted {
+            Ok(handle) => handle,
+            Err(BootFailure::Lost(why)) => {
+                let failure = self.conversation_lost(&why);
+                return self.open_failed(failure).await;
+            }
+            Err(BootFailure::Failed(failure)) => return self.open_failed(failure).await,
+        };
+        let info = handle.init_info();
+        tracing::info!(conversation_id = %handle.id(), resumed_steps = info.history.len(), "conversation open");
+        if self.harnessed.is_known() && info.history.is_empty() && !self.forwarded.is_empty() {
+            // Resumed, yet with none of the turns the thread sent: the harness lost it.
+            handle.close().await;
+            let failure = self.conversation_lost("it came back with no history");
+            return self.open_failed(failure).await;
+        }
+        if self.harnessed == Harnessed::KnownUnread {
+            let options = &self.ctx.options;
+            let translation = crate::turn::translator_options(options, contract.silent.clone());
+            let rebuilt = history::rebuild(
+                &self.conversation_id,
+                &info.history,
+                translation,
+                &self.user_steps,
+            );
+            self.output.log_mut().merge(rebuilt.messages());
+            self.harnessed = Harnessed::Known;
+        }
+        if self.usage.is_none() {
+            self.usage = info.cumulative_usage.clone();
+        }
+        self.conversation = Conversation::open(handle, contract, slot);
+        for waiting in std::mem::take(&mut self.history_waiters) {
+            self.serve_connect(waiting.input, waiting.events);
+        }
+    }
+
+    /// The conversation could not be opened: the run whose message waited for it ends with
+    /// `failure`, and so do the connects waiting for its history.
+    async fn open_failed(&mut self, failure: RunFailure) {
+        tracing::info!(code = failure.code.as_str(), message = %failure.message, "could not open the conversation");
+        if self.run.as_ref().is_some_and(|r| r.prompt.is_some()) {
+            self.finish(Err(failure.clone())).await;
+        }
+        for waiting in std::mem::take(&mut self.history_waiters) {
+            self.output.subscribe(
+                &waiting.input.run_id,
+                waiting.events,
+                None,
+                Restate::Nothing,
+            );
+            self.finish_one(&waiting.input.run_id, Terminal::Failed(failure.clone()));
+        }
+    }
+
+    /// The conversation the thread knew could not be resumed: said loudly, and the thread
+    /// starts a new one (the model no longer knows the earlier turns, and the user is told).
+    fn conversation_lost(&mut self, why: &str) -> RunFailure {
+        tracing::error!(conversation_id = %self.conversation_id, why, "the harness lost this thread's conversation; starting a new one");
+        self.conversation_id = uuid::Uuid::new_v4().simple().to_string();
+        self.harnessed = Harnessed::New;
+        self.user_steps.clear();
+        self.persist();
+        RunFailure::new(
+            RunErrorCode::ConversationLost,
+            "The agent's record of this conversation was lost (its saved state is missing or unreadable), so it no longer knows the earlier messages. The next message starts a new conversation.",
+        )
+        .with_detail(why)
+    }
+}
+
+/// Whether an init failure says the conversation to resume does not exist (or is unreadable).
+fn lost_conversation(reason: &str) -> bool {
+    let reason = reason.to_ascii_lowercase();
+    reason.contains("not found")
+        || reason.contains("cannot resume")
+        || reason.contains("corrupt")
+        || reason.contains("malformed")
+}

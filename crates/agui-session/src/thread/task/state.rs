@@ -1,0 +1,165 @@
+//! The typed state a thread's task keeps beside its conversation: its lease, where its
+//! conversation stands in the harness, the failure it owes someone, the runs it serves or holds,
+//! and why it ends.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use agui_types::{Event, RunAgentInput};
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+
+use super::super::command::Command;
+use super::super::output::RunChannel;
+use crate::contract::Contract;
+use crate::error::RunFailure;
+use crate::lease::LeaseDenied;
+use crate::owner::Owner;
+use crate::places::Place;
+use crate::prompt::Prompt;
+
+/// What a thread brings into its place when it next opens.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Moving {
+    /// Its workspace from before places existed (`<workspace_root>/<hash>`).
+    Legacy(PathBuf),
+    /// Its place in the tree of its earlier owner (the local owner, before identities).
+    From(Place, Owner),
+}
+
+/// The thread's lease, when replicas share the save dir (see `crate::lease`).
+pub(super) enum Lease {
+    /// The agent has no leases: it alone owns its save dir.
+    NotNeeded,
+    /// Not held, so the thread's record is not read. The commands that need it wait in `queue`
+    /// while the child `taking` tries to take it.
+    Missing {
+        taking: Option<JoinHandle<Result<Duration, LeaseDenied>>>,
+        queue: Vec<Command>,
+    },
+    /// Held until `valid_until` unless renewed; renewed from `renew_at`.
+    Held {
+        renew_at: Instant,
+        valid_until: Instant,
+    },
+    /// Lost to another replica: the record is not ours any more, and the task is ending.
+    Lost,
+}
+
+impl Lease {
+    /// Whether the thread's record is this task's to read and write.
+    pub(super) fn is_ours(&self) -> bool {
+        matches!(self, Self::NotNeeded | Self::Held { .. })
+    }
+
+    /// Resolves with the outcome of the child taking the lease (never when none is at it).
+    pub(super) async fn taken(&mut self) -> Result<Duration, LeaseDenied> {
+        match self {
+            Self::Missing {
+                taking: Some(child),
+                ..
+            } => child
+                .await
+                .unwrap_or_else(|e| Err(LeaseDenied::Unavailable(e.to_string()))),
+            _ => std::future::pending().await,
+        }
+    }
+}
+
+/// Where the thread's conversation stands in the harness.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Harnessed {
+    /// Not created yet: the next open creates it.
+    New,
+    /// The harness has it, and the message log holds its messages.
+    Known,
+    /// The harness has it; the message log is rebuilt from it when it next opens (the thread
+    /// was read back from its record).
+    KnownUnread,
+}
+
+impl Harnessed {
+    /// Whether the harness has the conversation (so it is resumed, never silently recreated).
+    pub(super) fn is_known(self) -> bool {
+        self != Self::New
+    }
+}
+
+/// How the runs watching a turn end when it ends.
+#[derive(Debug, Clone)]
+pub(super) enum Verdict {
+    /// It was stopped: `RUN_FINISHED` with outcome `cancelled`.
+    Stopped,
+    /// It failed, stalled or filled the disk: `RUN_ERROR`.
+    Failed(RunFailure),
+}
+
+/// A failure (or a stop) waiting to be reported, and who reports it.
+#[derive(Debug, Clone)]
+pub(super) enum Owed {
+    /// The runs watching the current turn end with it; dropped when nobody watches any more.
+    Watchers(Verdict),
+    /// Nobody watched when the turn failed (or the thread came back from a server that died
+    /// mid-turn): the next run reports it first.
+    NextRun(RunFailure),
+}
+
+/// The run that drives the thread now (its prompt is the next to send).
+pub(super) struct ActiveRun {
+    pub(super) run_id: String,
+    /// The span of its log lines (the thread's, with the run id).
+    pub(super) span: tracing::Span,
+    /// Its client's stream, to notice the client leaving while the thread is quiet.
+    pub(super) events: mpsc::Sender<Event>,
+    /// The user message to send once no turn is in flight and the conversation is open.
+    pub(super) prompt: Option<Prompt>,
+    /// Tool messages whose results travel in the prompt (recorded as forwarded with it).
+    pub(super) consumed: Vec<String>,
+    /// The client tools the conversation must have.
+    pub(super) contract: Contract,
+    /// Neither an answer nor a new message: it only restates what waits.
+    pub(super) bare: bool,
+}
+
+/// A run waiting for the thread's current run to end.
+pub(super) struct WaitingRun {
+    pub(super) input: RunAgentInput,
+    pub(super) events: RunChannel,
+    pub(super) deadline: Instant,
+}
+
+/// A connect waiting for the open that brings the thread's history back from the harness.
+pub(super) struct WaitingConnect {
+    pub(super) input: RunAgentInput,
+    pub(super) events: RunChannel,
+}
+
+/// A running turn's tree measured against the disk cap (`workspace_max_bytes`): a turn that
+/// grows it past the cap is stopped; one that shrinks it (cleaning up) is not.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct DiskWatch {
+    pub(super) at_turn_start: Option<u64>,
+    pub(super) checked: Instant,
+}
+
+/// Why the task ends.
+pub(super) enum Exit {
+    /// Nothing keeps the thread live: idle past its timeouts, hibernated while leases are in
+    /// use, its lease refused with nothing left to serve, or the agent let go of it.
+    Idle,
+    /// It waited for its client past `parked_timeout`: what is parked is released.
+    Abandoned,
+    /// Deleted by its owner: its record and files go; `reply` hears it.
+    Deleted { reply: oneshot::Sender<bool> },
+    /// The server shuts down; `done` hears when the thread is closed.
+    Shutdown { done: oneshot::Sender<()> },
+    /// Another replica took the lease (or it expired unrenewed).
+    LeaseLost(LeaseDenied),
+}
+
+/// What the loop does after a step.
+pub(super) enum Flow {
+    Continue,
+    Exit(Exit),
+}
