@@ -63,6 +63,10 @@ pub(crate) struct Args {
     /// W1: warm-up runs, reported apart (default 2).
     #[arg(long)]
     pub(crate) w1_warmup: Option<usize>,
+    /// W1: pause before each fresh-thread run, ms — threads arriving one at a time, more slowly
+    /// than processes boot (default 0: back to back).
+    #[arg(long, default_value_t = 0)]
+    pub(crate) w1_gap_ms: u64,
     /// W2: concurrency levels (default 8,32,64; quick 8,32).
     #[arg(long, value_delimiter = ',')]
     pub(crate) w2_levels: Option<Vec<usize>>,
@@ -171,6 +175,7 @@ impl Args {
             w1: w1::Params {
                 runs: self.w1_runs.unwrap_or(pick(q, 10, 40)).max(1),
                 warmup: self.w1_warmup.unwrap_or(2),
+                gap_ms: self.w1_gap_ms,
             },
             w2: w2::Params {
                 levels: self

@@ -18,6 +18,9 @@ use crate::stats::{Summary, ms};
 pub(crate) struct Params {
     pub(crate) runs: usize,
     pub(crate) warmup: usize,
+    /// Pause before each fresh-thread run but the first, ms: threads that arrive one at a time
+    /// more slowly than processes boot (0: back to back).
+    pub(crate) gap_ms: u64,
 }
 
 /// A series with what it cost.
@@ -64,6 +67,13 @@ fn k_of(runs: usize) -> usize {
     (runs / 4).clamp(1, 10)
 }
 
+/// The pause between two fresh-thread runs.
+async fn gap(p: &Params) {
+    if p.gap_ms > 0 {
+        tokio::time::sleep(std::time::Duration::from_millis(p.gap_ms)).await;
+    }
+}
+
 /// Runs W1 against a fresh server, then the floor.
 pub(crate) async fn run(ctx: &Ctx, params: Params) -> anyhow::Result<W1> {
     progress("W1: server");
@@ -100,6 +110,9 @@ async fn ours(ctx: &Ctx, p: Params) -> anyhow::Result<Side<Series>> {
     let mut fresh = Vec::new();
     let mut request_shape = None;
     for i in 0..p.runs {
+        if i > 0 {
+            gap(&p).await;
+        }
         let mut thread = Thread::new("w1fresh");
         let body = thread.next_turn(&format!("Hello, tell me something ({i})."), &[]);
         fresh.push(ctx.run(&url, &body).await);
@@ -188,6 +201,9 @@ async fn floor(ctx: &Ctx, p: Params) -> anyhow::Result<Side<FloorSeries>> {
     let mut fresh = Vec::new();
     let mut request_shape = None;
     for i in 0..p.runs {
+        if i > 0 {
+            gap(&p).await;
+        }
         // A fresh thread's first run includes opening its conversation.
         let t0 = Instant::now();
         match setup.open_plain(&pool).await {
