@@ -14,7 +14,6 @@ use super::super::conversation::{
     BootFailure, Conversation, LetGo, Link, LiveSlot, Opening, OpeningStage,
 };
 use super::super::history;
-use super::super::output::{Restate, Terminal};
 use super::Task;
 use super::state::Harnessed;
 use crate::backend::ConversationHandle;
@@ -270,13 +269,7 @@ impl Task {
             self.finish(Err(failure.clone())).await;
         }
         for waiting in std::mem::take(&mut self.history_waiters) {
-            self.output.subscribe(
-                &waiting.input.run_id,
-                waiting.events,
-                None,
-                Restate::Nothing,
-            );
-            self.finish_one(&waiting.input.run_id, Terminal::Failed(failure.clone()));
+            self.reject(&waiting.input, waiting.events, failure.clone());
         }
     }
 

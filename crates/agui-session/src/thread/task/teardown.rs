@@ -5,7 +5,6 @@
 
 use super::super::command::Command;
 use super::super::conversation::LetGo;
-use super::super::output::{Restate, Terminal};
 use super::Task;
 use super::state::{Exit, Lease};
 use crate::error::{RunErrorCode, RunFailure};
@@ -111,13 +110,7 @@ impl Task {
             self.reject(&waiting.input, waiting.events, failure.clone());
         }
         for waiting in std::mem::take(&mut self.history_waiters) {
-            self.output.subscribe(
-                &waiting.input.run_id,
-                waiting.events,
-                None,
-                Restate::Nothing,
-            );
-            self.finish_one(&waiting.input.run_id, Terminal::Failed(failure.clone()));
+            self.reject(&waiting.input, waiting.events, failure.clone());
         }
         if let Lease::Missing { taking, queue } = &mut self.lease {
             if let Some(child) = taking.take() {
