@@ -82,6 +82,9 @@ mod tests {
             "m",
             ModelEndpoint::gemini("http://127.0.0.1:4100/agenttoken", "agenttoken"),
         )
+        .app_data_dir("/tmp/app")
+        .workspace("/tmp/ws")
+        .policy(crate::policy::allow_all())
         .build()
         .unwrap();
         redirect_models(&mut config, Some("proc"));

@@ -122,6 +122,11 @@ impl Served {
         if !start.anonymous {
             command.args(["--auth-tokens", &tokens]);
         }
+        if std::env::var_os("AGUI_TEST_UNCONFINED").is_some() {
+            // Every attack against an unconfined server, where each must succeed (its test
+            // fails): what proves a test is not vacuous, and the "before" of the tally.
+            command.args(["--sandbox", "off", "--insecure-unconfined", "true"]);
+        }
         if !start.args.contains(&"--prestart-harness") {
             // No process ahead of need unless a test asks: each starts exactly what it uses.
             command.args(["--prestart-harness", "false"]);
