@@ -99,6 +99,16 @@ impl Served {
             .map(|(name, token)| format!("{name}={token}"))
             .collect::<Vec<_>>()
             .join(",");
+        // With AGUI_TEST_UNCONFINED set, every attack runs against an unconfined server, where
+        // each must succeed (its test fails): what proves no attack test is vacuous.
+        let unconfined = std::env::var_os("AGUI_TEST_UNCONFINED").is_some();
+        let mut args: Vec<&str> = start.args.to_vec();
+        if unconfined {
+            match args.iter().position(|a| *a == "--sandbox") {
+                Some(i) if i + 1 < args.len() => args[i + 1] = "off",
+                _ => args.extend(["--sandbox", "off"]),
+            }
+        }
         let mut command = Command::new(env!("CARGO_BIN_EXE_agui-antigravity"));
         command
             .args(["serve", "--bind", "127.0.0.1:0"])
@@ -113,7 +123,7 @@ impl Served {
             ])
             .arg("--harness-path")
             .arg(&harness)
-            .args(start.args)
+            .args(&args)
             .env("GEMINI_API_KEY", &env_secret)
             .envs(start.env.iter().copied())
             .stdin(Stdio::null())
@@ -122,10 +132,8 @@ impl Served {
         if !start.anonymous {
             command.args(["--auth-tokens", &tokens]);
         }
-        if std::env::var_os("AGUI_TEST_UNCONFINED").is_some() {
-            // Every attack against an unconfined server, where each must succeed (its test
-            // fails): what proves a test is not vacuous, and the "before" of the tally.
-            command.args(["--sandbox", "off", "--insecure-unconfined", "true"]);
+        if unconfined {
+            command.env("AGUI_INSECURE_UNCONFINED", "true");
         }
         if !start.args.contains(&"--prestart-harness") {
             // No process ahead of need unless a test asks: each starts exactly what it uses.
