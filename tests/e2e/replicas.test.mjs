@@ -41,7 +41,7 @@ async function freePort() {
 
 function nginxBinary() {
   for (const candidate of ["/usr/sbin/nginx", "/usr/local/sbin/nginx", "/usr/bin/nginx"]) if (fs.existsSync(candidate)) return candidate;
-  throw new Error("nginx is not installed: `apt-get install nginx-light` (.ci/run installs it)");
+  throw new Error("nginx is not installed: `apt-get install nginx-light` (`cargo xtask test` installs it as root)");
 }
 
 /** nginx in front of `upstreams` (base URLs), routing by the X-Thread-Id header; `reload()` changes them. */

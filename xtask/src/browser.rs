@@ -73,7 +73,7 @@ pub(crate) fn chromium() -> anyhow::Result<PathBuf> {
         .unwrap_or_else(|| PathBuf::from(DEFAULT_CHROMIUM));
     if !path.is_file() {
         bail!(
-            "no Chromium at {}; install Debian's (`apt-get install -y chromium chromium-driver`, as .ci/run does) or set CHROMIUM_PATH",
+            "no Chromium at {}; install Debian's (`apt-get install -y chromium chromium-driver fonts-dejavu-core`, which `cargo xtask test` does as root) or set CHROMIUM_PATH",
             path.display()
         );
     }

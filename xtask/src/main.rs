@@ -14,6 +14,7 @@ mod import_protos;
 mod live_gate;
 mod playground;
 mod record;
+mod system_packages;
 mod test;
 mod util;
 mod validate;

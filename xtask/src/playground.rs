@@ -16,7 +16,7 @@ use crate::util::{
 };
 
 /// The page's source package, relative to the workspace root.
-const PACKAGE_DIR: &str = "crates/agui-server/playground";
+pub(crate) const PACKAGE_DIR: &str = "crates/agui-server/playground";
 /// Its committed build, relative to the workspace root.
 const DIST_DIR: &str = "crates/agui-server/playground/dist";
 

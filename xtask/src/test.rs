@@ -1,8 +1,10 @@
 //! `cargo xtask test`: the whole test suite, with everything it needs installed first.
 //!
-//! This is the README's test command and what CI runs: it installs the real harness (from the
-//! wheel, into the project cache), installs the Node packages of the project's official-client
-//! tests, then runs every Rust test of the workspace against the real harness, then the
+//! This is the README's test command and what CI runs: it installs the Debian packages the suites
+//! need when they are missing (Chromium, its driver, a font and nginx; see `system_packages.rs`),
+//! the real harness (from the wheel, into the project cache) and the Node packages of the
+//! project's official-client tests (the stream validator is installed by the end-to-end suite
+//! when it is missing, see `validate.rs`), then runs every Rust test of the workspace against the real harness, then the
 //! end-to-end suite (`tests/e2e`, see `e2e.rs`), then the browser suite (`tests/browser`, see
 //! `browser.rs`).
 
@@ -10,8 +12,10 @@ use std::ffi::OsString;
 
 use crate::util::{cargo, install_harness, install_node_package, run_checked, workspace_root};
 
-/// Node packages (folders under the workspace root) of the official-client and browser tests.
+/// Node packages (folders under the workspace root) of the official-client and browser tests, and
+/// the playground's (whose committed build CI checks after the tests).
 const NODE_PACKAGES: &[&str] = &[
+    crate::playground::PACKAGE_DIR,
     "tests/agui-client",
     crate::e2e::SUITE_DIR,
     crate::browser::SUITE_DIR,
@@ -29,6 +33,7 @@ pub(crate) struct Args {
 
 pub(crate) fn run(args: Args) -> anyhow::Result<()> {
     let root = workspace_root();
+    crate::system_packages::ensure()?;
     let harness = install_harness()?;
     eprintln!("xtask test: harness at {}", harness.display());
     for package in NODE_PACKAGES {
