@@ -163,6 +163,13 @@ impl Metrics {
                 .iter()
                 .map(|(s, n)| (vec![("status", s.as_str())], *n)),
         );
+        let known = harness_client::known_harmless_lines();
+        counter(
+            &mut out,
+            "agui_harness_known_lines_total",
+            "Harness log lines known to be harmless (logged at debug level), by kind.",
+            known.iter().map(|(kind, n)| (vec![("kind", *kind)], *n)),
+        );
         let gauges: [Gauge; 5] = [
             ("agui_sessions", "Sessions in memory.", |s| s.sessions),
             (

@@ -50,7 +50,7 @@ impl RoutedThread {
     pub(crate) fn agrees_with(&self, body_thread: &str) -> Result<(), String> {
         let mismatch = |source: &str, named: &str| {
             format!(
-                "the body's threadId `{body_thread}` differs from the thread `{named}` named by {source}; send the same id in both (proxies route by the {source})"
+                "the body's threadId `{body_thread}` differs from the thread `{named}` named by {source}; send the same id in both (proxies route by {source})"
             )
         };
         if let Some(path) = &self.path

@@ -43,6 +43,7 @@ mod discovery;
 mod error;
 mod events;
 pub mod input;
+mod known_lines;
 mod link;
 mod pool;
 mod process;
@@ -70,6 +71,7 @@ pub use harness_proto::step::{
     Step, StepAction, StepError, StepKey, StepSource, StepStatus, StepTarget, ToolAction, ToolKind,
     UserRequest,
 };
+pub use known_lines::known_harmless_lines;
 pub use link::{ConnectOptions, FrameDirection, FrameTap, InitInfo};
 pub use pool::{HarnessPool, PoolOptions, PoolStats, Reservation};
 pub use process::{DEFAULT_PASSTHROUGH_ENV, ExitInfo, HarnessProcess, ProcessOptions};

@@ -779,6 +779,11 @@ async fn drain_stderr(stderr: tokio::process::ChildStderr, log: Arc<StderrLog>) 
     loop {
         match lines.next_line().await {
             Ok(Some(line)) => {
+                if let Some(known) = crate::known_lines::recognise(&line) {
+                    tracing::debug!(target: "localharness", known, "{line}");
+                    log.push(line);
+                    continue;
+                }
                 match glog_severity(&line) {
                     Some('I') => tracing::debug!(target: "localharness", "{line}"),
                     Some('E' | 'F') => tracing::warn!(target: "localharness", "{line}"),
