@@ -128,9 +128,10 @@ impl Cli {
         Self::from_arg_matches_mut(&mut matches)
     }
 
-    /// Parses `args`, treating a command line without a subcommand as `serve`; prints and
-    /// exits on `--help`, `--version` and errors.
-    pub fn parse_args(args: Vec<String>) -> Self {
+    /// Parses `args`, treating a command line without a subcommand as `serve`. `--help`,
+    /// `--version` and bad input are errors whose `exit()` prints them and ends the process with
+    /// clap's status — for a binary's `main` to call; library code never exits.
+    pub fn parse_args(args: Vec<String>) -> Result<Self, clap::Error> {
         let mut args = args;
         let first = args.get(1).map(String::as_str);
         let needs_serve = match first {
@@ -141,7 +142,7 @@ impl Cli {
         if needs_serve {
             args.insert(1.min(args.len()), "serve".into());
         }
-        Self::try_parse_args(args).unwrap_or_else(|e| e.exit())
+        Self::try_parse_args(args)
     }
 }
 

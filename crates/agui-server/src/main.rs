@@ -13,7 +13,11 @@ fn main() -> ExitCode {
     // What the server writes (thread records, owners, leases, directory trees) is its own.
     nix::sys::stat::umask(nix::sys::stat::Mode::from_bits_truncate(0o077));
     let args: Vec<String> = std::env::args().collect();
-    let cli = Cli::parse_args(args.clone());
+    let cli = match Cli::parse_args(args.clone()) {
+        Ok(cli) => cli,
+        // Help and version are printed with success; bad input with clap's usage status.
+        Err(e) => e.exit(),
+    };
     // Parsing read every variable the configuration takes: the secrets among them leave the
     // environment now, before any thread or child process exists.
     scrub_environment(&agui_server::cli::secret_variables());

@@ -329,7 +329,11 @@ async fn serve() -> ExitCode {
         }
     };
     // Parsed as the binary parses its command line, so `--help` and errors read the same.
-    let (check_only, args) = match Cli::parse_args(args).command {
+    let cli = match Cli::parse_args(args) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
+    let (check_only, args) = match cli.command {
         Command::Serve(args) => (false, args),
         Command::CheckConfig(args) => (true, args),
     };
