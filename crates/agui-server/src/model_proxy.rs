@@ -26,6 +26,7 @@ use axum::serve::ListenerExt as _;
 use futures_util::{StreamExt as _, TryStreamExt as _};
 use harness_client::ModelEndpoint;
 use harness_client::sandbox::ServiceGrant;
+use subtle::ConstantTimeEq as _;
 use tokio::sync::{Semaphore, watch};
 
 use crate::defaults;
@@ -473,7 +474,7 @@ fn new_token() -> Result<String, ServerError> {
     let mut bytes = [0u8; 32];
     getrandom::fill(&mut bytes)
         .map_err(|e| ServerError::ModelProxy(format!("no randomness for a token: {e}")))?;
-    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+    Ok(hex::encode(bytes))
 }
 
 impl Shared {
@@ -486,7 +487,7 @@ impl Shared {
             .unwrap_or_else(PoisonError::into_inner);
         let mut found = None;
         for grant in grants.iter() {
-            if constant_time_eq::constant_time_eq(grant.token.as_bytes(), token.as_bytes()) {
+            if bool::from(grant.token.as_bytes().ct_eq(token.as_bytes())) {
                 found = Some(grant.clone());
             }
         }
@@ -565,11 +566,9 @@ async fn forward(State(entry): State<Entry>, request: Request) -> Response {
     let rest = &after[token.len()..];
     let grant = match &entry.grant {
         // A sandbox's listener accepts its own process's token, and only while it is valid.
-        Some(grant) => {
-            (constant_time_eq::constant_time_eq(grant.token.as_bytes(), token.as_bytes())
-                && !grant.revoked.load(Ordering::SeqCst))
-            .then(|| grant.clone())
-        }
+        Some(grant) => (bool::from(grant.token.as_bytes().ct_eq(token.as_bytes()))
+            && !grant.revoked.load(Ordering::SeqCst))
+        .then(|| grant.clone()),
         None => shared.host_grant(token),
     };
     let Some(grant) = grant else {

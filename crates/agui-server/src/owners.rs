@@ -193,8 +193,7 @@ fn read_owner(path: &Path) -> std::io::Result<Option<String>> {
 /// A thread's file: the SHA-256 of its id, so any id makes a safe name of fixed length.
 pub(crate) fn file_name(thread_id: &str) -> String {
     let digest = Sha256::digest(thread_id.as_bytes());
-    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
-    format!("{hex}.json")
+    format!("{}.json", hex::encode(digest))
 }
 
 #[cfg(test)]

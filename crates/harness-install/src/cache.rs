@@ -63,7 +63,7 @@ impl Cache {
 
     pub(crate) fn mark_verified(&self, version: &str, digest: &[u8; 32]) -> Result<()> {
         let marker = self.marker_path(version);
-        std::fs::write(&marker, format!("{}\n", crate::wheel::hex(digest)))
+        std::fs::write(&marker, format!("{}\n", hex::encode(digest)))
             .map_err(InstallError::io("write", &marker))
     }
 

@@ -108,8 +108,8 @@ impl Wheel {
             return Err(InstallError::HashMismatch {
                 wheel: self.path.clone(),
                 member: member.to_owned(),
-                expected: hex(&expected),
-                actual: hex(&actual),
+                expected: hex::encode(expected),
+                actual: hex::encode(actual),
             });
         }
         std::fs::rename(&tmp, dest).map_err(InstallError::io("move into place", dest))?;
@@ -170,10 +170,6 @@ pub(crate) fn sha256_file(path: &Path) -> Result<[u8; 32]> {
     }
 }
 
-pub(crate) fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
 #[cfg(unix)]
 fn set_mode(path: &Path, mode: u32) -> Result<()> {
     use std::os::unix::fs::PermissionsExt;
@@ -195,7 +191,7 @@ google/antigravity/bin/localharness,sha256=ZalqKhHJFp8_HMmi2nFxgRKjWgqL5D5_KGYz1
 google_antigravity-0.1.22.dist-info/RECORD,,\n";
 
     fn check(member: &str, expected: Option<&str>) {
-        let got = parse_record_digest(RECORD, member).map(|d| hex(&d));
+        let got = parse_record_digest(RECORD, member).map(hex::encode);
         assert_eq!(got.as_deref(), expected, "member {member}");
     }
 
