@@ -89,8 +89,8 @@ fn machine() -> Value {
         l.strip_prefix("model name")
             .map(|v| v.trim_start_matches([' ', '\t', ':']).to_owned())
     });
-    let mem_gb = procfs::parse_kb_field(&read("/proc/meminfo"), "MemTotal:")
-        .map(|kb| (kb as f64 / 1024.0 / 1024.0 * 10.0).round() / 10.0);
+    let mem_gb =
+        procfs::mem_total_kb().map(|kb| (kb as f64 / 1024.0 / 1024.0 * 10.0).round() / 10.0);
     json!({
         "nproc": std::thread::available_parallelism().map_or(1, |n| n.get()),
         "cpu": cpu,

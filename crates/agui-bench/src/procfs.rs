@@ -28,45 +28,6 @@ pub(crate) struct Stat {
     pub(crate) children_ticks: u64,
 }
 
-/// Parses `/proc/<pid>/stat`. The command name may contain spaces and parentheses, so the
-/// fields are counted from the last `)`.
-pub(crate) fn parse_stat(text: &str) -> Option<Stat> {
-    let open = text.find('(')?;
-    let close = text.rfind(')')?;
-    let comm = text.get(open + 1..close)?.to_owned();
-    // After ") ": field 3 (state) is index 0, so man-page field N is index N - 3.
-    let fields: Vec<&str> = text.get(close + 2..)?.split_whitespace().collect();
-    let num = |n: usize| fields.get(n - 3)?.parse::<u64>().ok();
-    Some(Stat {
-        comm,
-        ppid: u32::try_from(num(4)?).ok()?,
-        cpu_ticks: num(14)? + num(15)?,
-        children_ticks: num(16)? + num(17)?,
-    })
-}
-
-/// The value in kB of a `Name:   123 kB` line (`VmRSS:` in `status`, `Pss:` in `smaps_rollup`).
-pub(crate) fn parse_kb_field(text: &str, name: &str) -> Option<u64> {
-    text.lines()
-        .find_map(|l| l.strip_prefix(name))
-        .and_then(|rest| rest.split_whitespace().next())
-        .and_then(|v| v.parse().ok())
-}
-
-/// `(busy, total)` jiffies of all CPUs from the first line of `/proc/stat` (busy excludes idle
-/// and iowait).
-pub(crate) fn parse_machine_cpu(text: &str) -> Option<(u64, u64)> {
-    let line = text.lines().next()?.strip_prefix("cpu ")?;
-    let v: Vec<u64> = line
-        .split_whitespace()
-        .take(8) // user nice system idle iowait irq softirq steal (guest is inside user)
-        .map(|f| f.parse().ok())
-        .collect::<Option<_>>()?;
-    let total: u64 = v.iter().sum();
-    let idle = v.get(3)? + v.get(4)?;
-    Some((total - idle, total))
-}
-
 fn clock_ticks_per_sec() -> f64 {
     nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK)
         .ok()
@@ -81,30 +42,49 @@ fn ticks_to_secs(ticks: u64) -> f64 {
 
 /// `/proc/<pid>/stat`, parsed; `None` once the process is gone.
 pub(crate) fn stat(pid: u32) -> Option<Stat> {
-    parse_stat(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
+    let stat = process(pid)?.stat().ok()?;
+    Some(Stat {
+        comm: stat.comm,
+        ppid: u32::try_from(stat.ppid).ok()?,
+        cpu_ticks: stat.utime + stat.stime,
+        // Reaped children's times are never negative; the kernel's type is signed.
+        children_ticks: u64::try_from(stat.cutime + stat.cstime).ok()?,
+    })
+}
+
+fn process(pid: u32) -> Option<::procfs::process::Process> {
+    ::procfs::process::Process::new(i32::try_from(pid).ok()?).ok()
 }
 
 /// Resident set size in kB.
 pub(crate) fn rss_kb(pid: u32) -> Option<u64> {
-    parse_kb_field(
-        &std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?,
-        "VmRSS:",
-    )
+    process(pid)?.status().ok()?.vmrss
 }
 
 /// Proportional set size in kB.
 pub(crate) fn pss_kb(pid: u32) -> Option<u64> {
-    parse_kb_field(
-        &std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup")).ok()?,
-        "Pss:",
-    )
+    let rollup = process(pid)?.smaps_rollup().ok()?;
+    let pss = rollup
+        .memory_map_rollup
+        .0
+        .first()?
+        .extension
+        .map
+        .get("Pss")?;
+    Some(pss / 1024)
+}
+
+/// Total memory of the machine in kB.
+pub(crate) fn mem_total_kb() -> Option<u64> {
+    use ::procfs::Current as _;
+    Some(::procfs::Meminfo::current().ok()?.mem_total / 1024)
 }
 
 fn all_pids() -> Vec<u32> {
-    std::fs::read_dir("/proc")
+    ::procfs::process::all_processes()
         .into_iter()
         .flatten()
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .filter_map(|p| u32::try_from(p.ok()?.pid).ok())
         .collect()
 }
 
@@ -145,19 +125,26 @@ pub(crate) fn count_named(comm: &str) -> usize {
         .count()
 }
 
+/// `(busy, total)` jiffies of all CPUs (busy excludes idle and iowait; guest time is inside
+/// user time, so it is not added again).
 fn machine_cpu() -> Option<(u64, u64)> {
-    parse_machine_cpu(&std::fs::read_to_string("/proc/stat").ok()?)
+    use ::procfs::CurrentSI as _;
+    let cpu = ::procfs::KernelStats::current().ok()?.total;
+    let idle = cpu.idle + cpu.iowait.unwrap_or(0);
+    let busy = cpu.user
+        + cpu.nice
+        + cpu.system
+        + cpu.irq.unwrap_or(0)
+        + cpu.softirq.unwrap_or(0)
+        + cpu.steal.unwrap_or(0);
+    Some((busy, busy + idle))
 }
 
 /// Load average (1, 5, 15 minutes).
 pub(crate) fn loadavg() -> Option<[f64; 3]> {
-    let text = std::fs::read_to_string("/proc/loadavg").ok()?;
-    let v: Vec<f64> = text
-        .split_whitespace()
-        .take(3)
-        .filter_map(|f| f.parse().ok())
-        .collect();
-    v.try_into().ok()
+    use ::procfs::Current as _;
+    let load = ::procfs::LoadAverage::current().ok()?;
+    Some([load.one, load.five, load.fifteen].map(f64::from))
 }
 
 /// CPU counters at one instant.
@@ -471,29 +458,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn stat_lines_parse_with_odd_command_names() {
-        let line = "4242 (local (h) arness) S 17 4242 4242 0 -1 4194560 1 0 0 0 \
-                    250 75 3 4 20 0 9 0 123 456 789 18446744073709551615";
-        let s = parse_stat(line).unwrap();
-        assert_eq!(s.comm, "local (h) arness");
-        assert_eq!(s.ppid, 17);
-        assert_eq!(s.cpu_ticks, 325);
-        assert_eq!(s.children_ticks, 7);
-        assert_eq!(parse_stat("garbage"), None);
-        assert_eq!(parse_stat("1 (x) S"), None);
-    }
-
-    #[test]
-    fn kb_fields_and_machine_cpu_parse() {
-        let status = "Name:\tx\nVmPeak:\t  900 kB\nVmRSS:\t  1234 kB\n";
-        assert_eq!(parse_kb_field(status, "VmRSS:"), Some(1234));
-        assert_eq!(parse_kb_field(status, "VmSwap:"), None);
-        let rollup = "00400000-7fff [rollup]\nRss:  2000 kB\nPss:  1500 kB\nPss_Anon: 1 kB\n";
-        assert_eq!(parse_kb_field(rollup, "Pss:"), Some(1500));
-        let stat = "cpu  100 5 50 800 20 1 2 3 0 0\ncpu0 1 2 3 4 5 6 7 8 0 0\n";
-        // busy = 100+5+50+1+2+3 = 161, total = 981
-        assert_eq!(parse_machine_cpu(stat), Some((161, 981)));
-        assert_eq!(parse_machine_cpu("intr 1 2"), None);
+    fn this_process_reads_its_own_figures() {
+        let me = std::process::id();
+        let stat = stat(me).unwrap();
+        assert_eq!(stat.ppid, std::os::unix::process::parent_id());
+        assert!(rss_kb(me).unwrap() > 0);
+        assert!(pss_kb(me).unwrap() > 0);
+        assert!(mem_total_kb().unwrap() > 0);
+        let (busy, total) = machine_cpu().unwrap();
+        assert!(busy <= total && total > 0);
+        assert!(all_pids().contains(&me));
     }
 
     #[test]

@@ -580,28 +580,21 @@ fn kill_tree(pid: u32, descendants: &[(u32, u32)]) {
 /// `(pid, process group)` of every live descendant of `root`, from `/proc` (Linux; empty
 /// elsewhere). A command that detaches itself completely (double fork) is not found.
 fn descendants(root: u32) -> Vec<(u32, u32)> {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
+    let Ok(processes) = procfs::process::all_processes() else {
         return Vec::new();
     };
-    let mut table = Vec::new();
-    for entry in entries.flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
-            continue;
-        };
-        // After the parenthesised command name: state ppid pgrp …
-        let Some((_, rest)) = stat.rsplit_once(") ") else {
-            continue;
-        };
-        let fields: Vec<&str> = rest.split_whitespace().collect();
-        if let (Some(ppid), Some(pgrp)) = (fields.get(1), fields.get(2))
-            && let (Ok(ppid), Ok(pgrp)) = (ppid.parse::<u32>(), pgrp.parse::<u32>())
-        {
-            table.push((pid, ppid, pgrp));
-        }
-    }
+    // A process that exits while the table is read is simply not in it.
+    let table: Vec<(u32, u32, u32)> = processes
+        .flatten()
+        .filter_map(|p| {
+            let stat = p.stat().ok()?;
+            Some((
+                u32::try_from(stat.pid).ok()?,
+                u32::try_from(stat.ppid).ok()?,
+                u32::try_from(stat.pgrp).ok()?,
+            ))
+        })
+        .collect();
     let mut found: Vec<(u32, u32)> = Vec::new();
     let mut frontier = vec![root];
     while let Some(parent) = frontier.pop() {
