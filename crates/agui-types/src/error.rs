@@ -1,6 +1,6 @@
 //! The crate's error type.
 
-use crate::verify::Violation;
+use crate::violation::Violation;
 
 /// Result alias with this crate's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;

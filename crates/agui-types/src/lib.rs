@@ -48,6 +48,7 @@
 mod capabilities;
 mod error;
 mod event_list;
+mod event_type;
 mod events;
 mod input;
 mod json;
@@ -55,6 +56,7 @@ mod message_log;
 mod open_blocks;
 mod verify;
 mod version;
+mod violation;
 
 pub mod encoding;
 

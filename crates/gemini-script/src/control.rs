@@ -27,7 +27,7 @@ use serde_json::{Value, json};
 use crate::{
     engine::Engine,
     script::{self, Script},
-    server::Shared,
+    shared::Shared,
 };
 
 pub(crate) fn routes() -> Router<Arc<Shared>> {

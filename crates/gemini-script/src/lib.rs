@@ -85,6 +85,7 @@ mod reply;
 pub mod scenarios;
 mod script;
 mod server;
+mod shared;
 mod template;
 
 pub use engine::EntryState;

@@ -4,7 +4,7 @@ use std::{
     collections::BTreeMap,
     convert::Infallible,
     net::{Ipv4Addr, SocketAddr},
-    sync::{Arc, Mutex, MutexGuard},
+    sync::Arc,
     time::Duration,
 };
 
@@ -32,24 +32,12 @@ use crate::{
     render::{self, Plan},
     reply::Hang,
     script::{self, Entry, Script},
+    shared::Shared,
     template::RequestCtx,
 };
 
 /// Harness requests carry the whole history (and media); do not cap them at axum's 2 MB.
 const MAX_BODY_BYTES: usize = 256 * 1024 * 1024;
-
-/// State shared by the handlers and the [`Handle`].
-pub(crate) struct Shared {
-    engine: Mutex<Engine>,
-    shutdown: watch::Receiver<bool>,
-}
-
-impl Shared {
-    /// The engine; a panic elsewhere must not make the server unusable.
-    pub(crate) fn engine(&self) -> MutexGuard<'_, Engine> {
-        self.engine.lock().unwrap_or_else(|e| e.into_inner())
-    }
-}
 
 /// Entry point: starts a scripted Gemini endpoint.
 #[derive(Debug)]
@@ -70,10 +58,7 @@ impl ScriptedModel {
             .map_err(bind_err)?;
         let addr = listener.local_addr().map_err(bind_err)?;
         let (stop_tx, stop_rx) = watch::channel(false);
-        let shared = Arc::new(Shared {
-            engine: Mutex::new(Engine::new(script)),
-            shutdown: stop_rx.clone(),
-        });
+        let shared = Arc::new(Shared::new(Engine::new(script), stop_rx.clone()));
         let app = router(shared.clone());
         let mut stop = stop_rx;
         // Like the real endpoint, every SSE event leaves at once: with Nagle's algorithm the
@@ -322,7 +307,7 @@ async fn model_endpoint(
                 headers,
             },
             _,
-        ) => sse_response(events, delay, hang, &headers, shared.shutdown.clone()),
+        ) => sse_response(events, delay, hang, &headers, shared.shutdown()),
     }
 }
 

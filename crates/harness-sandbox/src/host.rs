@@ -11,8 +11,8 @@ use tokio::io::{AsyncWriteExt as _, DuplexStream};
 use tokio::net::UnixStream;
 use tokio::sync::oneshot;
 
-use crate::confinement::{ProcessLabel, ServiceGrant, Services};
 use crate::control::{self, FromLauncher, STDIO_CHUNK, Service, ToLauncher};
+use crate::services::{ProcessLabel, ServiceGrant, Services};
 use crate::{Result, SandboxError};
 
 /// How much of the harness's stdout may wait for the host to read it.

@@ -40,16 +40,16 @@ mod host;
 #[cfg(feature = "launcher")]
 mod launcher;
 mod probe;
+mod services;
 mod spec;
 
-pub use confinement::{
-    Confinement, Launcher, Limits, NetworkServices, ProcessLabel, ServiceGrant, Services,
-};
+pub use confinement::{Confinement, Launcher, Limits};
 pub use encoder::{WEBM_ENCODER_DIR, keep_out as keep_webm_encoder_out};
 pub use host::{HostChannel, SandboxControl, SandboxStdin, SandboxStdout, StartedSandbox};
 #[cfg(feature = "launcher")]
 pub use launcher::{launcher_main, run_if_launcher};
 pub use probe::{SIMULATE_UNAVAILABLE_ENV, SandboxSupport, probe};
+pub use services::{NetworkServices, ProcessLabel, ServiceGrant, Services};
 pub use spec::{EGRESS_PORT, MODEL_PORT};
 
 /// Errors of the host side.

@@ -24,6 +24,7 @@ use serde_json::{Map, Value};
 
 use crate::error::{Error, Result};
 use crate::event_list::event_list;
+pub use crate::event_type::EventType;
 use crate::json::{is_none_or_null, locate, strip_position};
 
 pub(crate) use legacy::LegacyThinking;
@@ -140,27 +141,6 @@ macro_rules! define_events {
             }
         }
 
-        /// The `type` discriminator of an [`Event`].
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-        pub enum EventType {
-            $( $(#[$doc])* #[serde(rename = $wire)] $variant, )*
-        }
-
-        impl EventType {
-            /// Every 1.0 event type, in protobuf `EventType` order.
-            pub const ALL: &'static [EventType] = &[ $( EventType::$variant, )* ];
-
-            /// The wire name, e.g. `"TEXT_MESSAGE_START"`.
-            pub const fn as_str(self) -> &'static str {
-                match self { $( EventType::$variant => $wire, )* }
-            }
-
-            /// Looks up a 1.0 wire name (the retired `THINKING_*` names give `None`).
-            pub fn from_wire_name(name: &str) -> Option<Self> {
-                match name { $( $wire => Some(EventType::$variant), )* _ => None }
-            }
-        }
-
         impl Event {
             /// This event's type.
             pub fn event_type(&self) -> EventType {
@@ -205,12 +185,6 @@ macro_rules! define_events {
 }
 
 event_list!(define_events);
-
-impl std::fmt::Display for EventType {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
 
 impl Event {
     /// True for `RUN_FINISHED` and `RUN_ERROR`, the events that end a run.
