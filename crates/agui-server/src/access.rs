@@ -30,20 +30,20 @@ const MAX_IDENTITY: usize = 256;
 
 /// Why a request is refused: the status, a short error and what to do about it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Refusal {
+pub(crate) struct Refusal {
     /// The HTTP status.
-    pub status: StatusCode,
+    pub(crate) status: StatusCode,
     /// A short error name.
-    pub error: &'static str,
+    pub(crate) error: &'static str,
     /// What the caller or the operator can do about it.
-    pub detail: String,
+    pub(crate) detail: String,
 }
 
 /// The caller of a request, as its credentials tell.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Caller {
+pub(crate) struct Caller {
     /// Who it is, when the server tells callers apart (`auth_tokens`, `user_header`).
-    pub identity: Option<String>,
+    pub(crate) identity: Option<String>,
 }
 
 /// A secret kept as its SHA-256 digest. Comparing hashes both sides to 32 bytes and compares
@@ -73,7 +73,7 @@ struct Token {
 /// What requests the server accepts: for which host names, from which pages, with which
 /// credentials.
 #[derive(Clone)]
-pub struct AccessPolicy {
+pub(crate) struct AccessPolicy {
     bind: IpAddr,
     any_host: bool,
     /// `allowed_hosts`: lower-case names, each with the one port it allows (none: any).
@@ -103,7 +103,7 @@ impl AccessPolicy {
     /// The policy of `config`. Refuses what would expose the agent — a non-loopback bind with
     /// no token (unless `insecure_no_auth`), `cors_origins = ["*"]` with no token — and
     /// malformed hosts, tokens and header names, each naming the fix.
-    pub fn new(config: &ServerConfig) -> Result<Self, ServerError> {
+    pub(crate) fn new(config: &ServerConfig) -> Result<Self, ServerError> {
         let bad = |m: String| Err(ServerError::Config(m));
         let mut tokens: Vec<Token> = config
             .auth_token
@@ -215,22 +215,22 @@ impl AccessPolicy {
     }
 
     /// Whether a non-loopback bind is served with no token (`insecure_no_auth`).
-    pub fn is_exposed_without_auth(&self) -> bool {
+    pub(crate) fn is_exposed_without_auth(&self) -> bool {
         self.tokens.is_empty() && !self.bind.is_loopback()
     }
 
     /// The origins of `cors_origins`, lower case, and whether any origin may (`*`).
-    pub fn cors_origins(&self) -> (bool, &[String]) {
+    pub(crate) fn cors_origins(&self) -> (bool, &[String]) {
         (self.any_origin, &self.cors_origins)
     }
 
     /// Whether callers have identities, so threads have owners (`auth_tokens`, `user_header`).
-    pub fn has_identities(&self) -> bool {
+    pub(crate) fn has_identities(&self) -> bool {
         self.user_header.is_some() || self.tokens.iter().any(|t| t.identity.is_some())
     }
 
     /// The Host and Origin checks every route but `/healthz` passes.
-    pub fn check_site(
+    pub(crate) fn check_site(
         &self,
         headers: &HeaderMap,
         uri: &Uri,
@@ -338,7 +338,7 @@ impl AccessPolicy {
 
     /// The caller of a request with these headers, or why it is refused (401): the bearer token
     /// when tokens are configured, and with `needs_identity`, the `user_header` when one is.
-    pub fn authenticate(
+    pub(crate) fn authenticate(
         &self,
         headers: &HeaderMap,
         needs_identity: bool,
@@ -424,14 +424,6 @@ fn bearer_token(headers: &HeaderMap) -> Option<&str> {
     scheme
         .eq_ignore_ascii_case("bearer")
         .then(|| token.trim_start())
-}
-
-/// The identity of an unnamed token in an `auth_tokens` list: `token-` and the start of its
-/// SHA-256, so it stays the same when the list is reordered and does not reveal the token.
-pub(crate) fn unnamed_token_identity(token: &str) -> String {
-    let digest = Sha256::digest(token.as_bytes());
-    let hex: String = digest[..6].iter().map(|b| format!("{b:02x}")).collect();
-    format!("token-{hex}")
 }
 
 #[cfg(test)]
@@ -615,7 +607,10 @@ mod tests {
         let named = list
             .authenticate(&headers(&[("authorization", "Bearer x-token")]), true)
             .unwrap();
-        assert_eq!(named.identity, Some(unnamed_token_identity("x-token")));
+        assert_eq!(
+            named.identity,
+            Some(crate::config::unnamed_token_identity("x-token"))
+        );
         assert!(!named.identity.unwrap().contains("x-token"));
 
         let proxied = policy("user_header = \"X-Forwarded-User\"").unwrap();

@@ -37,8 +37,8 @@ pub struct ServeArgs {
     #[arg(long, env = "AGUI_BIND")]
     pub bind: Option<SocketAddr>,
     /// Serve the embedded scripted model (offline demo), whatever else is configured.
-    #[arg(long, env = "AGUI_DEMO")]
-    pub demo: bool,
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", env = "AGUI_DEMO")]
+    pub demo: Option<bool>,
     /// Require `Authorization: Bearer <token>`.
     #[arg(long, env = "AGUI_AUTH_TOKEN", hide_env_values = true)]
     pub auth_token: Option<String>,
@@ -52,16 +52,16 @@ pub struct ServeArgs {
     pub user_header: Option<String>,
     /// Serve on a non-loopback address without a token: only if something in front
     /// authenticates every request.
-    #[arg(long, env = "AGUI_INSECURE_NO_AUTH")]
-    pub insecure_no_auth: bool,
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", env = "AGUI_INSECURE_NO_AUTH")]
+    pub insecure_no_auth: Option<bool>,
     /// The token an authenticating proxy presents (`Authorization: Bearer`) when it names the
     /// user in `--user-header` beside `--auth-tokens`: the header is trusted from it alone.
     #[arg(long, env = "AGUI_PROXY_TOKEN", hide_env_values = true)]
     pub proxy_token: Option<String>,
     /// Allow `sandbox = "off"` together with identities or a non-loopback bind (the agents'
     /// commands then run unconfined for several users).
-    #[arg(long, env = "AGUI_INSECURE_UNCONFINED")]
-    pub insecure_unconfined: bool,
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", env = "AGUI_INSECURE_UNCONFINED")]
+    pub insecure_unconfined: Option<bool>,
     /// Allowed CORS origins (comma-separated; `*` for any).
     #[arg(long, env = "AGUI_CORS_ORIGINS", value_delimiter = ',')]
     pub cors_origins: Option<Vec<String>>,

@@ -17,15 +17,12 @@ use agui_session::{
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::defaults;
 use crate::error::ServerError;
 
-mod choices;
-
-pub use choices::{
+pub use crate::choices::{
     BuiltinToolChoice, LogFormat, SandboxMode, SystemInstructionsMode, ThinkingLevel, builtin_tools,
 };
-pub(crate) use choices::{BuiltinToolParser, choice_name};
+pub(crate) use crate::choices::{BuiltinToolParser, choice_name};
 
 /// Declares [`AgentSettings`] and its overlay from one field list, so a new key cannot be
 /// forgotten by the merge. Every field is an `Option`: unset keys let lower layers show through.
@@ -348,12 +345,12 @@ pub enum AuthTokens {
 
 impl AuthTokens {
     /// Identity → token.
-    fn by_identity(&self) -> BTreeMap<String, String> {
+    pub(crate) fn by_identity(&self) -> BTreeMap<String, String> {
         match self {
             Self::Named(named) => named.clone(),
             Self::Unnamed(tokens) => tokens
                 .iter()
-                .map(|t| (crate::access::unnamed_token_identity(t), t.clone()))
+                .map(|t| (unnamed_token_identity(t), t.clone()))
                 .collect(),
         }
     }
@@ -414,132 +411,10 @@ pub struct ServerConfig {
 }
 
 impl ServerConfig {
-    /// Merges the layers; `cli` holds flag and environment values. The result is checked the
-    /// way serving it would check it (every agent's options are built, directories claimed),
-    /// so `check-config` refuses exactly what `serve` would.
-    pub fn merge(file: FileConfig, cli: &crate::cli::ServeArgs) -> Result<Self, ServerError> {
-        let defaults = file.agent.clone().overlaid(&cli.agent);
-        let entries = if file.agents.is_empty() {
-            vec![AgentSettings::default()]
-        } else {
-            file.agents.clone()
-        };
-        let several = !file.agents.is_empty();
-        let mut agents = Vec::new();
-        for entry in entries {
-            let mut agent = defaults.clone().overlaid(&entry);
-            let path = normalise_path(agent.path.as_deref().unwrap_or("/"))?;
-            if several {
-                // Directories shared by every `[[agents]]` entry get one subfolder per agent:
-                // agents must never read each other's conversations or workspaces.
-                let own = |dir: &Option<PathBuf>| dir.as_ref().map(|d| d.join(slug(&path)));
-                if entry.save_dir.is_none() {
-                    agent.save_dir = own(&defaults.save_dir);
-                }
-                if entry.workspace_root.is_none() {
-                    agent.workspace_root = own(&defaults.workspace_root);
-                }
-            }
-            if agents
-                .iter()
-                .any(|a: &AgentSettings| a.path.as_deref() == Some(path.as_str()))
-            {
-                return Err(ServerError::Config(format!(
-                    "two agents are mounted at `{path}`"
-                )));
-            }
-            agent.path = Some(path);
-            if let Some(file) = &agent.api_key_file {
-                agent.api_key = Some(read_key_file(file)?);
-            }
-            agents.push(agent);
-        }
-        let bind = match cli.bind.or(file.bind) {
-            Some(bind) => bind,
-            None => defaults::BIND.parse().expect("the default address parses"),
-        };
-        let config = Self {
-            bind,
-            auth_token: cli
-                .auth_token
-                .clone()
-                .or(file.auth_token)
-                .filter(|t| !t.is_empty()),
-            auth_tokens: match &cli.auth_tokens {
-                Some(pairs) => pairs.iter().cloned().collect(),
-                None => file
-                    .auth_tokens
-                    .as_ref()
-                    .map(AuthTokens::by_identity)
-                    .unwrap_or_default(),
-            },
-            user_header: cli
-                .user_header
-                .clone()
-                .or(file.user_header)
-                .filter(|h| !h.trim().is_empty()),
-            insecure_no_auth: cli.insecure_no_auth
-                || file.insecure_no_auth.unwrap_or(defaults::INSECURE_NO_AUTH),
-            proxy_token: cli
-                .proxy_token
-                .clone()
-                .or(file.proxy_token)
-                .filter(|t| !t.is_empty()),
-            insecure_unconfined: cli.insecure_unconfined
-                || file
-                    .insecure_unconfined
-                    .unwrap_or(defaults::INSECURE_UNCONFINED),
-            cors_origins: cli
-                .cors_origins
-                .clone()
-                .or(file.cors_origins)
-                .unwrap_or_default(),
-            allowed_hosts: cli
-                .allowed_hosts
-                .clone()
-                .or(file.allowed_hosts)
-                .unwrap_or_default(),
-            max_body_bytes: cli
-                .max_body_bytes
-                .or(file.max_body_bytes)
-                .unwrap_or(defaults::MAX_BODY_BYTES),
-            keep_alive: Duration::from_secs(
-                cli.keep_alive_secs
-                    .or(file.keep_alive_secs)
-                    .unwrap_or(defaults::KEEP_ALIVE_SECS)
-                    .max(1),
-            ),
-            demo: cli.demo || file.demo.unwrap_or(defaults::DEMO),
-            log_format: cli
-                .log_format
-                .or(file.log_format)
-                .unwrap_or(defaults::LOG_FORMAT),
-            model_proxy_port: cli
-                .model_proxy_port
-                .or(file.model_proxy_port)
-                .unwrap_or(defaults::MODEL_PROXY_PORT),
-            replica_id: replica_id(cli.replica_id.clone().or(file.replica_id))?,
-            lease_ttl: Duration::from_secs(
-                cli.lease_ttl_secs
-                    .or(file.lease_ttl_secs)
-                    .unwrap_or(defaults::LEASE_TTL_SECS)
-                    .max(3),
-            ),
-            agents,
-            config_file: cli.config.clone(),
-        };
-        crate::access::AccessPolicy::new(&config)?;
-        config.check_unconfined()?;
-        crate::build::check(&config)?;
-        Ok(config)
-    }
-}
-
-impl ServerConfig {
     /// Refuses unconfined agents (`sandbox = "off"`) where they would serve several users or
     /// the network — identities, or a non-loopback bind — unless the operator says so
     /// (`insecure_unconfined`).
-    fn check_unconfined(&self) -> Result<(), ServerError> {
+    pub(crate) fn check_unconfined(&self) -> Result<(), ServerError> {
         if self.insecure_unconfined {
             return Ok(());
         }
@@ -567,21 +442,21 @@ impl ServerConfig {
 }
 
 /// A `replica_id`, checked: it names leases in logs and files other replicas read.
-fn replica_id(id: Option<String>) -> Result<Option<String>, ServerError> {
+pub(crate) fn replica_id(id: Option<String>) -> Result<Option<String>, ServerError> {
     let Some(id) = id
         .map(|id| id.trim().to_owned())
         .filter(|id| !id.is_empty())
     else {
         return Ok(None);
     };
-    crate::http::valid_thread_id(&id)
+    crate::ids::valid_thread_id(&id)
         .map_err(|why| ServerError::Config(format!("replica_id `{id}`: {why}")))?;
     Ok(Some(id))
 }
 
 /// The API key in `path`: its text without surrounding blanks (a trailing newline), which must
 /// not be empty.
-fn read_key_file(path: &Path) -> Result<String, ServerError> {
+pub(crate) fn read_key_file(path: &Path) -> Result<String, ServerError> {
     let text = std::fs::read_to_string(path).map_err(|e| {
         ServerError::Config(format!(
             "cannot read api_key_file `{}`: {e}",
@@ -596,6 +471,14 @@ fn read_key_file(path: &Path) -> Result<String, ServerError> {
         )));
     }
     Ok(key.to_owned())
+}
+
+/// The identity of an unnamed token in an `auth_tokens` list: `token-` and the start of its
+/// SHA-256, so it stays the same when the list is reordered and does not reveal the token.
+pub(crate) fn unnamed_token_identity(token: &str) -> String {
+    use sha2::Digest as _;
+    let digest = sha2::Sha256::digest(token.as_bytes());
+    format!("token-{}", hex::encode(&digest[..6]))
 }
 
 /// What [`ServerConfig::redacted`] shows instead of a secret.

@@ -8,7 +8,7 @@ use std::time::Duration;
 use agui_session::defaults as session;
 use harness_client::PoolOptions;
 
-use crate::config::{LogFormat, SandboxMode, SystemInstructionsMode, choice_name};
+use crate::choices::{LogFormat, SandboxMode, SystemInstructionsMode, choice_name};
 
 /// Listen address.
 pub const BIND: &str = "127.0.0.1:8027";

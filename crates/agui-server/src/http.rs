@@ -29,23 +29,21 @@ use tower_http::cors::{AllowOrigin, CorsLayer};
 
 use crate::access::{AccessPolicy, Caller, Refusal};
 use crate::build::MountedAgent;
+use crate::ids::valid_thread_id;
 use crate::metrics::Metrics;
 use crate::owners::{Admission, ThreadOwners};
 use crate::routing::RoutedThread;
 use crate::stream::EventBody;
 
-/// Longest accepted thread id.
-pub const MAX_THREAD_ID: usize = 200;
-
 /// Request handling settings.
 #[derive(Debug, Clone)]
-pub struct HttpOptions {
+pub(crate) struct HttpOptions {
     /// Which hosts, pages (also the CORS headers) and credentials are accepted.
-    pub access: AccessPolicy,
+    pub(crate) access: AccessPolicy,
     /// Largest request body.
-    pub max_body_bytes: usize,
+    pub(crate) max_body_bytes: usize,
     /// SSE keep-alive interval.
-    pub keep_alive: Duration,
+    pub(crate) keep_alive: Duration,
 }
 
 /// One mounted agent, as its routes see it.
@@ -130,7 +128,11 @@ pub(crate) struct AppState {
 }
 
 /// The router serving `agents`.
-pub fn router(agents: &[MountedAgent], options: HttpOptions, metrics: Arc<Metrics>) -> Router {
+pub(crate) fn router(
+    agents: &[MountedAgent],
+    options: HttpOptions,
+    metrics: Arc<Metrics>,
+) -> Router {
     let state = AppState {
         options: Arc::new(options.clone()),
         metrics: metrics.clone(),
@@ -715,26 +717,6 @@ fn stream_response(
         .header("x-accel-buffering", "no")
         .body(Body::from_stream(stream))
         .unwrap_or_else(|e| (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response())
-}
-
-/// Thread ids name directories and files downstream; keep them to a safe alphabet.
-pub fn valid_thread_id(id: &str) -> Result<(), String> {
-    if id.is_empty() || id.len() > MAX_THREAD_ID {
-        return Err(format!("must be 1 to {MAX_THREAD_ID} characters"));
-    }
-    if let Some(c) = id
-        .chars()
-        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | ':' | '@')))
-    {
-        return Err(format!(
-            "contains `{}`; use letters, digits and - _ . : @",
-            c.escape_default()
-        ));
-    }
-    if id.chars().all(|c| c == '.') {
-        return Err("cannot be only dots".into());
-    }
-    Ok(())
 }
 
 async fn metrics_route(State(state): State<AppState>) -> Response {

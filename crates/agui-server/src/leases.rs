@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 type Clock = Arc<dyn Fn() -> u64 + Send + Sync>;
 
 /// One replica's leases in one agent's save dir.
-pub struct FileLeases {
+pub(crate) struct FileLeases {
     dir: PathBuf,
     replica: String,
     incarnation: String,
@@ -58,7 +58,7 @@ struct LeaseRecord {
 
 impl FileLeases {
     /// Leases of `replica` in `dir`, lasting `ttl` unless renewed.
-    pub fn new(dir: impl Into<PathBuf>, replica: &str, ttl: Duration) -> Self {
+    pub(crate) fn new(dir: impl Into<PathBuf>, replica: &str, ttl: Duration) -> Self {
         Self::with_clock(dir, replica, ttl, Arc::new(unix_millis))
     }
 

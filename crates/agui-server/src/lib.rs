@@ -23,21 +23,24 @@
 //! `examples/minimal.rs` is this as a program; `examples/dojo` serves the AG-UI dojo's demo
 //! agents (server tools with shared state and interrupts, its own offline script).
 
-pub mod access;
+mod access;
 pub mod build;
 mod capabilities;
+mod choices;
 pub mod cli;
 pub mod config;
 pub mod defaults;
 pub mod demo;
 mod egress;
 mod error;
-pub mod http;
-pub mod leases;
-pub mod metrics;
+mod http;
+mod ids;
+mod layers;
+mod leases;
+mod metrics;
 pub mod model_proxy;
 mod owners;
-pub mod playground;
+mod playground;
 mod routing;
 pub mod sandbox;
 mod stream;

@@ -49,7 +49,7 @@ struct State {
 
 /// The server's metrics.
 #[derive(Debug, Default)]
-pub struct Metrics {
+pub(crate) struct Metrics {
     state: Mutex<State>,
     /// The model proxy's own counts.
     model_calls: Option<crate::model_proxy::ModelCalls>,
@@ -57,7 +57,7 @@ pub struct Metrics {
 
 impl Metrics {
     /// An empty registry.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self::default()
     }
 
@@ -72,7 +72,7 @@ impl Metrics {
     }
 
     /// A run ended; `error` is its `RUN_ERROR` code, if it failed.
-    pub fn run_finished(&self, agent: &str, duration: Duration, error: Option<&str>) {
+    pub(crate) fn run_finished(&self, agent: &str, duration: Duration, error: Option<&str>) {
         let mut state = self.lock();
         *state.runs.entry(agent.to_owned()).or_default() += 1;
         if let Some(code) = error {
@@ -89,7 +89,7 @@ impl Metrics {
     }
 
     /// The first event after `RUN_STARTED` left for the client.
-    pub fn first_event(&self, agent: &str, after: Duration) {
+    pub(crate) fn first_event(&self, agent: &str, after: Duration) {
         self.lock()
             .first_event
             .entry(agent.to_owned())
@@ -99,17 +99,17 @@ impl Metrics {
 
     /// A run's client went away before its terminal event (the turn goes on without it, and
     /// the run is not counted in `agui_runs_total`).
-    pub fn client_left(&self, agent: &str) {
+    pub(crate) fn client_left(&self, agent: &str) {
         *self.lock().client_gone.entry(agent.to_owned()).or_default() += 1;
     }
 
     /// A request was refused before a run started (401, 413, 415, 422…).
-    pub fn rejected(&self, status: u16) {
+    pub(crate) fn rejected(&self, status: u16) {
         *self.lock().rejections.entry(status).or_default() += 1;
     }
 
     /// The exposition text, with the agents' current gauges.
-    pub fn render(&self, agents: &[(String, AgentStats)]) -> String {
+    pub(crate) fn render(&self, agents: &[(String, AgentStats)]) -> String {
         let state = self.lock();
         let mut out = String::new();
         counter(

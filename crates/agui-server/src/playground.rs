@@ -21,18 +21,18 @@ const SCRIPT: &str = include_str!("../playground/dist/playground.js");
 const STYLE: &str = include_str!("../playground/dist/playground.css");
 
 /// The page's Content-Security-Policy: scripts, styles and requests to this origin only.
-pub const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'; \
+pub(crate) const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'; \
      style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; \
      form-action 'none'; frame-ancestors 'none'";
 
 /// Where the assets of the agent at `path` are served (`/playground` for `/`).
-pub fn assets_path(path: &str) -> String {
+pub(crate) fn assets_path(path: &str) -> String {
     format!("{}/playground", path.trim_end_matches('/'))
 }
 
 /// The page for the agent mounted at `path`: it posts to that path, and loads its assets from
 /// [`assets_path`].
-pub fn page(path: &str) -> String {
+pub(crate) fn page(path: &str) -> String {
     INDEX_HTML
         .replace("__AGENT_PATH__", &html_escape(path))
         .replace("__ASSETS__", &html_escape(&assets_path(path)))
@@ -48,7 +48,7 @@ fn html_escape(text: &str) -> String {
 /// The routes serving the page of each agent at `paths` (mount paths as configured, e.g. `/`
 /// or `/chat`): `GET <path>` and `GET <path>/playground/{playground.js,playground.css}`.
 /// Merged into the service router beside the agents' `POST <path>`, outside authentication.
-pub fn router<S: Clone + Send + Sync + 'static>(paths: &[&str]) -> Router<S> {
+pub(crate) fn router<S: Clone + Send + Sync + 'static>(paths: &[&str]) -> Router<S> {
     let mut router = Router::new();
     for path in paths {
         let html = page(path);

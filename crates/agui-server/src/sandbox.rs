@@ -17,7 +17,7 @@ use harness_client::sandbox::{
 use harness_client::{BuiltinTool, ProcessOptions};
 use serde::Serialize;
 
-use crate::config::{SandboxMode, choice_name};
+use crate::choices::{SandboxMode, choice_name};
 use crate::egress::EgressProxy;
 use crate::error::ServerError;
 use crate::model_proxy::ModelChannel;

@@ -1,0 +1,141 @@
+//! The layering of the configuration: built-in defaults, the file, then environment variables
+//! and flags, merged into a [`ServerConfig`] and checked as serving it would check it. Apart
+//! from the configuration's data so that the data needs nothing of the command line, the
+//! access policy or the agents' build, which all read it.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::access::AccessPolicy;
+use crate::build;
+use crate::cli::ServeArgs;
+use crate::config::{
+    AgentSettings, AuthTokens, FileConfig, ServerConfig, normalise_path, read_key_file, replica_id,
+    slug,
+};
+use crate::defaults;
+use crate::error::ServerError;
+
+impl ServerConfig {
+    /// Merges the layers; `cli` holds flag and environment values. The result is checked the
+    /// way serving it would check it (every agent's options are built, directories claimed),
+    /// so `check-config` refuses exactly what `serve` would.
+    pub fn merge(file: FileConfig, cli: &ServeArgs) -> Result<Self, ServerError> {
+        let defaults = file.agent.clone().overlaid(&cli.agent);
+        let entries = if file.agents.is_empty() {
+            vec![AgentSettings::default()]
+        } else {
+            file.agents.clone()
+        };
+        let several = !file.agents.is_empty();
+        let mut agents = Vec::new();
+        for entry in entries {
+            let mut agent = defaults.clone().overlaid(&entry);
+            let path = normalise_path(agent.path.as_deref().unwrap_or("/"))?;
+            if several {
+                // Directories shared by every `[[agents]]` entry get one subfolder per agent:
+                // agents must never read each other's conversations or workspaces.
+                let own = |dir: &Option<PathBuf>| dir.as_ref().map(|d| d.join(slug(&path)));
+                if entry.save_dir.is_none() {
+                    agent.save_dir = own(&defaults.save_dir);
+                }
+                if entry.workspace_root.is_none() {
+                    agent.workspace_root = own(&defaults.workspace_root);
+                }
+            }
+            if agents
+                .iter()
+                .any(|a: &AgentSettings| a.path.as_deref() == Some(path.as_str()))
+            {
+                return Err(ServerError::Config(format!(
+                    "two agents are mounted at `{path}`"
+                )));
+            }
+            agent.path = Some(path);
+            if let Some(file) = &agent.api_key_file {
+                agent.api_key = Some(read_key_file(file)?);
+            }
+            agents.push(agent);
+        }
+        let bind = match cli.bind.or(file.bind) {
+            Some(bind) => bind,
+            None => defaults::BIND.parse().expect("the default address parses"),
+        };
+        let config = Self {
+            bind,
+            auth_token: cli
+                .auth_token
+                .clone()
+                .or(file.auth_token)
+                .filter(|t| !t.is_empty()),
+            auth_tokens: match &cli.auth_tokens {
+                Some(pairs) => pairs.iter().cloned().collect(),
+                None => file
+                    .auth_tokens
+                    .as_ref()
+                    .map(AuthTokens::by_identity)
+                    .unwrap_or_default(),
+            },
+            user_header: cli
+                .user_header
+                .clone()
+                .or(file.user_header)
+                .filter(|h| !h.trim().is_empty()),
+            insecure_no_auth: cli
+                .insecure_no_auth
+                .or(file.insecure_no_auth)
+                .unwrap_or(defaults::INSECURE_NO_AUTH),
+            proxy_token: cli
+                .proxy_token
+                .clone()
+                .or(file.proxy_token)
+                .filter(|t| !t.is_empty()),
+            insecure_unconfined: cli
+                .insecure_unconfined
+                .or(file.insecure_unconfined)
+                .unwrap_or(defaults::INSECURE_UNCONFINED),
+            cors_origins: cli
+                .cors_origins
+                .clone()
+                .or(file.cors_origins)
+                .unwrap_or_default(),
+            allowed_hosts: cli
+                .allowed_hosts
+                .clone()
+                .or(file.allowed_hosts)
+                .unwrap_or_default(),
+            max_body_bytes: cli
+                .max_body_bytes
+                .or(file.max_body_bytes)
+                .unwrap_or(defaults::MAX_BODY_BYTES),
+            keep_alive: Duration::from_secs(
+                cli.keep_alive_secs
+                    .or(file.keep_alive_secs)
+                    .unwrap_or(defaults::KEEP_ALIVE_SECS)
+                    .max(1),
+            ),
+            demo: cli.demo.or(file.demo).unwrap_or(defaults::DEMO),
+            log_format: cli
+                .log_format
+                .or(file.log_format)
+                .unwrap_or(defaults::LOG_FORMAT),
+            model_proxy_port: cli
+                .model_proxy_port
+                .or(file.model_proxy_port)
+                .unwrap_or(defaults::MODEL_PROXY_PORT),
+            replica_id: replica_id(cli.replica_id.clone().or(file.replica_id))?,
+            lease_ttl: Duration::from_secs(
+                cli.lease_ttl_secs
+                    .or(file.lease_ttl_secs)
+                    .unwrap_or(defaults::LEASE_TTL_SECS)
+                    .max(3),
+            ),
+            agents,
+            config_file: cli.config.clone(),
+        };
+        AccessPolicy::new(&config)?;
+        config.check_unconfined()?;
+        build::check(&config)?;
+        Ok(config)
+    }
+}
