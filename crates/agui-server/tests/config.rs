@@ -522,3 +522,92 @@ fn unconfined_agents_with_identities_or_a_public_bind_need_insecure_unconfined()
         Some(agui_server::config::SandboxMode::Thread)
     );
 }
+
+/// An embedder whose `main` neither calls `launcher_if_asked` nor gives a launcher would lose
+/// confinement (and with it the agent's commands and write tools): the server refuses to start,
+/// and the error names the one-line fix.
+#[tokio::test]
+async fn an_embedding_that_cannot_launch_sandboxes_refuses_to_start_naming_the_fix() {
+    let dir = tempfile::tempdir().unwrap();
+    let save = dir.path().join("save").to_string_lossy().into_owned();
+    let work = dir.path().join("w").to_string_lossy().into_owned();
+    for mode in ["owner", "thread"] {
+        let config = agui_server::ServerConfig::from_args([
+            "agui-antigravity",
+            "--bind",
+            "127.0.0.1:0",
+            "--save-dir",
+            &save,
+            "--workspace-root",
+            &work,
+            "--sandbox",
+            mode,
+        ])
+        .unwrap();
+        let Err(error) = agui_server::Server::new(config).start().await else {
+            panic!("a server that cannot confine started in mode {mode}");
+        };
+        let text = error.to_string();
+        assert!(
+            text.contains(&format!("sandbox = \"{mode}\""))
+                && text.contains("agui_server::sandbox::launcher_if_asked()")
+                && text.contains("Server::with_sandbox_launcher"),
+            "{text}"
+        );
+    }
+}
+
+/// Every switch of the server's own keys can be turned off by a layer above the one that turned
+/// it on: a flag with a value over the file, the environment over the file, a flag over the
+/// environment.
+#[test]
+fn a_switch_turned_on_below_can_be_turned_off_above() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("on.toml");
+    std::fs::write(
+        &file,
+        "demo = true\ninsecure_no_auth = true\ninsecure_unconfined = true\n",
+    )
+    .unwrap();
+    let file = file.to_string_lossy().into_owned();
+    let merged = |args: &[&str]| {
+        let mut all = vec!["agui-antigravity", "--config", &file];
+        all.extend_from_slice(args);
+        let config = agui_server::ServerConfig::from_args(all).unwrap();
+        (
+            config.demo,
+            config.insecure_no_auth,
+            config.insecure_unconfined,
+        )
+    };
+    assert_eq!(merged(&[]), (true, true, true), "the file turns them on");
+    assert_eq!(
+        merged(&[
+            "--demo=false",
+            "--insecure-no-auth=false",
+            "--insecure-unconfined=false"
+        ]),
+        (false, false, false)
+    );
+    assert_eq!(merged(&["--demo"]), (true, true, true), "a bare flag is on");
+    // The environment, through the binary (this process's environment is shared by tests).
+    let output = Command::new(env!("CARGO_BIN_EXE_agui-antigravity"))
+        .args(["check-config", "--config", &file, "--insecure-no-auth=true"])
+        .env("AGUI_DEMO", "false")
+        .env("AGUI_INSECURE_UNCONFINED", "false")
+        .output()
+        .unwrap();
+    let printed = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{printed}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    for expected in [
+        "demo: false",
+        "insecure_unconfined: false",
+        "insecure_no_auth: true",
+    ] {
+        assert!(printed.contains(expected), "{expected} in {printed}");
+    }
+}
