@@ -1,7 +1,11 @@
 //! `cargo xtask check-architecture`: the dependency invariants of ARCHITECTURE.md, checked on the
-//! resolved dependency graph (`cargo metadata`), normal dependencies only; and the public APIs
-//! that must not name generated protocol types ([`public_api`]), checked on their source.
+//! resolved dependency graph (`cargo metadata`), normal dependencies only; the public APIs that
+//! must not name generated protocol types ([`public_api`]); and no module circle inside any
+//! crate ([`module_circles`]), both checked on the source; and ARCHITECTURE.md naming only
+//! files and types that exist ([`doc_names`]).
 
+mod doc_names;
+mod module_circles;
 mod public_api;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -116,6 +120,18 @@ pub(crate) fn run(_args: Args) -> anyhow::Result<()> {
             problems.push(format!("{dir}/src/{problem}"));
         }
     }
+    let mut modules = 0;
+    for src in crate_sources(&metadata)? {
+        let (count, circles) = module_circles::check_dir(&src)?;
+        modules += count;
+        let dir = src
+            .strip_prefix(workspace_root())
+            .unwrap_or(&src)
+            .display()
+            .to_string();
+        problems.extend(circles.into_iter().map(|c| format!("{dir}: {c}")));
+    }
+    problems.extend(doc_names::check(&workspace_root(), "ARCHITECTURE.md")?);
     if !problems.is_empty() {
         bail!(
             "architecture invariants violated:\n- {}",
@@ -123,7 +139,7 @@ pub(crate) fn run(_args: Args) -> anyhow::Result<()> {
         );
     }
     println!(
-        "architecture invariants hold for {} workspace crates; no generated protocol type in the public API of {}",
+        "architecture invariants hold for {} workspace crates; no module circle among their {modules} modules; every file and type ARCHITECTURE.md names exists; no generated protocol type in the public API of {}",
         graph.members.len(),
         public_api::PROTO_FREE_APIS
             .iter()
@@ -132,6 +148,28 @@ pub(crate) fn run(_args: Args) -> anyhow::Result<()> {
             .join(" or ")
     );
     Ok(())
+}
+
+/// The `src` folder of every workspace member.
+fn crate_sources(metadata: &Value) -> anyhow::Result<Vec<std::path::PathBuf>> {
+    let members: BTreeSet<&str> = metadata["workspace_members"]
+        .as_array()
+        .context("metadata.workspace_members")?
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    let mut sources: Vec<std::path::PathBuf> = metadata["packages"]
+        .as_array()
+        .context("metadata.packages")?
+        .iter()
+        .filter(|p| p["id"].as_str().is_some_and(|id| members.contains(id)))
+        .filter_map(|p| {
+            let manifest = std::path::Path::new(p["manifest_path"].as_str()?);
+            Some(manifest.parent()?.join("src"))
+        })
+        .collect();
+    sources.sort();
+    Ok(sources)
 }
 
 fn host_triple() -> anyhow::Result<String> {
