@@ -5,13 +5,13 @@
 // One server and one model serve every test of this file; each test has its own thread and its
 // own prompt tag, which the script keys its replies on, so tests stay independent.
 import assert from "node:assert/strict";
-import { createHash } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import { E2EAgent, buildResumeArray, ofType, outcome, reasoning, refused, run, text, toolCalls } from "./lib/client.mjs";
 import { checkCapabilities } from "./lib/capabilities.mjs";
 import { GEMINI, NEEDS_SCRIPT, modelFlags } from "./lib/mode.mjs";
+import { workspaceOf } from "./lib/workspace.mjs";
 import { startModel, startServer, stopAll } from "./lib/procs.mjs";
 
 const STREAMED = "The quick brown fox jumps over the lazy dog, one piece at a time.";
@@ -84,14 +84,15 @@ const LIST_DIR = /^list_dir(ectory)?$/;
 let model;
 let server;
 /**
- * A directory with known files for list_dir in the workspace of `threadId` (a confined agent
- * reaches nothing else): `<workspace root>/<first 10 hex digits of sha256(threadId)>`, where the
- * server puts a thread's workspace. Its name carries the script's `e2e-list` tag, so the
- * scripted prompt is just the path.
+ * A directory with known files for list_dir in the workspace of agent `a`'s thread (a confined
+ * agent reaches nothing else). The workspace is a slot of the owner's tree, chosen when the
+ * thread's conversation opens, so a first exchange opens it. The directory's name carries the
+ * script's `e2e-list` tag, so the scripted prompt is just the path.
  */
-function fixturesFor(threadId) {
-  const workspace = createHash("sha256").update(threadId).digest("hex").slice(0, 10);
-  const dir = path.join(server.dir, "w", workspace, "e2e-list");
+async function fixturesFor(a) {
+  a.say(GEMINI ? "Say hello." : "e2e-open the thread");
+  assert.equal(outcome(await go(a)), "success", "the thread opens");
+  const dir = path.join(workspaceOf(server.dir, a.threadId), "e2e-list");
   fs.mkdirSync(dir, { recursive: true });
   for (const name of ["alpha.txt", "beta.md"]) fs.writeFileSync(path.join(dir, name), `${name}\n`);
   return dir;
@@ -159,7 +160,7 @@ describe("one agent", () => {
 
   test("built-in tool with its result (list_dir)", async () => {
     const a = agent();
-    const fixtures = fixturesFor(a.threadId);
+    const fixtures = await fixturesFor(a);
     a.say(GEMINI ? `Use the list_dir tool on the directory ${fixtures} and tell me the file names you find there.` : fixtures);
     const rec = await go(a);
     assert.equal(outcome(rec), "success");
@@ -257,7 +258,7 @@ describe("one agent", () => {
     const runs = {};
     for (const transport of ["sse", "proto"]) {
       const a = agent({ transport });
-      const fixtures = fixturesFor(a.threadId);
+      const fixtures = await fixturesFor(a);
       a.say(GEMINI ? `Use the list_dir tool on ${fixtures}, then name the files.` : fixtures);
       runs[transport] = await go(a);
       assert.equal(outcome(runs[transport]), "success");

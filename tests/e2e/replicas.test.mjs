@@ -124,29 +124,39 @@ ${servers}
 }
 
 /**
- * Samples every `localharness` working in `saveDir` (its cwd is its thread's storage dir,
- * `<save>/t/<hash>/save`): two live at once for one thread would be two replicas driving one
- * conversation. Killed replicas' harnesses are included (they are orphans, found by cwd).
+ * Samples every `localharness` with a conversation's database open in `saveDir`: a harness
+ * holds `<conversation>.db` open while the conversation is loaded and closes it when the
+ * conversation is hibernated, so one database open in two processes at once would be two
+ * replicas driving one conversation (an owner's threads share a storage dir, so the processes'
+ * folders alone tell nothing). Killed replicas' harnesses are included (orphans, found by their
+ * open files).
  */
 function watchHarnesses(saveDir) {
   const violations = [];
   let samples = 0;
   const sample = () => {
     samples++;
-    const byThread = new Map();
+    const byConversation = new Map();
     for (const entry of fs.readdirSync("/proc")) {
       if (!/^\d+$/.test(entry)) continue;
       try {
         const stat = fs.readFileSync(`/proc/${entry}/stat`, "utf8");
         if (!stat.includes("(localharness)") || / Z /.test(stat.slice(stat.lastIndexOf(")")))) continue;
-        const cwd = fs.readlinkSync(`/proc/${entry}/cwd`);
-        if (!cwd.startsWith(saveDir)) continue;
-        byThread.set(cwd, [...(byThread.get(cwd) ?? []), entry]);
+        const open = new Set();
+        for (const fd of fs.readdirSync(`/proc/${entry}/fd`)) {
+          try {
+            const target = fs.readlinkSync(`/proc/${entry}/fd/${fd}`);
+            if (target.startsWith(saveDir) && target.endsWith(".db")) open.add(target);
+          } catch {
+            /* closed meanwhile */
+          }
+        }
+        for (const db of open) byConversation.set(db, [...(byConversation.get(db) ?? []), entry]);
       } catch {
         /* exited meanwhile */
       }
     }
-    for (const [cwd, pids] of byThread) if (pids.length > 1) violations.push(`${cwd}: pids ${pids.join(", ")}`);
+    for (const [db, pids] of byConversation) if (pids.length > 1) violations.push(`${db}: pids ${pids.join(", ")}`);
   };
   const timer = setInterval(sample, 100);
   return {

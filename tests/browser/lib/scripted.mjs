@@ -1,8 +1,5 @@
 // The scripted model's replies and the two agents the scripted browser tests talk to. Each test
 // keys the script with a tag in its prompt (`pg-…`), so tests stay independent.
-import { createHash } from "node:crypto";
-import fs from "node:fs";
-import path from "node:path";
 import { after, before } from "node:test";
 import { modelFlags } from "../../e2e/lib/mode.mjs";
 import { startModel, startServer, stopAll } from "../../e2e/lib/procs.mjs";
@@ -134,25 +131,8 @@ export const SCRIPT = {
   default: { text: "No scripted answer." },
 };
 
-/**
- * The workspace directory of `threadId` under `root` (a confined agent reaches nothing else):
- * the server names it by the first 10 hex digits of the id's SHA-256, and creates it when the
- * thread's conversation opens.
- */
-export function workspaceOf(root, threadId) {
-  const name = createHash("sha256").update(threadId).digest("hex").slice(0, 10);
-  const pending = [root];
-  while (pending.length) {
-    const dir = pending.pop();
-    for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
-      if (!entry.isDirectory()) continue;
-      const full = path.join(dir, entry.name);
-      if (entry.name === name) return full;
-      pending.push(full);
-    }
-  }
-  throw new Error(`no workspace for thread ${threadId} under ${root}`);
-}
+/** The workspace of a thread under a server's data folder (see the e2e suite's helper). */
+export { workspaceOf } from "../../e2e/lib/workspace.mjs";
 
 /**
  * The scripted model and a server with the agents of TOML for the calling suite; returns its URL
