@@ -371,49 +371,39 @@ pub(crate) fn w2(w: &W2) -> Vec<Table> {
                 1,
             );
         };
-        lat(
-            &mut t,
-            "turn latency",
-            |l| &l.turn_ms,
-            |l| &l.turn_ms,
-            "p50",
-        );
-        lat(
-            &mut t,
-            "turn latency",
-            |l| &l.turn_ms,
-            |l| &l.turn_ms,
-            "p99",
-        );
-        lat(
-            &mut t,
-            "first-turn latency (session creation)",
-            |l| &l.first_turn_ms,
-            |l| &l.first_turn_ms,
-            "p50",
-        );
-        lat(
-            &mut t,
-            "later-turn latency",
-            |l| &l.later_turn_ms,
-            |l| &l.later_turn_ms,
-            "p50",
-        );
-        lat(
-            &mut t,
-            "later-turn latency",
-            |l| &l.later_turn_ms,
-            |l| &l.later_turn_ms,
-            "p99",
-        );
-        for p in ["p50", "p90"] {
-            lat(
-                &mut t,
+        // Each figure, both sides: the same field of ours and of the floor.
+        type Of<S> = fn(&Level<S>) -> &Summary;
+        type Row<'a> = (&'a str, Of<Series>, Of<FloorSeries>, &'a [&'a str]);
+        let rows: [Row; 4] = [
+            (
+                "turn latency",
+                |l| &l.turn_ms,
+                |l| &l.turn_ms,
+                &["p50", "p99"],
+            ),
+            (
+                "first-turn latency (session creation)",
+                |l| &l.first_turn_ms,
+                |l| &l.first_turn_ms,
+                &["p50"],
+            ),
+            (
+                "later-turn latency",
+                |l| &l.later_turn_ms,
+                |l| &l.later_turn_ms,
+                &["p50", "p99"],
+            ),
+            (
                 "thread done (all its turns)",
                 |l| &l.thread_done_ms,
                 |l| &l.thread_done_ms,
-                p,
-            );
+                &["p50", "p90"],
+            ),
+        ];
+        for (label, ours, floor, percentiles) in rows {
+            for p in percentiles {
+                lat(&mut t, label, ours, floor, p);
+            }
         }
         t.apart(
             &format!("C={c} turns ok / attempted"),

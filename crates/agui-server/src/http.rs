@@ -421,12 +421,8 @@ fn error_ref() -> String {
 }
 
 async fn run(mut request: PostRequest) -> Response {
-    let input = match admitted_input(&mut request).await {
-        Ok(input) => input,
-        Err(response) => return response,
-    };
-    let slot = match run_slot(&request) {
-        Ok(slot) => slot,
+    let (input, slot) = match admitted_run(&mut request).await {
+        Ok(admitted) => admitted,
         Err(response) => return *response,
     };
     let agent = &request.endpoint.agent;
@@ -440,6 +436,15 @@ async fn run(mut request: PostRequest) -> Response {
             _slot: slot,
         },
     )
+}
+
+/// The input of a run or connect, admitted, with the caller's slot for it; or the response
+/// refusing it.
+async fn admitted_run(
+    request: &mut PostRequest,
+) -> Result<(RunAgentInput, Option<RunSlot>), Box<Response>> {
+    let input = admitted_input(request).await.map_err(Box::new)?;
+    Ok((input, run_slot(request)?))
 }
 
 /// A slot for one more run of the caller, or the 429 refusing it at its limit.
@@ -473,12 +478,8 @@ fn owner_of(caller: &Caller) -> agui_session::Owner {
 /// `POST <path>/connect`: the thread restated, then its live turn; 404 for a thread the agent
 /// does not know (which the official client reads as "no history").
 async fn connect(mut request: PostRequest) -> Response {
-    let input = match admitted_input(&mut request).await {
-        Ok(input) => input,
-        Err(response) => return response,
-    };
-    let slot = match run_slot(&request) {
-        Ok(slot) => slot,
+    let (input, slot) = match admitted_run(&mut request).await {
+        Ok(admitted) => admitted,
         Err(response) => return *response,
     };
     let PostRequest {

@@ -635,26 +635,18 @@ async fn forward(State(entry): State<Entry>, request: Request) -> Response {
     let Ok(permit) = grant.inflight.clone().try_acquire_owned() else {
         shared.count(&route.agent, "limited");
         tracing::warn!(agent = %route.agent, sandbox = %grant.label, limit = route.limits.concurrent, "model proxy: too many model calls at once");
-        return google_error(
-            StatusCode::TOO_MANY_REQUESTS,
-            "RESOURCE_EXHAUSTED",
-            &format!(
-                "more than {} model calls at once from this agent's process",
-                route.limits.concurrent
-            ),
-        );
+        return over_limit(format_args!(
+            "{} model calls at once",
+            route.limits.concurrent
+        ));
     };
     if !grant.admit_call() {
         shared.count(&route.agent, "limited");
         tracing::warn!(agent = %route.agent, sandbox = %grant.label, limit = route.limits.per_minute, "model proxy: the calls-per-minute limit was reached");
-        return google_error(
-            StatusCode::TOO_MANY_REQUESTS,
-            "RESOURCE_EXHAUSTED",
-            &format!(
-                "more than {} model calls per minute from this agent's process",
-                route.limits.per_minute
-            ),
-        );
+        return over_limit(format_args!(
+            "{} model calls per minute",
+            route.limits.per_minute
+        ));
     }
     if let Some(query) = parts.uri.query() {
         url = format!("{url}?{query}");
@@ -757,6 +749,15 @@ fn error_chain(e: &dyn std::error::Error) -> String {
         source = cause.source();
     }
     text
+}
+
+/// The 429 for a process past one of its call limits (`limit`: how many of what).
+fn over_limit(limit: std::fmt::Arguments<'_>) -> Response {
+    google_error(
+        StatusCode::TOO_MANY_REQUESTS,
+        "RESOURCE_EXHAUSTED",
+        &format!("more than {limit} from this agent's process"),
+    )
 }
 
 /// An error as Google's APIs word it, which the harness reports in its error step.

@@ -1,6 +1,6 @@
 //! A conversation: one WebSocket to a harness process, its events, and its inputs.
 
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 
 use harness_proto::lh::{
@@ -101,7 +101,11 @@ impl Conversation {
 
     /// Why the connection ended, once it has.
     pub fn close_reason(&self) -> Option<CloseReason> {
-        self.link.closed.lock().expect("closed lock").clone()
+        self.link
+            .closed
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     /// Whether the connection is still up.
@@ -126,7 +130,11 @@ impl Conversation {
     /// harness then runs in the same turn: one turn end for both). Returns once the frame is on
     /// the socket.
     pub async fn send(&self, input: lh::UserInput) -> Result<()> {
-        self.link.tracker.lock().expect("tracker lock").input_sent();
+        self.link
+            .tracker
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .input_sent();
         self.send_event(input_event::Event::UserInput(input)).await
     }
 
@@ -138,7 +146,11 @@ impl Conversation {
     /// Asks the harness to stop the running turn (`haltRequest`). The turn then ends with a
     /// normal idle state; [`crate::TurnEnd::halted`] tells that it was cancelled.
     pub async fn cancel(&self) -> Result<()> {
-        self.link.tracker.lock().expect("tracker lock").halted();
+        self.link
+            .tracker
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .halted();
         self.send_event(input_event::Event::HaltRequest(true)).await
     }
 
@@ -231,7 +243,10 @@ impl std::fmt::Debug for Canceller {
 impl Canceller {
     /// Sends `haltRequest`; false when the connection is already gone.
     pub fn cancel(&self) -> bool {
-        self.tracker.lock().expect("tracker lock").halted();
+        self.tracker
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .halted();
         let halt = InputEvent {
             event: Some(input_event::Event::HaltRequest(true)),
         };

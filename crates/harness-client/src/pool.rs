@@ -14,7 +14,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::{Duration, Instant};
 
 use harness_proto::lh::HarnessConfig;
@@ -269,7 +269,11 @@ impl HarnessPool {
                 Next::Boot => self.boot(&key, &options, None).await?,
                 Next::Wait(failures) => {
                     booted.await;
-                    let state = self.inner.state.lock().expect("pool lock");
+                    let state = self
+                        .inner
+                        .state
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner);
                     if let Some(partition) = state.partitions.get(&key)
                         && partition.failures > failures
                         && partition.free_slots(self.inner.options.max_conversations_per_process)
@@ -301,7 +305,11 @@ impl HarnessPool {
         let mut options = process.clone();
         options.binary = Some(key.binary.clone());
         if let Some(warm_up) = warm_up {
-            let mut state = self.inner.state.lock().expect("pool lock");
+            let mut state = self
+                .inner
+                .state
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
             state.partitions.entry(key.clone()).or_default().warm_up = Some(warm_up);
         }
         self.maybe_prestart(&key, &options);
@@ -322,7 +330,11 @@ impl HarnessPool {
         let mut options = process.clone();
         options.binary = Some(key.binary.clone());
         {
-            let mut state = self.inner.state.lock().expect("pool lock");
+            let mut state = self
+                .inner
+                .state
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
             if state.closed {
                 return Err(HarnessError::PoolClosed);
             }
@@ -333,7 +345,11 @@ impl HarnessPool {
             }
         }
         self.boot(&key, &options, warm_up).await?;
-        let mut state = self.inner.state.lock().expect("pool lock");
+        let mut state = self
+            .inner
+            .state
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         let capacity = self.inner.options.max_conversations_per_process;
         let slot = state
             .partitions
@@ -360,7 +376,11 @@ impl HarnessPool {
     /// later `open` calls fail with [`HarnessError::PoolClosed`].
     pub async fn shutdown(&self) {
         let processes: Vec<HarnessProcess> = {
-            let mut state = self.inner.state.lock().expect("pool lock");
+            let mut state = self
+                .inner
+                .state
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
             state.closed = true;
             state
                 .partitions
@@ -374,7 +394,11 @@ impl HarnessPool {
 
     /// Current counts.
     pub fn stats(&self) -> PoolStats {
-        let state = self.inner.state.lock().expect("pool lock");
+        let state = self
+            .inner
+            .state
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         let slots = state.partitions.values().flat_map(|p| &p.slots);
         PoolStats {
             processes: slots
@@ -404,7 +428,11 @@ impl HarnessPool {
     /// counts the open as waiting and says whether to boot (the boots under way do not cover
     /// every waiting open) or to wait.
     fn next(&self, key: &PartitionKey, waiting: &mut Option<Waiting>) -> Result<Next> {
-        let mut state = self.inner.state.lock().expect("pool lock");
+        let mut state = self
+            .inner
+            .state
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         if state.closed {
             return Err(HarnessError::PoolClosed);
         }
@@ -449,7 +477,7 @@ impl HarnessPool {
         let (key, options) = (key.clone(), options.clone());
         let task = tokio::spawn(async move {
             let booted = HarnessProcess::spawn(&options).await;
-            let mut state = inner.state.lock().expect("pool lock");
+            let mut state = inner.state.lock().unwrap_or_else(PoisonError::into_inner);
             let closed = state.closed;
             let partition = state.partitions.entry(key.clone()).or_default();
             partition.booting = partition.booting.saturating_sub(1);
@@ -504,9 +532,12 @@ impl HarnessPool {
                         }
                         // A shutdown stops the process under its warm-up: nothing to report.
                         Err(reason)
-                            if pool
-                                .upgrade()
-                                .is_none_or(|p| p.state.lock().expect("pool lock").closed) =>
+                            if pool.upgrade().is_none_or(|p| {
+                                p.state
+                                    .lock()
+                                    .unwrap_or_else(PoisonError::into_inner)
+                                    .closed
+                            }) =>
                         {
                             tracing::debug!(pid = process.pid(), %reason, "warm-up ended by the pool's shutdown");
                         }
@@ -534,7 +565,11 @@ impl HarnessPool {
         }
         let capacity = self.inner.options.max_conversations_per_process;
         let warm_up = {
-            let mut state = self.inner.state.lock().expect("pool lock");
+            let mut state = self
+                .inner
+                .state
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
             let partition = state.partitions.entry(key.clone()).or_default();
             let coming = partition.free_slots(capacity) + partition.booting * capacity;
             if coming >= spare_below_free_slots(capacity) {
@@ -580,7 +615,7 @@ impl Drop for Lease {
         let Some(pool) = self.pool.upgrade() else {
             return;
         };
-        let mut state = pool.state.lock().expect("pool lock");
+        let mut state = pool.state.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(slot) = state
             .partitions
             .get_mut(&self.key)
@@ -634,7 +669,7 @@ async fn reap(pool: Weak<PoolInner>) {
         let keep_spare = pool.options.prestart_spare;
         let mut stopped = Vec::new();
         {
-            let mut state = pool.state.lock().expect("pool lock");
+            let mut state = pool.state.lock().unwrap_or_else(PoisonError::into_inner);
             for partition in state.partitions.values_mut() {
                 let slots = &mut partition.slots;
                 slots.retain(|slot| match slot.process.exit_info() {

@@ -3,7 +3,7 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use harness_proto::lh::{ClientInfo, InputConfig, OutputConfig};
@@ -439,7 +439,13 @@ impl HarnessProcess {
             .unwrap_or_default();
         let mut live = inner.live.subscribe();
         let _ = tokio::time::timeout(Duration::from_secs(2), live.wait_for(|n| *n == 0)).await;
-        drop(inner.stdin.lock().expect("stdin lock").take());
+        drop(
+            inner
+                .stdin
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .take(),
+        );
         let info = match tokio::time::timeout(grace, self.wait()).await {
             Ok(info) => info,
             Err(_) => {
@@ -742,7 +748,7 @@ impl StderrLog {
     }
 
     fn push(&self, line: String) {
-        let mut lines = self.lines.lock().expect("stderr lock");
+        let mut lines = self.lines.lock().unwrap_or_else(PoisonError::into_inner);
         if lines.len() == self.capacity {
             lines.pop_front();
         }
@@ -753,7 +759,7 @@ impl StderrLog {
 
     /// The kept lines, oldest first.
     fn tail(&self) -> String {
-        let lines = self.lines.lock().expect("stderr lock");
+        let lines = self.lines.lock().unwrap_or_else(PoisonError::into_inner);
         lines
             .iter()
             .map(String::as_str)
