@@ -1,11 +1,10 @@
 //! The command line: `agui-antigravity serve [options]`.
 
-use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use clap::{FromArgMatches as _, Parser, Subcommand};
 
-use crate::config::{AgentSettings, LogFormat};
+use crate::config::{AgentSettings, ServerKeys};
 use crate::defaults;
 
 /// Serve Google Antigravity agents over the AG-UI protocol.
@@ -33,61 +32,13 @@ pub struct ServeArgs {
     /// A TOML configuration file.
     #[arg(long, short, env = "AGUI_CONFIG")]
     pub config: Option<PathBuf>,
-    /// Listen address.
-    #[arg(long, env = "AGUI_BIND")]
-    pub bind: Option<SocketAddr>,
-    /// Serve the embedded scripted model (offline demo), whatever else is configured.
-    #[arg(long, num_args = 0..=1, default_missing_value = "true", env = "AGUI_DEMO")]
-    pub demo: Option<bool>,
-    /// Require `Authorization: Bearer <token>`.
-    #[arg(long, env = "AGUI_AUTH_TOKEN", hide_env_values = true)]
-    pub auth_token: Option<String>,
     /// Bearer tokens naming their callers, instead of `--auth-token` (`name=token`,
     /// comma-separated): a thread belongs to the name that created it.
     #[arg(long, env = "AGUI_AUTH_TOKENS", value_delimiter = ',', value_parser = crate::config::parse_name_value, hide_env_values = true)]
     pub auth_tokens: Option<Vec<(String, String)>>,
-    /// The header in which an authenticating proxy names the user (e.g. `X-Forwarded-User`):
-    /// a thread belongs to the user that created it; requests without it are refused.
-    #[arg(long, env = "AGUI_USER_HEADER")]
-    pub user_header: Option<String>,
-    /// Serve on a non-loopback address without a token: only if something in front
-    /// authenticates every request.
-    #[arg(long, num_args = 0..=1, default_missing_value = "true", env = "AGUI_INSECURE_NO_AUTH")]
-    pub insecure_no_auth: Option<bool>,
-    /// The token an authenticating proxy presents (`Authorization: Bearer`) when it names the
-    /// user in `--user-header` beside `--auth-tokens`: the header is trusted from it alone.
-    #[arg(long, env = "AGUI_PROXY_TOKEN", hide_env_values = true)]
-    pub proxy_token: Option<String>,
-    /// Allow `sandbox = "off"` together with identities or a non-loopback bind (the agents'
-    /// commands then run unconfined for several users).
-    #[arg(long, num_args = 0..=1, default_missing_value = "true", env = "AGUI_INSECURE_UNCONFINED")]
-    pub insecure_unconfined: Option<bool>,
-    /// Allowed CORS origins (comma-separated; `*` for any).
-    #[arg(long, env = "AGUI_CORS_ORIGINS", value_delimiter = ',')]
-    pub cors_origins: Option<Vec<String>>,
-    /// Host names answered besides loopback names and the bind address (comma-separated,
-    /// `name` or `name:port`; `*` for any).
-    #[arg(long, env = "AGUI_ALLOWED_HOSTS", value_delimiter = ',')]
-    pub allowed_hosts: Option<Vec<String>>,
-    /// Largest request body in bytes.
-    #[arg(long, env = "AGUI_MAX_BODY_BYTES")]
-    pub max_body_bytes: Option<usize>,
-    /// Seconds between SSE keep-alive comments.
-    #[arg(long, env = "AGUI_KEEP_ALIVE_SECS")]
-    pub keep_alive_secs: Option<u64>,
-    /// Log format; the level comes from `RUST_LOG` (default `info`).
-    #[arg(long, env = "AGUI_LOG_FORMAT", value_enum)]
-    pub log_format: Option<LogFormat>,
-    /// Loopback port of the model proxy, the harnesses' model endpoint (0: any free port).
-    #[arg(long, env = "AGUI_MODEL_PROXY_PORT")]
-    pub model_proxy_port: Option<u16>,
-    /// This replica's id, unique among the replicas sharing the save dir; setting it turns on
-    /// thread leases (see "Running several replicas" in the README).
-    #[arg(long, env = "AGUI_REPLICA_ID")]
-    pub replica_id: Option<String>,
-    /// Seconds a thread lease lasts unless renewed (renewed every third of it).
-    #[arg(long, env = "AGUI_LEASE_TTL_SECS")]
-    pub lease_ttl_secs: Option<u64>,
+    /// The server-wide keys, as the file has them.
+    #[command(flatten)]
+    pub server: ServerKeys,
     /// Agent settings (defaults for every agent).
     #[command(flatten)]
     pub agent: AgentSettings,

@@ -285,48 +285,105 @@ impl AgentSettings {
     }
 }
 
-/// The server-wide keys of the file.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct FileConfig {
+/// Declares the server-wide keys once — [`ServerKeys`] (read from the environment and the flags,
+/// and overlaid in the merge) and the same keys in [`FileConfig`] — so that no key can be
+/// forgotten by the file, the command line or the merge. `auth_tokens` is apart: the file and
+/// the command line write it in different forms.
+macro_rules! server_keys {
+    (
+        $( $(#[doc = $doc:literal])* #[arg($($arg:tt)*)] pub $field:ident: Option<$ty:ty>, )*
+    ) => {
+        /// The server-wide keys (all but the agents' settings and `auth_tokens`), one list for
+        /// the file, the environment and the flags; unset keys let lower layers show through.
+        #[derive(Debug, Clone, Default, PartialEq, clap::Args)]
+        pub struct ServerKeys {
+            $( $(#[doc = $doc])* #[arg($($arg)*)] pub $field: Option<$ty>, )*
+        }
+
+        impl ServerKeys {
+            /// These keys with every key `top` sets taking precedence.
+            pub fn overlaid(mut self, top: &ServerKeys) -> Self {
+                $( if top.$field.is_some() { self.$field = top.$field.clone(); } )*
+                self
+            }
+        }
+
+        /// The server-wide keys of the file.
+        #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+        #[serde(deny_unknown_fields)]
+        pub struct FileConfig {
+            $( $(#[doc = $doc])* pub $field: Option<$ty>, )*
+            /// Bearer tokens that name their callers.
+            pub auth_tokens: Option<AuthTokens>,
+            /// Defaults for every agent.
+            #[serde(default)]
+            pub agent: AgentSettings,
+            /// The agents, each at its own `path`.
+            #[serde(default)]
+            pub agents: Vec<AgentSettings>,
+        }
+
+        impl FileConfig {
+            /// The file's server-wide keys, as a layer to overlay.
+            pub fn server_keys(&self) -> ServerKeys {
+                ServerKeys { $( $field: self.$field.clone(), )* }
+            }
+        }
+    };
+}
+
+server_keys! {
     /// Listen address.
+    #[arg(long, env = "AGUI_BIND")]
     pub bind: Option<SocketAddr>,
-    /// Require `Authorization: Bearer <token>` on every route but `/healthz` and the playground's page.
+    /// Serve the embedded scripted model (offline demo), whatever else is configured.
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", env = "AGUI_DEMO")]
+    pub demo: Option<bool>,
+    /// Require `Authorization: Bearer <token>`.
+    #[arg(long, env = "AGUI_AUTH_TOKEN", hide_env_values = true)]
     pub auth_token: Option<String>,
-    /// Origins allowed by CORS (`*` for any).
-    pub cors_origins: Option<Vec<String>>,
-    /// Host names answered besides loopback names and the bind address (`*`: any).
-    pub allowed_hosts: Option<Vec<String>>,
-    /// Serve a non-loopback bind with no token.
-    pub insecure_no_auth: Option<bool>,
-    /// The token of the authenticating proxy that names users in `user_header`.
-    pub proxy_token: Option<String>,
-    /// Allow `sandbox = "off"` with identities or a non-loopback bind.
-    pub insecure_unconfined: Option<bool>,
-    /// Bearer tokens that name their callers.
-    pub auth_tokens: Option<AuthTokens>,
-    /// The header an authenticating proxy sets to the caller's user name.
+    /// The header in which an authenticating proxy names the user (e.g. `X-Forwarded-User`):
+    /// a thread belongs to the user that created it; requests without it are refused.
+    #[arg(long, env = "AGUI_USER_HEADER")]
     pub user_header: Option<String>,
-    /// Largest request body, in bytes.
+    /// Serve on a non-loopback address without a token: only if something in front
+    /// authenticates every request.
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", env = "AGUI_INSECURE_NO_AUTH")]
+    pub insecure_no_auth: Option<bool>,
+    /// The token an authenticating proxy presents (`Authorization: Bearer`) when it names the
+    /// user in `--user-header` beside `--auth-tokens`: the header is trusted from it alone.
+    #[arg(long, env = "AGUI_PROXY_TOKEN", hide_env_values = true)]
+    pub proxy_token: Option<String>,
+    /// Allow `sandbox = "off"` together with identities or a non-loopback bind (the agents'
+    /// commands then run unconfined for several users).
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", env = "AGUI_INSECURE_UNCONFINED")]
+    pub insecure_unconfined: Option<bool>,
+    /// Allowed CORS origins (comma-separated; `*` for any).
+    #[arg(long, env = "AGUI_CORS_ORIGINS", value_delimiter = ',')]
+    pub cors_origins: Option<Vec<String>>,
+    /// Host names answered besides loopback names and the bind address (comma-separated,
+    /// `name` or `name:port`; `*` for any).
+    #[arg(long, env = "AGUI_ALLOWED_HOSTS", value_delimiter = ',')]
+    pub allowed_hosts: Option<Vec<String>>,
+    /// Largest request body in bytes.
+    #[arg(long, env = "AGUI_MAX_BODY_BYTES")]
     pub max_body_bytes: Option<usize>,
     /// Seconds between SSE keep-alive comments.
+    #[arg(long, env = "AGUI_KEEP_ALIVE_SECS")]
     pub keep_alive_secs: Option<u64>,
-    /// Serve the embedded scripted model instead of a real one.
-    pub demo: Option<bool>,
-    /// Log format.
+    /// Log format; the level comes from `RUST_LOG` (default `info`).
+    #[arg(long, env = "AGUI_LOG_FORMAT", value_enum)]
     pub log_format: Option<LogFormat>,
-    /// Loopback port of the model proxy (0: any free port).
+    /// Loopback port of the model proxy, the harnesses' model endpoint (0: any free port).
+    #[arg(long, env = "AGUI_MODEL_PROXY_PORT")]
     pub model_proxy_port: Option<u16>,
-    /// This replica's id among replicas sharing the save dir (turns thread leases on).
+    /// This replica's id, unique among the replicas sharing the save dir; setting it turns on
+    /// thread leases (see "Running several replicas" in the README).
+    #[arg(long, env = "AGUI_REPLICA_ID")]
     pub replica_id: Option<String>,
-    /// Seconds a thread lease lasts unless renewed.
+    /// Seconds a thread lease lasts unless renewed (renewed every third of it).
+    #[arg(long, env = "AGUI_LEASE_TTL_SECS")]
     pub lease_ttl_secs: Option<u64>,
-    /// Defaults for every agent.
-    #[serde(default)]
-    pub agent: AgentSettings,
-    /// The agents, each at its own `path`.
-    #[serde(default)]
-    pub agents: Vec<AgentSettings>,
 }
 
 /// `auth_tokens` in the file: names and their tokens (`{ alice = "…" }`), or a list of tokens,

@@ -57,17 +57,15 @@ impl ServerConfig {
             }
             agents.push(agent);
         }
-        let bind = match cli.bind.or(file.bind) {
+        // The flags and the environment over the file.
+        let keys = file.server_keys().overlaid(&cli.server);
+        let bind = match keys.bind {
             Some(bind) => bind,
             None => defaults::BIND.parse().expect("the default address parses"),
         };
         let config = Self {
             bind,
-            auth_token: cli
-                .auth_token
-                .clone()
-                .or(file.auth_token)
-                .filter(|t| !t.is_empty()),
+            auth_token: keys.auth_token.filter(|t| !t.is_empty()),
             auth_tokens: match &cli.auth_tokens {
                 Some(pairs) => pairs.iter().cloned().collect(),
                 None => file
@@ -76,57 +74,26 @@ impl ServerConfig {
                     .map(AuthTokens::by_identity)
                     .unwrap_or_default(),
             },
-            user_header: cli
-                .user_header
-                .clone()
-                .or(file.user_header)
-                .filter(|h| !h.trim().is_empty()),
-            insecure_no_auth: cli
-                .insecure_no_auth
-                .or(file.insecure_no_auth)
-                .unwrap_or(defaults::INSECURE_NO_AUTH),
-            proxy_token: cli
-                .proxy_token
-                .clone()
-                .or(file.proxy_token)
-                .filter(|t| !t.is_empty()),
-            insecure_unconfined: cli
+            user_header: keys.user_header.filter(|h| !h.trim().is_empty()),
+            insecure_no_auth: keys.insecure_no_auth.unwrap_or(defaults::INSECURE_NO_AUTH),
+            proxy_token: keys.proxy_token.filter(|t| !t.is_empty()),
+            insecure_unconfined: keys
                 .insecure_unconfined
-                .or(file.insecure_unconfined)
                 .unwrap_or(defaults::INSECURE_UNCONFINED),
-            cors_origins: cli
-                .cors_origins
-                .clone()
-                .or(file.cors_origins)
-                .unwrap_or_default(),
-            allowed_hosts: cli
-                .allowed_hosts
-                .clone()
-                .or(file.allowed_hosts)
-                .unwrap_or_default(),
-            max_body_bytes: cli
-                .max_body_bytes
-                .or(file.max_body_bytes)
-                .unwrap_or(defaults::MAX_BODY_BYTES),
+            cors_origins: keys.cors_origins.unwrap_or_default(),
+            allowed_hosts: keys.allowed_hosts.unwrap_or_default(),
+            max_body_bytes: keys.max_body_bytes.unwrap_or(defaults::MAX_BODY_BYTES),
             keep_alive: Duration::from_secs(
-                cli.keep_alive_secs
-                    .or(file.keep_alive_secs)
+                keys.keep_alive_secs
                     .unwrap_or(defaults::KEEP_ALIVE_SECS)
                     .max(1),
             ),
-            demo: cli.demo.or(file.demo).unwrap_or(defaults::DEMO),
-            log_format: cli
-                .log_format
-                .or(file.log_format)
-                .unwrap_or(defaults::LOG_FORMAT),
-            model_proxy_port: cli
-                .model_proxy_port
-                .or(file.model_proxy_port)
-                .unwrap_or(defaults::MODEL_PROXY_PORT),
-            replica_id: replica_id(cli.replica_id.clone().or(file.replica_id))?,
+            demo: keys.demo.unwrap_or(defaults::DEMO),
+            log_format: keys.log_format.unwrap_or(defaults::LOG_FORMAT),
+            model_proxy_port: keys.model_proxy_port.unwrap_or(defaults::MODEL_PROXY_PORT),
+            replica_id: replica_id(keys.replica_id)?,
             lease_ttl: Duration::from_secs(
-                cli.lease_ttl_secs
-                    .or(file.lease_ttl_secs)
+                keys.lease_ttl_secs
                     .unwrap_or(defaults::LEASE_TTL_SECS)
                     .max(3),
             ),
