@@ -1,9 +1,10 @@
 // Several replicas behind nginx (`hash $http_x_thread_id consistent;`), sharing one save dir and
 // workspace root, with thread leases (`--replica-id`): 30 threads spread over 3 replicas; one
 // replica SIGKILLed with a turn in flight and a turn parked on a frontend tool — its threads go on
-// elsewhere with their history, nothing reaches the model twice, and no two harnesses ever hold
-// one thread's conversation; a 4th replica takes about a quarter of the threads, which go on with
-// their history. Also measures the failover time and throughput with 3 replicas against 1.
+// elsewhere with their history, nothing reaches the model twice, no two harnesses ever hold one
+// thread's conversation, and the thread whose turn was lost shows, message for message, what its
+// client saw then the next exchange; a 4th replica takes about a quarter of the threads, which go
+// on with their history. Also measures the failover time and throughput with 3 replicas against 1.
 import assert from "node:assert/strict";
 import { execFileSync, spawn } from "node:child_process";
 import fs from "node:fs";
@@ -272,6 +273,23 @@ describe("replicas behind a consistent-hash proxy", { skip: NEEDS_SCRIPT }, () =
     for (const content of sent) assert.ok(shown.includes(content), `${threadId}: the history lacks "${content}" (has ${JSON.stringify(shown)})`);
   }
 
+  /** (id, role, text) of each message: what a client shows. */
+  const shown = (messages) => messages.map((m) => [m.id, m.role, m.content]);
+
+  /**
+   * The thread whose replica died mid-turn: what it must show from then on (`shown` rows) and
+   * the id of its partial reply; set when they are known.
+   */
+  let lost;
+
+  /** Asserts that the interrupted thread's connect begins with what it must show, the partial reply alone marked. */
+  async function assertLostTurnHistory() {
+    const messages = await history(lost.threadId);
+    assert.deepEqual(shown(messages).slice(0, lost.expected.length), lost.expected);
+    const marked = messages.filter((m) => m.metadata?.interrupted === true).map((m) => m.id);
+    assert.deepEqual(marked, [lost.partialId], "only the partial reply is marked interrupted");
+  }
+
   const threadIds = Array.from({ length: THREADS }, (_, i) => `rep-${i}-${randomUUID().slice(0, 8)}`);
 
   before(async () => {
@@ -333,6 +351,7 @@ describe("replicas behind a consistent-hash proxy", { skip: NEEDS_SCRIPT }, () =
     assert.deepEqual(park.finished.pendingToolCallIds, [call.id]);
 
     // A turn in flight: the slow reply is streaming when the replica dies.
+    const shownBefore = await history(slow);
     const slowPrompt = `r-slow ${slow}`;
     const slowMessage = { id: `u-${randomUUID()}`, role: "user", content: slowPrompt };
     client(slow).messages.push(slowMessage);
@@ -382,6 +401,21 @@ describe("replicas behind a consistent-hash proxy", { skip: NEEDS_SCRIPT }, () =
     assert.equal(text(resumed), `Echo: r-say ${slow} after the lost turn`);
     const slowHistory = (await history(slow)).map((m) => m.content);
     assert.ok(slowHistory.includes(slowPrompt), `the lost turn's message is in the history: ${JSON.stringify(slowHistory)}`);
+    // The connect shows, message for message (ids included), what the killed replica had shown
+    // — the thread, the lost turn's message and its partial reply, marked interrupted — then
+    // the next exchange.
+    const [partial] = ofType({ wireEvents: cut }, "TEXT_MESSAGE_START");
+    const partialText = cut.filter((e) => e.type === "TEXT_MESSAGE_CONTENT").map((e) => e.delta).join("");
+    const [reply] = ofType(resumed, "TEXT_MESSAGE_START");
+    const expected = [
+      ...shown(shownBefore),
+      [slowMessage.id, "user", slowPrompt],
+      [partial.messageId, "assistant", partialText],
+      [client(slow).messages.at(-2).id, "user", `r-say ${slow} after the lost turn`],
+      [reply.messageId, "assistant", text(resumed)],
+    ];
+    lost = { threadId: slow, expected, partialId: partial.messageId };
+    await assertLostTurnHistory();
 
     await say(idle, `${idle} after the failover`);
     await assertHistory(idle);
@@ -417,6 +451,8 @@ describe("replicas behind a consistent-hash proxy", { skip: NEEDS_SCRIPT }, () =
     assert.ok(moved.length >= 2 && moved.length <= 16, `about a quarter of the threads move (${moved.length} of ${THREADS})`);
     for (const id of threadIds) await say(id, `${id} round 4`);
     for (const id of moved) await assertHistory(id);
+    // The thread whose turn was lost still shows it as it did, wherever it lives now.
+    await assertLostTurnHistory();
     assert.deepEqual(await sentTwice(model, clients), [], "no prompt reached the model twice");
     watch.check();
   });

@@ -144,6 +144,45 @@ impl UserSteps {
             .map(|(_, id)| id.as_str())
     }
 
+    /// The newest root step recorded.
+    pub(crate) fn newest_step(&self) -> Option<u32> {
+        self.0.iter().map(|(s, _)| *s).max()
+    }
+
+    /// Forgets everything (the conversation was replaced).
+    pub(crate) fn clear(&mut self) {
+        self.0.clear();
+    }
+}
+
+/// The root user steps whose turns were lost (a server died with the turn in flight), newest
+/// last: the messages those turns left in the history are marked interrupted when it is
+/// rebuilt. The newest [`ForwardedIds::KEPT`] are kept.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub(crate) struct LostTurns(VecDeque<u32>);
+
+impl LostTurns {
+    /// Records that the turn root step `step` started was lost.
+    pub(crate) fn insert(&mut self, step: u32) {
+        if !self.contains(step) {
+            self.0.push_back(step);
+        }
+        while self.0.len() > ForwardedIds::KEPT {
+            self.0.pop_front();
+        }
+    }
+
+    /// Whether the turn root step `step` started was lost.
+    pub(crate) fn contains(&self, step: u32) -> bool {
+        self.0.contains(&step)
+    }
+
+    /// Whether no turn was lost.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
     /// Forgets everything (the conversation was replaced).
     pub(crate) fn clear(&mut self) {
         self.0.clear();
@@ -201,6 +240,19 @@ pub(crate) struct ThreadRecord {
     /// The client's ids of the user messages, by the step that echoed each.
     #[serde(default)]
     pub(crate) user_steps: UserSteps,
+    /// The client's id of the message sent last, while the harness's echo of it is not in
+    /// `user_steps` yet: a server that dies mid-turn may have seen the echo without recording
+    /// it, so the next server gives that id to the first root user step after the recorded ones
+    /// (the step the live server would have given it to).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) awaiting_echo: Option<String>,
+    /// The turn of `awaiting_echo` was lost (its server stopped with it in flight): the step
+    /// that echoed it joins `lost_turns` when the history is read.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub(crate) awaited_turn_lost: bool,
+    /// The root user steps whose turns were lost.
+    #[serde(default, skip_serializing_if = "LostTurns::is_empty")]
+    pub(crate) lost_turns: LostTurns,
     /// The thread's workspace directory, for a record written before places existed (a newer
     /// record has a `place` instead).
     #[serde(default, skip_serializing_if = "is_empty_path")]

@@ -1,7 +1,7 @@
 //! Thread leases over the fake harness (several replicas sharing a save dir): a thread another
 //! replica holds is refused without opening its conversation; a lease lost mid-turn stops the
 //! turn; a lease is given up when the thread hibernates; a turn in flight when its server died
-//! is reported on the next run, never driven again.
+//! is reported on the next run, never driven again, and its reply is kept marked interrupted.
 
 mod support;
 
@@ -12,7 +12,7 @@ use std::time::Duration;
 use agui_session::testing::FakeHarness;
 use agui_session::{Agent, LeaseDenied, ThreadLeases, ToolRegistry};
 use serde_json::json;
-use support::{finish, input_of, run_error, user};
+use support::{FakeAgent, ask_colour, finish, input_of, run_error, user};
 
 /// Leases in memory: thread → holder. `steal` hands a thread to another replica.
 #[derive(Default)]
@@ -217,5 +217,67 @@ async fn a_turn_in_flight_when_its_server_died_is_reported_and_not_driven_again(
     );
     resumed.idle(None);
     finish(run).await;
+    second.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_turn_lost_after_its_echo_was_recorded_keeps_the_client_id_and_marks_its_reply() {
+    let fx = FakeAgent::asking();
+    let run = fx.start(json!({"messages": [user("m1", "ask me")]}));
+    let c = fx.harness.conversation(0).await;
+    c.next_input().await;
+    c.running();
+    c.echo(0, "ask me");
+    c.say(1, "Let me ask.");
+    c.reply_done();
+    let _asked = ask_colour(&c);
+    // Parked on the question: the record says which step echoed m1, with the turn in flight.
+    finish(run).await;
+    // The server dies here (no shutdown); the write is behind the run path.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let restarted = fx.harness.restarted();
+    let second = Agent::new(
+        support::options(fx.dir.path()),
+        restarted.backend(),
+        ToolRegistry::new(),
+    )
+    .unwrap();
+    let messages = json!({"messages": [user("m1", "ask me"), user("m2", "and then")]});
+    let events = finish(second.run(input_of(messages.clone()))).await;
+    assert_eq!(run_error(&events).code.as_deref(), Some("TURN_INTERRUPTED"));
+    let run = second.run(input_of(messages));
+    let resumed = restarted.conversation(0).await;
+    assert_eq!(resumed.next_input().await, "and then");
+    resumed.running();
+    resumed.echo(2, "and then");
+    resumed.say(3, "Done.");
+    resumed.idle(None);
+    finish(run).await;
+
+    let events = finish(second.connect(input_of(json!({}))).await.unwrap()).await;
+    let messages = events
+        .iter()
+        .find_map(|e| match e {
+            agui_types::Event::MessagesSnapshot(s) => Some(s.messages.clone()),
+            _ => None,
+        })
+        .expect("a snapshot");
+    let prefix: String = c.id().chars().take(8).collect();
+    let ids: Vec<&str> = messages.iter().map(agui_types::Message::id).collect();
+    assert_eq!(
+        ids,
+        [
+            "m1",
+            &format!("{prefix}-r-1-t"),
+            "m2",
+            &format!("{prefix}-r-3-t")
+        ]
+    );
+    let marked: Vec<&str> = messages
+        .iter()
+        .filter(|m| serde_json::to_value(m).unwrap()["metadata"]["interrupted"] == json!(true))
+        .map(agui_types::Message::id)
+        .collect();
+    assert_eq!(marked, [format!("{prefix}-r-1-t")]);
     second.shutdown().await;
 }

@@ -140,21 +140,7 @@ impl Served {
             command.args(["--prestart-harness", "false"]);
         }
         let child = command.spawn().expect("the server starts");
-        let deadline = Instant::now() + Duration::from_secs(60);
-        let addr = loop {
-            let text = std::fs::read_to_string(&log).unwrap_or_default();
-            if let Some(line) = text
-                .lines()
-                .find(|l| l.contains("serving AG-UI on http://"))
-            {
-                break line.rsplit("http://").next().unwrap().trim().to_owned();
-            }
-            assert!(
-                Instant::now() < deadline,
-                "the server did not start:\n{text}"
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        };
+        let addr = served_address(&log).await;
         Self {
             child,
             addr,
@@ -264,6 +250,26 @@ impl Drop for Served {
         if self.key_file.starts_with("/etc") {
             let _ = std::fs::remove_dir_all(self.key_file.parent().unwrap());
         }
+    }
+}
+
+/// The address a server started as a process serves on, read from its log (`log`, its
+/// stderr) once it says so.
+pub async fn served_address(log: &Path) -> String {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let text = std::fs::read_to_string(log).unwrap_or_default();
+        if let Some(line) = text
+            .lines()
+            .find(|l| l.contains("serving AG-UI on http://"))
+        {
+            return line.rsplit("http://").next().unwrap().trim().to_owned();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the server did not start:\n{text}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
 

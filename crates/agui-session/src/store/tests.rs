@@ -81,6 +81,13 @@ fn record(conversation_id: &str) -> ThreadRecord {
             name: "set_colour".to_owned(),
         }],
         workspace: PathBuf::from("/srv/ws/t1"),
+        awaiting_echo: Some("m2".to_owned()),
+        awaited_turn_lost: true,
+        lost_turns: {
+            let mut lost = LostTurns::default();
+            lost.insert(3);
+            lost
+        },
         updated_at: 0,
         ..ThreadRecord::default()
     }

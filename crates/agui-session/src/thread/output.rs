@@ -185,7 +185,16 @@ impl Output {
         })
     }
 
-    /// The thread's messages, to merge a client's or a rebuilt history into.
+    /// Makes `history` (the harness's record of the conversation, rebuilt when the thread is
+    /// read back) the thread's messages: it owns their order and content. What clients sent
+    /// since the thread was read back and the history lacks (a message not sent yet) is merged
+    /// in where the client put it.
+    pub(crate) fn adopt_history(&mut self, mut history: MessageLog) {
+        history.merge(self.log.messages());
+        self.log = history;
+    }
+
+    /// The thread's messages, to merge a client's list into.
     pub(crate) fn log_mut(&mut self) -> &mut MessageLog {
         &mut self.log
     }

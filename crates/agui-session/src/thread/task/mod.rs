@@ -43,7 +43,7 @@ use crate::backend::ConversationHandle;
 use crate::error::{RunErrorCode, RunFailure};
 use crate::owner::Owner;
 use crate::places::Place;
-use crate::store::{ForwardedIds, PendingTool, UserSteps};
+use crate::store::{ForwardedIds, LostTurns, PendingTool, UserSteps};
 use state::{
     ActiveRun, DiskWatch, Exit, Flow, Harnessed, Lease, Moving, Owed, Verdict, WaitingConnect,
     WaitingRun,
@@ -87,6 +87,8 @@ pub(crate) fn spawn(ctx: &Arc<ThreadContext>, thread_id: &str, generation: u64) 
         moving: None,
         forwarded: ForwardedIds::default(),
         user_steps: UserSteps::default(),
+        lost_turns: LostTurns::default(),
+        awaited_turn_lost: false,
         restart_pending: Vec::new(),
         usage: None,
         parking: Parking::default(),
@@ -146,6 +148,11 @@ pub(super) struct Task {
     moving: Option<Moving>,
     forwarded: ForwardedIds,
     user_steps: UserSteps,
+    /// The root user steps whose turns were lost with the server that ran them.
+    lost_turns: LostTurns,
+    /// The turn of `pending_echo` was lost, and the history that says which step echoed it is
+    /// not read yet.
+    awaited_turn_lost: bool,
     /// Frontend tool calls that were parked when the server last stopped.
     restart_pending: Vec<PendingTool>,
     /// The conversation's cumulative usage at the last report.
@@ -258,12 +265,22 @@ impl Task {
         self.harnessed = Harnessed::KnownUnread;
         self.forwarded = record.forwarded;
         self.user_steps = record.user_steps;
+        self.pending_echo = record.awaiting_echo;
+        self.lost_turns = record.lost_turns;
+        self.awaited_turn_lost = record.awaited_turn_lost;
         self.restart_pending = record.pending_frontend_tools;
         if record.turn_in_flight && self.restart_pending.is_empty() {
             // The server that drove the turn stopped (crashed, or a replica died) before it
             // ended. It is not driven again: the model would get the same message twice and
             // its commands would run twice. The next run says so.
             tracing::warn!("the turn in flight when this thread was last served was lost");
+            // Its messages in the history are marked: those after its prompt's echo, known now
+            // if it was recorded, else once the history is read.
+            match (&self.pending_echo, self.user_steps.newest_step()) {
+                (Some(_), _) => self.awaited_turn_lost = true,
+                (None, Some(step)) => self.lost_turns.insert(step),
+                (None, None) => {}
+            }
             self.owed = Some(Owed::NextRun(RunFailure::new(
                 RunErrorCode::TurnInterrupted,
                 "The server that was running this thread's last turn stopped before the turn ended, so the turn was lost. The conversation is kept up to that point; send your message again to continue.",
@@ -463,6 +480,9 @@ impl Task {
             forwarded: self.forwarded.clone(),
             pending_frontend_tools: self.parking.pending_tool_calls(),
             user_steps: self.user_steps.clone(),
+            awaiting_echo: self.pending_echo.clone(),
+            awaited_turn_lost: self.awaited_turn_lost,
+            lost_turns: self.lost_turns.clone(),
             owner: self.owner.clone(),
             place: self.place.clone(),
             workspace: self.legacy_workspace(),

@@ -243,13 +243,17 @@ impl Task {
         if self.harnessed == Harnessed::KnownUnread {
             let options = &self.ctx.options;
             let translation = crate::turn::translator_options(options, contract.silent.clone());
-            let rebuilt = history::rebuild(
-                &self.conversation_id,
-                &info.history,
-                translation,
-                &self.user_steps,
-            );
-            self.output.log_mut().merge(rebuilt.messages());
+            // Resolved here either way: a message the history does not echo never reached the
+            // harness, and the next user step belongs to the next message sent.
+            let echoes = history::Echoes {
+                user_steps: &mut self.user_steps,
+                lost_turns: &mut self.lost_turns,
+                awaiting_echo: self.pending_echo.take(),
+                awaited_turn_lost: std::mem::take(&mut self.awaited_turn_lost),
+            };
+            let rebuilt =
+                history::rebuild(&self.conversation_id, &info.history, translation, echoes);
+            self.output.adopt_history(rebuilt);
             self.harnessed = Harnessed::Known;
         }
         if self.usage.is_none() {
@@ -280,6 +284,9 @@ impl Task {
         self.conversation_id = uuid::Uuid::new_v4().simple().to_string();
         self.harnessed = Harnessed::New;
         self.user_steps.clear();
+        self.lost_turns.clear();
+        self.pending_echo = None;
+        self.awaited_turn_lost = false;
         self.persist();
         RunFailure::new(
             RunErrorCode::ConversationLost,
