@@ -10,6 +10,11 @@
 //! replica, which cannot be alive — is replaced by rename under a short takeover lock
 //! (`<hash>.takeover`, created exclusively), re-read under the lock so two takers cannot both
 //! win. Releasing removes the file, if it is still ours.
+//!
+//! A replica waiting for a lease another one holds asks for the thread: `<hash>.wanted` names
+//! it and when it last asked (rewritten on every try). The holder reads it when it renews and
+//! hands an idle thread over; a request older than a lease's lifetime is forgotten (its asker
+//! gave up), and the asker removes it once it holds the lease.
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -56,6 +61,14 @@ struct LeaseRecord {
     expires_at_ms: u64,
 }
 
+/// A `.wanted` file: which replica asked for the thread, and when.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct WantedRecord {
+    replica: String,
+    asked_at_ms: u64,
+}
+
 impl FileLeases {
     /// Leases of `replica` in `dir`, lasting `ttl` unless renewed.
     pub(crate) fn new(dir: impl Into<PathBuf>, replica: &str, ttl: Duration) -> Self {
@@ -75,6 +88,25 @@ impl FileLeases {
 
     fn path_of(&self, thread_id: &str) -> PathBuf {
         self.dir.join(crate::owners::file_name(thread_id))
+    }
+
+    fn wanted_path_of(&self, thread_id: &str) -> PathBuf {
+        self.path_of(thread_id).with_extension("wanted")
+    }
+
+    /// The replica that asked for `thread_id` within a lease's lifetime, if any.
+    fn asker(&self, thread_id: &str) -> Option<String> {
+        let bytes = std::fs::read(self.wanted_path_of(thread_id)).ok()?;
+        let record: WantedRecord = serde_json::from_slice(&bytes).ok()?;
+        let fresh = record.asked_at_ms + millis(self.ttl) > (self.clock)();
+        fresh.then_some(record.replica)
+    }
+
+    /// Forgets this replica's own request for `thread_id` (it holds the lease now).
+    fn forget_own_request(&self, thread_id: &str) {
+        if self.asker(thread_id).as_deref() == Some(self.replica.as_str()) {
+            let _ = std::fs::remove_file(self.wanted_path_of(thread_id));
+        }
     }
 
     fn ours(&self, record: &LeaseRecord) -> bool {
@@ -111,7 +143,10 @@ impl FileLeases {
                 let linked = std::fs::hard_link(&temp, &path);
                 let _ = std::fs::remove_file(&temp);
                 match linked {
-                    Ok(()) => Ok(Ok(self.ttl)),
+                    Ok(()) => {
+                        self.forget_own_request(thread_id);
+                        Ok(Ok(self.ttl))
+                    }
                     Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
                         // Another replica took it between our read and our link.
                         Ok(Err(match read(&path)? {
@@ -164,6 +199,7 @@ impl FileLeases {
             }
             tracing::info!(thread_id, previous = %stale.replica, "taking over a stale thread lease");
             self.replace(path, &self.fresh_record(thread_id))?;
+            self.forget_own_request(thread_id);
             Ok(Ok(self.ttl))
         })();
         let _ = std::fs::remove_file(&lock);
@@ -193,7 +229,7 @@ impl FileLeases {
         })
     }
 
-    fn write_temp(&self, record: &LeaseRecord) -> std::io::Result<PathBuf> {
+    fn write_temp(&self, record: &impl Serialize) -> std::io::Result<PathBuf> {
         let temp = self
             .dir
             .join(format!(".{}.tmp", uuid::Uuid::new_v4().simple()));
@@ -228,6 +264,29 @@ impl ThreadLeases for FileLeases {
 
     fn renew_every(&self) -> Duration {
         self.ttl / 3
+    }
+
+    fn want(&self, thread_id: &str) {
+        let record = WantedRecord {
+            replica: self.replica.clone(),
+            asked_at_ms: (self.clock)(),
+        };
+        let written = std::fs::create_dir_all(&self.dir)
+            .and_then(|()| self.write_temp(&record))
+            .and_then(|temp| {
+                std::fs::rename(&temp, self.wanted_path_of(thread_id)).inspect_err(|_| {
+                    let _ = std::fs::remove_file(&temp);
+                })
+            });
+        if let Err(e) = written {
+            // The thread then moves when its holder hibernates it, as without asking.
+            tracing::warn!(thread_id, error = %e, "could not ask for a thread another replica holds");
+        }
+    }
+
+    fn wanted(&self, thread_id: &str) -> bool {
+        self.asker(thread_id)
+            .is_some_and(|replica| replica != self.replica)
     }
 }
 

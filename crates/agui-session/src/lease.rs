@@ -5,7 +5,10 @@
 //! conversation, so a thread's task holds a lease on the thread while it lives: it takes the
 //! lease before it reads the thread's record (so it sees what the previous holder left),
 //! renews it while it lives, and gives it up when it ends — hibernation, a timeout or shutdown.
-//! A replica that dies stops renewing, and its leases expire.
+//! A replica that dies stops renewing, and its leases expire. A replica that needs a thread
+//! another one holds asks for it ([`ThreadLeases::want`]); the holder, at its next renewal,
+//! hands an idle thread over (or once its turn ends), so a thread that moves between replicas
+//! waits about a renewal period, not until the holder would hibernate it.
 //!
 //! This crate only asks; where leases are kept (files on the shared volume, in agui-server) is
 //! the embedder's choice, through [`ThreadLeases`]. Without one, a thread's task never asks
@@ -25,6 +28,15 @@ pub trait ThreadLeases: Send + Sync + 'static {
 
     /// How often a held lease is renewed (well within its lifetime).
     fn renew_every(&self) -> Duration;
+
+    /// Asks the replica holding the lease of `thread_id` to hand the thread over: a mark beside
+    /// the lease that the holder reads when it next renews (see [`ThreadLeases::wanted`]). A
+    /// replica waiting for a lease calls it on every try, so the mark stays fresh while it waits.
+    fn want(&self, thread_id: &str);
+
+    /// Whether another replica has asked for `thread_id` ([`ThreadLeases::want`]) recently: the
+    /// holder then hands the thread over as soon as it is idle.
+    fn wanted(&self, thread_id: &str) -> bool;
 }
 
 /// Why a lease was not granted.

@@ -56,6 +56,12 @@ impl ThreadLeases for HeldElsewhere {
     fn renew_every(&self) -> Duration {
         Duration::from_secs(20)
     }
+
+    fn want(&self, _thread_id: &str) {}
+
+    fn wanted(&self, _thread_id: &str) -> bool {
+        false
+    }
 }
 
 /// A thread `t` whose run (message `m1`, "hi") waits as `wait` says.

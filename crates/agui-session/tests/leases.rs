@@ -14,10 +14,12 @@ use agui_session::{Agent, LeaseDenied, ThreadLeases, ToolRegistry};
 use serde_json::json;
 use support::{FakeAgent, ask_colour, finish, input_of, run_error, user};
 
-/// Leases in memory: thread → holder. `steal` hands a thread to another replica.
+/// Leases in memory: thread → holder, and thread → the replica that asked for it. `steal`
+/// hands a thread to another replica; `ask` is another replica asking for one.
 #[derive(Default)]
 struct Leases {
     holders: Mutex<HashMap<String, String>>,
+    asked: Mutex<HashMap<String, String>>,
 }
 
 impl Leases {
@@ -30,6 +32,23 @@ impl Leases {
 
     fn holder(&self, thread: &str) -> Option<String> {
         self.holders.lock().unwrap().get(thread).cloned()
+    }
+
+    fn ask(&self, thread: &str, by: &str) {
+        self.asked.lock().unwrap().insert(thread.into(), by.into());
+    }
+
+    fn asked_by(&self, thread: &str) -> Option<String> {
+        self.asked.lock().unwrap().get(thread).cloned()
+    }
+
+    /// Waits (polling, at most 5 s) until `thread` has no holder.
+    async fn until_released(&self, thread: &str, what: &str) {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+        while self.holder(thread).is_some() {
+            assert!(tokio::time::Instant::now() < deadline, "{what}");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
     }
 }
 
@@ -57,6 +76,14 @@ impl ThreadLeases for Leases {
 
     fn renew_every(&self) -> Duration {
         Duration::from_millis(50)
+    }
+
+    fn want(&self, thread_id: &str) {
+        self.ask(thread_id, "me");
+    }
+
+    fn wanted(&self, thread_id: &str) -> bool {
+        self.asked_by(thread_id).is_some_and(|by| by != "me")
     }
 }
 
@@ -162,6 +189,11 @@ async fn a_run_waits_for_a_lease_that_frees_up_within_the_busy_thread_wait() {
         0,
         "not opened while replica-b holds the thread"
     );
+    assert_eq!(
+        leases.asked_by("thread-1").as_deref(),
+        Some("me"),
+        "the waiting replica asked the holder for the thread"
+    );
     // replica-b's lease expires (or is given up): the waiting run takes it and goes on.
     leases.holders.lock().unwrap().clear();
     let c = harness.conversation(0).await;
@@ -172,6 +204,63 @@ async fn a_run_waits_for_a_lease_that_frees_up_within_the_busy_thread_wait() {
         events.last(),
         Some(agui_types::Event::RunFinished(_))
     ));
+    agent.shutdown().await;
+}
+
+/// Another replica asks for a thread this one holds: an idle thread is handed over at the next
+/// renewal, long before it would hibernate; a thread with a turn in flight goes when the turn
+/// ends, and one parked on the client's answer stays until it is answered.
+#[tokio::test]
+async fn a_thread_another_replica_asks_for_is_handed_over_once_idle() {
+    let dir = tempfile::tempdir().unwrap();
+    let (harness, leases) = (FakeHarness::new(), Arc::new(Leases::default()));
+    let mut options = support::options(dir.path());
+    options.hibernate_after = Duration::from_secs(3600);
+    let agent = Agent::with_leases(
+        options,
+        harness.backend(),
+        ToolRegistry::new(),
+        leases.clone(),
+    )
+    .unwrap();
+
+    // Idle: handed over at the next renewal.
+    let run = agent.run(input_of(json!({"messages": [user("m1", "one")]})));
+    let c = harness.conversation(0).await;
+    c.next_input().await;
+    c.idle(None);
+    finish(run).await;
+    assert_eq!(leases.holder("thread-1").as_deref(), Some("me"));
+    leases.ask("thread-1", "replica-b");
+    leases
+        .until_released("thread-1", "an idle thread is handed over when asked for")
+        .await;
+    assert_eq!(agent.stats().sessions, 0, "its task ended with the lease");
+
+    // A turn in flight: kept through renewals while it runs, handed over when it ends.
+    leases.asked.lock().unwrap().clear();
+    let run = agent.run(input_of(
+        json!({"messages": [user("m1", "one"), user("m2", "two")]}),
+    ));
+    let c = harness.conversation(1).await;
+    assert_eq!(c.next_input().await, "two");
+    leases.ask("thread-1", "replica-b");
+    // Ten renewal periods with the turn in flight.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(
+        leases.holder("thread-1").as_deref(),
+        Some("me"),
+        "a turn in flight is not handed over"
+    );
+    c.idle(None);
+    let events = finish(run).await;
+    assert!(matches!(
+        events.last(),
+        Some(agui_types::Event::RunFinished(_))
+    ));
+    leases
+        .until_released("thread-1", "the thread goes once its turn ends")
+        .await;
     agent.shutdown().await;
 }
 

@@ -143,3 +143,30 @@ fn an_unreadable_lease_counts_as_expired() {
     std::fs::write(a.path_of("t"), b"{ torn").unwrap();
     assert_eq!(a.acquire("t"), Ok(TTL));
 }
+
+#[test]
+fn a_replica_asking_for_a_held_thread_is_seen_by_the_holder_until_it_holds_it_or_gives_up() {
+    let (_dir, now, a, b) = two_replicas();
+    assert_eq!(a.acquire("t"), Ok(TTL));
+    assert!(!a.wanted("t"), "nobody asked");
+    holder(b.acquire("t"));
+    b.want("t");
+    assert!(a.wanted("t"), "the holder sees b's request");
+    assert!(
+        !b.wanted("t"),
+        "a replica's own request is not a request to it"
+    );
+    assert!(!a.wanted("u"), "per thread");
+    // a hands the thread over; b takes it, and its request is done.
+    a.release("t");
+    assert_eq!(b.acquire("t"), Ok(TTL));
+    assert!(!b.wanted("t") && !a.wanted("t"), "the request is gone");
+    // A request nobody renews is forgotten after a lease's lifetime (its asker gave up).
+    b.release("t");
+    assert_eq!(a.acquire("t"), Ok(TTL));
+    b.want("t");
+    now.fetch_add(millis(TTL) - 1, Ordering::SeqCst);
+    assert!(a.wanted("t"));
+    now.fetch_add(2, Ordering::SeqCst);
+    assert!(!a.wanted("t"), "a stale request is forgotten");
+}

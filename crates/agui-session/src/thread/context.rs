@@ -147,6 +147,26 @@ impl ThreadContext {
         )
     }
 
+    /// Asks the holder of `thread_id`'s lease to hand the thread over (off the async threads).
+    pub(crate) async fn want_lease(&self, thread_id: &str) {
+        let Some(leases) = self.leases.clone() else {
+            return;
+        };
+        let id = thread_id.to_owned();
+        let _ = tokio::task::spawn_blocking(move || leases.want(&id)).await;
+    }
+
+    /// Whether another replica asked for `thread_id` (off the async threads).
+    pub(crate) async fn lease_wanted(&self, thread_id: &str) -> bool {
+        let Some(leases) = self.leases.clone() else {
+            return false;
+        };
+        let id = thread_id.to_owned();
+        tokio::task::spawn_blocking(move || leases.wanted(&id))
+            .await
+            .unwrap_or(false)
+    }
+
     /// Gives the lease of `thread_id` up, once what the thread wrote is on disk (the next
     /// holder reads it).
     pub(crate) async fn release_lease(&self, thread_id: &str) {

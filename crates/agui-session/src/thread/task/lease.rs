@@ -49,7 +49,7 @@ impl Task {
                     valid_for_secs = valid_for.as_secs(),
                     "took the thread's lease"
                 );
-                self.lease = self.held_for(valid_for);
+                self.lease = self.held_for(valid_for, false);
                 self.load().await;
                 let mut queue = queue.into_iter();
                 while let Some(command) = queue.next() {
@@ -126,8 +126,8 @@ impl Task {
         cancelled
     }
 
-    /// A lease just granted for `valid_for`.
-    fn held_for(&self, valid_for: Duration) -> Lease {
+    /// A lease just granted for `valid_for`; `wanted`: another replica asked for the thread.
+    fn held_for(&self, valid_for: Duration, wanted: bool) -> Lease {
         let now = Instant::now();
         let every = self
             .ctx
@@ -137,6 +137,7 @@ impl Task {
         Lease::Held {
             renew_at: now + every.min(valid_for / 2),
             valid_until: now + valid_for,
+            wanted,
         }
     }
 
@@ -145,6 +146,7 @@ impl Task {
         let Lease::Held {
             renew_at,
             valid_until,
+            wanted,
         } = self.lease
         else {
             return Flow::Continue;
@@ -155,7 +157,13 @@ impl Task {
         match self.ctx.acquire_lease(&self.id).await {
             None => Flow::Continue,
             Some(Ok(valid_for)) => {
-                self.lease = self.held_for(valid_for);
+                let asked = self.ctx.lease_wanted(&self.id).await;
+                if asked && !wanted {
+                    tracing::info!(
+                        "another replica asked for the thread; handing it over once it is idle"
+                    );
+                }
+                self.lease = self.held_for(valid_for, asked);
                 Flow::Continue
             }
             Some(Err(LeaseDenied::Unavailable(why))) if Instant::now() < valid_until => {
@@ -163,6 +171,7 @@ impl Task {
                 self.lease = Lease::Held {
                     renew_at: Instant::now() + Duration::from_secs(1),
                     valid_until,
+                    wanted,
                 };
                 Flow::Continue
             }
@@ -172,8 +181,9 @@ impl Task {
 }
 
 /// Takes the lease of `thread_id`, waiting for one held elsewhere as a run waits for a busy
-/// thread (`busy_thread_wait`): a dead replica's lease expires within its lifetime, so its
-/// threads' next runs only take longer.
+/// thread (`busy_thread_wait`), and asking its holder for it meanwhile: a live holder hands an
+/// idle thread over at its next renewal, and a dead replica's lease expires within its
+/// lifetime, so the thread's next runs only take longer.
 async fn wait_for_lease(
     ctx: Arc<ThreadContext>,
     thread_id: String,
@@ -191,6 +201,8 @@ async fn wait_for_lease(
         };
         let pause = match &denied {
             LeaseDenied::Held { retry_after, .. } => {
+                // The holder hands the thread over at its next renewal if it is idle.
+                ctx.want_lease(&thread_id).await;
                 (*retry_after).clamp(Duration::from_millis(100), Duration::from_secs(1))
             }
             LeaseDenied::Unavailable(_) => Duration::from_secs(1),

@@ -216,6 +216,12 @@ impl Task {
         if let Flow::Exit(exit) = self.renew_lease(Instant::now()).await {
             return Flow::Exit(exit);
         }
+        if self.lease.is_wanted() && self.may_hand_over() {
+            // Ending gives the lease up once the record is on disk; the replica that asked
+            // takes it on its next try.
+            tracing::info!("handing the thread over to the replica that asked for it");
+            return Flow::Exit(Exit::Idle);
+        }
         self.publish_status();
         let deadline = self.next_deadline();
         let watch_client = self
@@ -517,6 +523,16 @@ impl Task {
             && self.run.is_none()
             && !self.output.has_subscribers()
             && !self.parking.is_parked()
+    }
+
+    /// Whether the thread can go to another replica now: no run, none waiting, no turn, nothing
+    /// parked, nobody following it. A thread parked on a client's answer stays until the turn
+    /// ends, as the answer reaches this replica's harness.
+    fn may_hand_over(&mut self) -> bool {
+        self.waiting.is_empty()
+            && self.conversation.turn().is_none()
+            && !self.parking.is_parked()
+            && !self.is_watched()
     }
 
     /// Whether a client waits on the thread: a run, a subscriber, a connect waiting for its

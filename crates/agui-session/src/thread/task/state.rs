@@ -38,10 +38,13 @@ pub(super) enum Lease {
         taking: Option<JoinHandle<Result<Duration, LeaseDenied>>>,
         queue: Vec<Command>,
     },
-    /// Held until `valid_until` unless renewed; renewed from `renew_at`.
+    /// Held until `valid_until` unless renewed; renewed from `renew_at`. `wanted`: another
+    /// replica asked for the thread (read at the last renewal), so it is handed over as soon as
+    /// it is idle.
     Held {
         renew_at: Instant,
         valid_until: Instant,
+        wanted: bool,
     },
     /// Lost to another replica: the record is not ours any more, and the task is ending.
     Lost,
@@ -51,6 +54,11 @@ impl Lease {
     /// Whether the thread's record is this task's to read and write.
     pub(super) fn is_ours(&self) -> bool {
         matches!(self, Self::NotNeeded | Self::Held { .. })
+    }
+
+    /// Whether another replica asked for the thread.
+    pub(super) fn is_wanted(&self) -> bool {
+        matches!(self, Self::Held { wanted: true, .. })
     }
 
     /// Resolves with the outcome of the child taking the lease (never when none is at it).
