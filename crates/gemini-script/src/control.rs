@@ -9,6 +9,7 @@
 //! | `POST /_script/reset` | — | empties the script and the log; `{"entries": 0}` |
 //! | `GET /_script/requests` | — | the request log, a JSON list of [`LoggedRequest`](crate::LoggedRequest) |
 //! | `DELETE /_script/requests` | — | empties the log |
+//! | `POST /_script/requests/take` | — | the request log, emptied in the same step (a reader that polls a long run neither misses nor rereads a request) |
 //! | `GET /_script/state` | — | `{"entries": [EntryState], "default": reply or null, "requests": n, "served": n}` (`requests`: in the log; `served`: answered in all) |
 //!
 //! A malformed script or entry gets HTTP 400 with `{"error": "<what and where>"}`.
@@ -36,6 +37,7 @@ pub(crate) fn routes() -> Router<Arc<Shared>> {
         .route("/_script/push", post(push))
         .route("/_script/reset", post(reset))
         .route("/_script/requests", get(requests).delete(clear_requests))
+        .route("/_script/requests/take", post(take_requests))
         .route("/_script/state", get(state))
 }
 
@@ -84,6 +86,10 @@ async fn reset(State(shared): State<Arc<Shared>>) -> Json<Value> {
 
 async fn requests(State(shared): State<Arc<Shared>>) -> Response {
     Json(shared.engine().requests().to_vec()).into_response()
+}
+
+async fn take_requests(State(shared): State<Arc<Shared>>) -> Response {
+    Json(shared.engine().take_requests()).into_response()
 }
 
 async fn clear_requests(State(shared): State<Arc<Shared>>) -> StatusCode {

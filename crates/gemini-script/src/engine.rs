@@ -120,6 +120,11 @@ impl Engine {
         &self.log
     }
 
+    /// The log so far, leaving it empty.
+    pub(crate) fn take_requests(&mut self) -> Vec<LoggedRequest> {
+        std::mem::take(&mut self.log)
+    }
+
     pub(crate) fn clear_requests(&mut self) {
         self.log.clear();
     }

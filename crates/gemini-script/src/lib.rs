@@ -68,7 +68,8 @@
 //!
 //! `POST /_script/load` (replace the script), `POST /_script/push` (append
 //! entries), `POST /_script/reset` (empty script and log), `GET
-//! /_script/requests` / `DELETE /_script/requests` (the log), `GET
+//! /_script/requests` / `DELETE /_script/requests` / `POST
+//! /_script/requests/take` (the log: read, empty, or both at once), `GET
 //! /_script/state` (remaining entries). Malformed bodies get HTTP 400 with
 //! `{"error": "..."}` naming the entry and field. The crate's `README.md` has
 //! the full reference with examples.

@@ -144,12 +144,26 @@ async fn load_push_inspect_and_reset_over_http() {
     assert_eq!(client.get("/_script/requests").await, (200, json!([])));
 
     client.ask("x").await;
+    let (status, taken) = client.post("/_script/requests/take", "").await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        taken.as_array().map(Vec::len),
+        Some(1),
+        "take returns the log"
+    );
+    assert_eq!(
+        client.get("/_script/requests").await,
+        (200, json!([])),
+        "and leaves it empty"
+    );
+
+    client.ask("x").await;
     assert_eq!(
         client.post("/_script/reset", "").await,
         (200, json!({"entries": 0}))
     );
     assert_eq!(model.request_count(), 0);
-    assert_eq!(model.served(), 7, "the served count survives a reset");
+    assert_eq!(model.served(), 8, "the served count survives a reset");
 }
 
 #[tokio::test]
