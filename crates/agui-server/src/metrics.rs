@@ -197,6 +197,15 @@ impl Metrics {
                 let _ = writeln!(out, "{name}{{agent=\"{}\"}} {}", escape(agent), get(stats));
             }
         }
+        // Tasks alive in the runtime: a leak of spawned tasks (a thread's actor, a stream's
+        // writer) shows here long before it shows in memory.
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            let _ = writeln!(
+                out,
+                "# HELP agui_runtime_tasks Tasks alive in the server's async runtime.\n# TYPE agui_runtime_tasks gauge\nagui_runtime_tasks {}",
+                runtime.metrics().num_alive_tasks()
+            );
+        }
         histogram(
             &mut out,
             "agui_run_duration_seconds",
