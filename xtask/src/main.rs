@@ -14,6 +14,7 @@ mod import_protos;
 mod live_gate;
 mod playground;
 mod record;
+mod soak;
 mod system_packages;
 mod test;
 mod util;
@@ -43,6 +44,9 @@ enum Task {
     /// Run the benchmark of record (no name: W1-W4 against the release server next to the raw
     /// harness floor, tables and JSON) or a named benchmark (`translate`).
     Bench(bench::Args),
+    /// Soak the release server for N minutes: simulated users, injected faults (killed and
+    /// stalled harnesses, killed launchers, server restarts), invariants checked throughout.
+    Soak(soak::Args),
     /// Check the crate layering and dependency invariants of ARCHITECTURE.md.
     CheckArchitecture(check_architecture::Args),
     /// Copy the host <-> harness frames of reference captures into `fixtures/harness-frames/`.
@@ -73,6 +77,7 @@ fn main() -> anyhow::Result<()> {
         Task::ImportCaptures(args) => import_captures::run(args),
         Task::CheckArchitecture(args) => check_architecture::run(args),
         Task::Bench(args) => bench::run(args),
+        Task::Soak(args) => soak::run(args),
         Task::Test(args) => test::run(args),
         Task::Record(args) => record::run(args),
         Task::E2e(args) => e2e::run(args),

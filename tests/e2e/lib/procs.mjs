@@ -86,8 +86,10 @@ export async function startModel(script = { replies: [] }) {
   const child = spawn(bin, ["--port", "0", "--script", scriptFile, "--stop-on-eof"], { stdio: ["pipe", "pipe", "pipe"] });
   live.add(child);
   let output = "";
-  child.stdout.on("data", (c) => (output += c));
-  child.stderr.on("data", (c) => (output += c));
+  // Only the tail is kept: a long run (the soak) must not hold all the model's output.
+  const keep = (c) => (output = (output + c).slice(-16_000));
+  child.stdout.on("data", keep);
+  child.stderr.on("data", keep);
   const log = () => output.slice(-4000);
   const [, url] = await waitForLine(child, child.stdout, /listening on (http:\/\/\S+)\r?\n/, 10_000, "gemini-script", log);
   const control = async (route, init) => {
@@ -102,6 +104,8 @@ export async function startModel(script = { replies: [] }) {
     push: (entries) => control("push", { method: "POST", body: JSON.stringify(entries) }),
     /** The request log: every model request with `body`, `status` and `answered_by`. */
     requests: () => control("requests"),
+    /** The request log, emptied in the same step (for a reader that polls a long run). */
+    takeRequests: () => control("requests/take", { method: "POST" }),
     async stop() {
       child.stdin.end();
       await terminate(child, 5_000);
