@@ -26,7 +26,9 @@ import fs from "node:fs";
 import path from "node:path";
 import { execFileSync } from "node:child_process";
 import { randomUUID } from "node:crypto";
+import { decodeSse } from "../e2e/lib/client.mjs";
 import { startModel, startServer, tempDir } from "../e2e/lib/procs.mjs";
+import { find } from "../e2e/lib/workspace.mjs";
 
 // ------------------------------------------------------------------ options and randomness
 function options() {
@@ -145,18 +147,7 @@ function newThread(user) {
 }
 
 /** Events of an SSE text, complete ones only (a cut stream may end inside one). */
-function events(text) {
-  const end = text.lastIndexOf("\n\n");
-  const out = [];
-  for (const block of text.slice(0, end + 2).split("\n\n")) {
-    const data = block
-      .split("\n")
-      .filter((line) => line.startsWith("data:"))
-      .map((line) => line.slice(5).replace(/^ /, ""));
-    if (data.length) out.push(JSON.parse(data.join("\n")));
-  }
-  return out;
-}
+const events = (text) => decodeSse(text.slice(0, text.lastIndexOf("\n\n") + 2));
 
 /** POSTs a run (or a connect) and reads its stream to the end (or aborts it at `abortAt` events). */
 async function post(thread, { route = "", body, abortAt, resume } = {}) {
@@ -536,27 +527,14 @@ function fill() {
 }
 
 // -------------------------------------------------------------------------- resources
+/** Bytes of the files under `root` (the filler aside). */
 function du(root) {
   let bytes = 0;
-  const pending = [root];
-  while (pending.length) {
-    const d = pending.pop();
-    let entries = [];
+  for (const file of find(root, (_, full) => full !== FILLER)) {
     try {
-      entries = fs.readdirSync(d, { withFileTypes: true });
+      bytes += fs.lstatSync(file).size;
     } catch {
-      continue;
-    }
-    for (const e of entries) {
-      const full = path.join(d, e.name);
-      if (e.isDirectory()) pending.push(full);
-      else if (full !== FILLER) {
-        try {
-          bytes += fs.lstatSync(full).size;
-        } catch {
-          /* removed meanwhile */
-        }
-      }
+      /* removed meanwhile */
     }
   }
   return bytes;

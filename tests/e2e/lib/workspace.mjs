@@ -7,7 +7,7 @@ import fs from "node:fs";
 import path from "node:path";
 
 /** Every file or folder under `root` (depth first) whose name `wanted` accepts. */
-function* find(root, wanted, { dirs = false } = {}) {
+export function* find(root, wanted, { dirs = false } = {}) {
   const pending = [root];
   while (pending.length) {
     const dir = pending.pop();
