@@ -20,6 +20,9 @@ pub(crate) struct Applied {
     pub(crate) late_results: Vec<String>,
     /// Tool messages consumed this way (recorded so they are delivered once).
     pub(crate) consumed: Vec<String>,
+    /// The calls of `restart_pending` answered now or before: one result each, whatever
+    /// message carries it (a client that took a rebuilt history holds a second one).
+    pub(crate) answered_calls: Vec<String>,
 }
 
 /// Applies every answer `input` carries to what is `parked`. `restart_pending` are frontend
@@ -59,6 +62,19 @@ pub(crate) fn apply(
     {
         applied.resolved += apply_command(parked, &thread, command);
     }
+    // A call answered by a message handled before has its result: no other message may
+    // deliver one again.
+    for message in &input.messages {
+        if let Message::Tool(tool) = message
+            && seen(&tool.id)
+            && restart_pending
+                .iter()
+                .any(|p| p.tool_call_id == tool.tool_call_id)
+            && !applied.answered_calls.contains(&tool.tool_call_id)
+        {
+            applied.answered_calls.push(tool.tool_call_id.clone());
+        }
+    }
     for message in input.messages.iter().rev() {
         let Message::Tool(tool) = message else {
             continue;
@@ -81,11 +97,15 @@ pub(crate) fn apply(
                     .iter()
                     .find(|p| p.tool_call_id == tool.tool_call_id);
                 match late {
-                    Some(pending) if !seen(&tool.id) => {
+                    Some(pending)
+                        if !seen(&tool.id)
+                            && !applied.answered_calls.contains(&pending.tool_call_id) =>
+                    {
                         applied
                             .late_results
                             .push(late_result_note(&pending.name, &answer));
                         applied.consumed.push(tool.id.clone());
+                        applied.answered_calls.push(pending.tool_call_id.clone());
                     }
                     _ => {
                         tracing::debug!(thread_id = %thread, tool_call_id = %tool.tool_call_id, "no parked request for this tool message")
@@ -310,5 +330,33 @@ mod tests {
                 .is_empty(),
             "delivered once"
         );
+    }
+
+    #[test]
+    fn a_late_result_is_delivered_once_per_call_whatever_message_carries_it() {
+        let restart = [PendingTool {
+            tool_call_id: "old-call".into(),
+            name: "set_color".into(),
+        }];
+        // The client's own answer, already delivered, and the result a rebuilt history showed
+        // for the same call (which a client that took the snapshot sends back).
+        let run = input(json!({"messages": [
+            {"id": "answer", "role": "tool", "toolCallId": "old-call", "content": "Color set"},
+            {"id": "rebuilt", "role": "tool", "toolCallId": "old-call", "content": "set_color completed without returning any output."}]}));
+        let applied = apply(
+            &mut Parking::default(),
+            &run,
+            &restart,
+            |id| id == "answer",
+            true,
+        );
+        assert!(applied.late_results.is_empty(), "{applied:?}");
+        assert_eq!(applied.answered_calls, ["old-call"]);
+
+        // Two messages for the call, neither delivered yet: one note, from the newest.
+        let applied = apply(&mut Parking::default(), &run, &restart, |_| false, true);
+        assert_eq!(applied.late_results.len(), 1, "{applied:?}");
+        assert!(applied.late_results[0].contains("without returning any output"));
+        assert_eq!(applied.consumed, ["rebuilt"]);
     }
 }

@@ -276,3 +276,42 @@ async fn a_tool_result_that_arrives_after_a_restart_reaches_the_model_once() {
         "delivered once"
     );
 }
+
+#[tokio::test]
+async fn a_late_tool_result_is_delivered_once_even_when_the_client_holds_a_second_result_for_the_call()
+ {
+    let fx = FakeAgent::new();
+    let tools = json!([{"name": "pick", "description": "Pick"}]);
+    let run = fx.start(json!({"messages": [user("m1", "pick")], "tools": tools}));
+    let c = fx.harness.conversation(0).await;
+    c.next_input().await;
+    let _call = c.call_tool("h-1", "pick", json!({}));
+    finish(run).await;
+    fx.agent.shutdown().await;
+    let harness = fx.harness.restarted();
+    let agent = agui_session::Agent::new(
+        support::options(fx.dir.path()),
+        harness.backend(),
+        ToolRegistry::new(),
+    )
+    .unwrap();
+    let answer = json!({"id": "t1", "role": "tool", "toolCallId": "h-1", "content": "red"});
+    let run = agent.run(support::input_of(
+        json!({"messages": [user("m1", "pick"), answer], "tools": tools}),
+    ));
+    let again = harness.conversation(0).await;
+    assert!(again.next_input().await.contains("it returned: red"));
+    again.idle(None);
+    finish(run).await;
+    // A client that took a rebuilt history holds a second result for the same call, under an id
+    // the server made; its next message must reach the model alone.
+    let rebuilt = json!({"id": "h-1-result", "role": "tool", "toolCallId": "h-1",
+        "content": "pick completed without returning any output."});
+    let run = agent.run(support::input_of(
+        json!({"messages": [user("m1", "pick"), answer,
+        rebuilt, user("m2", "next")], "tools": tools}),
+    ));
+    assert_eq!(again.next_input().await, "next");
+    again.idle(None);
+    finish(run).await;
+}

@@ -484,7 +484,14 @@ impl Task {
             turn_in_flight,
             conversation_id: self.conversation_id.clone(),
             forwarded: self.forwarded.clone(),
-            pending_frontend_tools: self.parking.pending_tool_calls(),
+            // Calls an earlier server left pending stay recorded until answered, so their late
+            // result is recognised on whichever replica the thread moves to next.
+            pending_frontend_tools: self
+                .parking
+                .pending_tool_calls()
+                .into_iter()
+                .chain(self.restart_pending.iter().cloned())
+                .collect(),
             user_steps: self.user_steps.clone(),
             awaiting_echo: self.pending_echo.clone(),
             awaited_turn_lost: self.awaited_turn_lost,

@@ -129,6 +129,10 @@ impl Task {
             |id| forwarded.contains(id),
             deduplicate,
         );
+        // A call left pending by an earlier server gets one result: once answered it is
+        // forgotten, so a second message for it (from a rebuilt history) is not delivered again.
+        self.restart_pending
+            .retain(|p| !applied.answered_calls.contains(&p.tool_call_id));
         let limits = PromptLimits {
             max_attachment_bytes: self.ctx.options.max_attachment_bytes,
         };
@@ -148,6 +152,11 @@ impl Task {
             for note in &prompt.notes {
                 tracing::warn!(message_id = %prompt.message_id, "{note}");
             }
+        }
+        if prompt.is_some() && applied.resolved == 0 && applied.late_results.is_empty() {
+            // A new message instead of an answer: a call an earlier server left pending is
+            // given up with the parked ones.
+            self.restart_pending.clear();
         }
         if prompt.is_some() && applied.resolved == 0 {
             let abandoned = self.parking.abandon_all();
