@@ -160,7 +160,10 @@ function watchHarnesses(saveDir) {
     for (const [db, pids] of byConversation) if (pids.length > 1) violations.push(`${db}: pids ${pids.join(", ")}`);
   };
   const timer = setInterval(sample, 100);
+  // A test that fails before its check must not keep the file's process alive.
+  timer.unref();
   return {
+    stop: () => clearInterval(timer),
     check() {
       clearInterval(timer);
       sample();
@@ -316,8 +319,11 @@ describe("replicas behind a consistent-hash proxy", { skip: NEEDS_SCRIPT }, () =
   });
 
   after(async () => {
+    watch?.stop();
     await stopAll(nginx, ...replicas, ...killedReplicas, model);
-    fs.rmSync(dir, { recursive: true, force: true });
+    // E2E_KEEP_LOGS=1 keeps the replicas' logs and save dir for a failure to be read.
+    if (process.env.E2E_KEEP_LOGS) console.log(`replicas' logs and save dir kept in ${dir}`);
+    else fs.rmSync(dir, { recursive: true, force: true });
   });
 
   const placement = new Map();
