@@ -10,8 +10,9 @@
 //! - the harness executes a reply's calls while the reply still streams, one at a time, so the
 //!   first call of a parallel group can park before the later calls' steps exist. A reply is
 //!   complete once a usage update changes its trajectory's usage after the reply's last new
-//!   model step; then every call of the group is known and the later host calls are announced
-//!   from their steps (the harness asks for them only once the earlier ones are answered);
+//!   model step (a step carrying text or thinking, not a call's step: those can come after
+//!   the usage update); the later host calls whose steps exist then are announced from them
+//!   (the harness asks for them only once the earlier ones are answered);
 //! - an approval (the pre-tool hook) holds the reply itself: its usage update comes only after
 //!   the answer, so a trajectory blocked on an approval is settled as it stands.
 //!
@@ -73,7 +74,11 @@ pub(crate) struct HostCall {
 impl TurnActivity {
     /// Notes a step snapshot.
     pub(crate) fn step(&mut self, step: &Step) {
-        if step.source == StepSource::Model {
+        // A reply's output is its model step; the steps of the calls it made are not: the
+        // harness may create a call's step after the reply's usage update (recorded: a built-in
+        // call's step, the usage, then the host call's step and its callback), and counting it
+        // as new output would hold the park until an answer that cannot come.
+        if step.source == StepSource::Model && step.tool().is_none() {
             let reply = self
                 .replies
                 .entry(step.key.trajectory_id.clone())
@@ -231,7 +236,8 @@ mod tests {
         let mut activity = TurnActivity::default();
         activity.trajectory(&state("root", TrajectoryStatus::Running));
         activity.usage(&usage("root", 10));
-        activity.step(&step(1, StepStatus::Active, Some(("c1", "first"))));
+        activity.step(&step(1, StepStatus::Active, None));
+        activity.step(&step(2, StepStatus::Active, Some(("c1", "first"))));
         let on_answer = blocked(&[("root", Blocked::OnAnswer)]);
         assert!(!activity.settled(&on_answer), "the reply still streams");
         assert!(activity.settled(&blocked(&[("root", Blocked::OnApproval)])));
@@ -242,13 +248,31 @@ mod tests {
         );
         activity.usage(&usage("root", 30));
         assert!(activity.settled(&on_answer));
-        activity.step(&step(1, StepStatus::Active, Some(("c1", "first"))));
+        activity.step(&step(1, StepStatus::Active, None));
         assert!(
             activity.settled(&on_answer),
             "a repeated snapshot is no new output"
         );
-        activity.step(&step(2, StepStatus::Active, None));
+        activity.step(&step(3, StepStatus::Active, None));
         assert!(!activity.settled(&on_answer), "a new reply streams");
+    }
+
+    #[test]
+    fn a_call_step_created_after_its_replys_usage_does_not_hold_the_park() {
+        // The order recorded from the real harness in about one turn in 200: the reply, a
+        // built-in call's step, the usage update, then the host call's step and its callback.
+        let mut activity = TurnActivity::default();
+        activity.trajectory(&state("root", TrajectoryStatus::Running));
+        activity.step(&step(1, StepStatus::Active, None));
+        activity.step(&step(2, StepStatus::Active, Some(("", "list_dir"))));
+        activity.step(&step(1, StepStatus::Done, None));
+        activity.usage(&usage("root", 10));
+        activity.step(&step(2, StepStatus::Done, Some(("", "list_dir"))));
+        activity.step(&step(3, StepStatus::Active, Some(("c3", "weather"))));
+        assert!(
+            activity.settled(&blocked(&[("root", Blocked::OnAnswer)])),
+            "the reply was complete before its last call's step"
+        );
     }
 
     #[test]
