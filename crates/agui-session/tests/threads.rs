@@ -164,14 +164,7 @@ async fn connect_after_a_restart_restates_the_saved_history() {
     c.say(1, "I will.");
     c.idle(None);
     finish(run).await;
-    fx.agent.shutdown().await;
-    let harness = fx.harness.restarted();
-    let agent = agui_session::Agent::new(
-        support::options(fx.dir.path()),
-        harness.backend(),
-        ToolRegistry::new(),
-    )
-    .unwrap();
+    let (agent, harness) = fx.restart().await;
     let events = finish(agent.connect(connect_input()).await.unwrap()).await;
     let messages = held(&[], &events);
     assert_eq!(messages.len(), 2, "{messages:?}");

@@ -46,6 +46,20 @@ impl FakeAgent {
         }
     }
 
+    /// A restarted server: this agent shut down, a new one on the same save dir and a
+    /// restarted fake harness (which keeps the conversations it saved).
+    pub async fn restart(&self) -> (Agent, FakeHarness) {
+        self.agent.shutdown().await;
+        let harness = self.harness.restarted();
+        let agent = Agent::new(
+            options(self.dir.path()),
+            harness.backend(),
+            ToolRegistry::new(),
+        )
+        .unwrap();
+        (agent, harness)
+    }
+
     /// An agent whose model may ask the user questions.
     pub fn asking() -> Self {
         Self::with(
