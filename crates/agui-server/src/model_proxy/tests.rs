@@ -1,0 +1,208 @@
+//! Unit tests of the model proxy's routes, grants and limits.
+
+use super::*;
+
+fn route(upstream: Upstream) -> Route {
+    Route {
+        agent: "a".into(),
+        upstream,
+        headers: Vec::new(),
+        models: BTreeSet::new(),
+        limits: CallLimits::default(),
+    }
+}
+
+fn url(route: &Route, rest: &str) -> Option<String> {
+    route.target(rest).map(|(url, _)| url)
+}
+
+#[test]
+fn only_the_generation_routes_of_the_endpoint_are_forwarded() {
+    let gemini = route(Upstream::Gemini {
+        base: "https://g.example/p".into(),
+    });
+    assert_eq!(
+        gemini.target("/v1beta/models/gemini-3-flash-preview:streamGenerateContent"),
+        Some((
+            "https://g.example/p/v1beta/models/gemini-3-flash-preview:streamGenerateContent".into(),
+            Some("gemini-3-flash-preview".into())
+        ))
+    );
+    assert!(gemini.target("/v1beta/models/m:countTokens").is_some());
+    assert!(gemini.target("/v1beta/models/m:generateContent").is_some());
+    for refused in [
+        "/v1beta/models/m",
+        "/v1beta/models/m:embedContent",
+        "/v1beta/models/../files:streamGenerateContent",
+        "/v1beta/files",
+        "/v1/chat/completions",
+        "",
+    ] {
+        assert_eq!(url(&gemini, refused), None, "{refused}");
+    }
+    let vertex = route(Upstream::Vertex {
+        base: "https://v.example".into(),
+        project: "p".into(),
+        location: "l".into(),
+    });
+    let call = "/v1beta1/projects/p/locations/l/publishers/google/models/m:streamGenerateContent";
+    assert_eq!(url(&vertex, call), Some(format!("https://v.example{call}")));
+    assert_eq!(
+        url(
+            &vertex,
+            "/v1beta1/projects/other/locations/l/publishers/google/models/m:generateContent"
+        ),
+        None,
+        "another project is refused"
+    );
+    let openai = route(Upstream::OpenAi {
+        base: "http://o.example".into(),
+    });
+    assert_eq!(
+        openai.target("/v1/chat/completions"),
+        Some(("http://o.example/v1/chat/completions".into(), None))
+    );
+    assert_eq!(url(&openai, "/v1/models"), None);
+}
+
+#[test]
+fn tokens_are_long_random_and_distinct() {
+    let (a, b) = (new_token().unwrap(), new_token().unwrap());
+    assert_eq!(a.len(), 64);
+    assert!(a.bytes().all(|c| c.is_ascii_hexdigit()));
+    assert_ne!(a, b);
+}
+
+#[test]
+fn vertex_urls_follow_the_location() {
+    assert_eq!(vertex_url("global"), "https://aiplatform.googleapis.com");
+    assert_eq!(
+        vertex_url("us-central1"),
+        "https://us-central1-aiplatform.googleapis.com"
+    );
+}
+
+/// A proxy for a scripted model, a sandbox's listener served with `limits`, its token.
+async fn sandbox(
+    limits: CallLimits,
+) -> (
+    ModelProxy,
+    gemini_script::Handle,
+    SocketAddr,
+    String,
+    ServiceGrant,
+) {
+    use gemini_script::{Reply, Script, ScriptedModel};
+    let model = ScriptedModel::start(
+        Script::new().then(Reply::text(["slow ", "answer"]).delay_ms(400).forever()),
+    )
+    .await
+    .unwrap();
+    let proxy = ModelProxy::start(0).await.unwrap();
+    let (_, channel) = proxy
+        .register(
+            "a",
+            &ModelEndpoint::gemini(model.base_url(), "REAL-KEY"),
+            &BTreeMap::new(),
+            BTreeSet::from(["m".to_owned()]),
+            limits,
+        )
+        .unwrap();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let grant = channel.serve(listener, "tree-1").unwrap();
+    let token = grant.token.clone().unwrap();
+    (proxy, model, addr, token, grant)
+}
+
+async fn call(addr: SocketAddr, token: &str, model: &str, body: Vec<u8>) -> reqwest::Response {
+    reqwest::Client::new()
+        .post(format!(
+            "http://{addr}/{token}/v1beta/models/{model}:streamGenerateContent?alt=sse"
+        ))
+        .header("content-type", "application/json")
+        .body(body)
+        .send()
+        .await
+        .unwrap()
+}
+
+fn request() -> Vec<u8> {
+    br#"{"contents":[{"role":"user","parts":[{"text":"hi"}]}]}"#.to_vec()
+}
+
+#[tokio::test]
+async fn a_sandboxs_token_works_only_on_its_own_listener_for_the_agents_models() {
+    let limits = CallLimits {
+        concurrent: 8,
+        per_minute: 100,
+        max_request_bytes: 4096,
+    };
+    let (proxy, model, addr, token, grant) = sandbox(limits).await;
+    assert_eq!(call(addr, &token, "m", request()).await.status(), 200);
+    let seen = model.requests();
+    assert_eq!(seen.len(), 1);
+    assert_eq!(seen[0].header("x-goog-api-key"), Some("REAL-KEY"));
+    assert_eq!(
+        call(addr, &token, "gemini-2.5-pro", request())
+            .await
+            .status(),
+        403
+    );
+    assert_eq!(
+        call(addr, &token, "imagen-4.0", request()).await.status(),
+        403
+    );
+    assert_eq!(
+        call(addr, "not-the-token", "m", request()).await.status(),
+        401
+    );
+    // The process's token means nothing on the loopback listener of unconfined harnesses.
+    assert_eq!(
+        call(proxy.addr(), &token, "m", request()).await.status(),
+        401
+    );
+    assert_eq!(
+        model.requests().len(),
+        1,
+        "nothing refused reached the model"
+    );
+    // Revoked when its process stops.
+    drop(grant);
+    let after = reqwest::Client::new()
+        .post(format!(
+            "http://{addr}/{token}/v1beta/models/m:generateContent"
+        ))
+        .body(request())
+        .send()
+        .await;
+    assert!(after.is_err() || after.unwrap().status() == 401);
+}
+
+#[tokio::test]
+async fn a_sandboxs_calls_are_limited_in_size_number_and_rate() {
+    let limits = CallLimits {
+        concurrent: 1,
+        per_minute: 3,
+        max_request_bytes: 1024,
+    };
+    let (_proxy, model, addr, token, _grant) = sandbox(limits).await;
+    let big = vec![b' '; 4096];
+    assert_eq!(call(addr, &token, "m", big).await.status(), 413);
+    // One call at once: a second while the first streams is refused.
+    let first = call(addr, &token, "m", request()).await;
+    assert_eq!(first.status(), 200);
+    let second = call(addr, &token, "m", request()).await;
+    assert_eq!(second.status(), 429);
+    assert!(second.text().await.unwrap().contains("at once"));
+    let _ = first.bytes().await;
+    // Three calls a minute (refused ones do not count): the first, two more, then 429.
+    for _ in 0..2 {
+        let ok = call(addr, &token, "m", request()).await;
+        assert_eq!(ok.status(), 200);
+        let _ = ok.bytes().await;
+    }
+    let fourth = call(addr, &token, "m", request()).await;
+    assert_eq!(fourth.status(), 429, "{:?}", fourth.text().await);
+    assert_eq!(model.requests().len(), 3);
+}
