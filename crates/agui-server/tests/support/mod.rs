@@ -3,6 +3,8 @@
 
 #![allow(dead_code, unreachable_pub)]
 
+pub mod upstream;
+
 pub mod served;
 
 use std::sync::{Arc, Mutex};
