@@ -27,7 +27,7 @@ use futures_util::{StreamExt as _, TryStreamExt as _};
 use harness_client::ModelEndpoint;
 use harness_client::sandbox::ServiceGrant;
 use subtle::ConstantTimeEq as _;
-use tokio::sync::{Semaphore, watch};
+use tokio::sync::{Semaphore, oneshot, watch};
 
 use crate::defaults;
 use crate::error::ServerError;
@@ -179,6 +179,9 @@ impl Grant {
 struct Revoke {
     grant: Arc<Grant>,
     serving: tokio::task::JoinHandle<()>,
+    /// Dropped with the grant: ends the listener's graceful-shutdown wait, a task of its own
+    /// that aborting `serving` does not reach (it would otherwise live until the server stops).
+    _revoked: oneshot::Sender<()>,
 }
 
 impl Drop for Revoke {
@@ -229,30 +232,39 @@ impl ModelChannel {
             shared: self.shared.clone(),
             grant: Some(grant.clone()),
         });
-        let serving = tokio::spawn(serve(listener, app, self.shared.stopped.clone()));
+        let (revoke, revoked) = oneshot::channel();
+        let mut stopped = self.shared.stopped.clone();
+        let until = async move {
+            tokio::select! {
+                _ = stopped.wait_for(|s| *s) => {}
+                _ = revoked => {}
+            }
+        };
+        let serving = tokio::spawn(serve(listener, app, until));
         tracing::debug!(agent = %self.route.agent, sandbox = %label, "model proxy: serving a sandbox");
         Ok(ServiceGrant {
             token: Some(grant.token.clone()),
-            guard: Box::new(Revoke { grant, serving }),
+            guard: Box::new(Revoke {
+                grant,
+                serving,
+                _revoked: revoke,
+            }),
         })
     }
 }
 
-/// Serves `app` on `listener` until `stopped` turns true.
+/// Serves `app` on `listener` until `until` completes.
 async fn serve(
     listener: tokio::net::TcpListener,
     app: axum::Router,
-    mut stopped: watch::Receiver<bool>,
+    until: impl std::future::Future<Output = ()> + Send + 'static,
 ) {
     // Each SSE event is a small write that must leave at once (no Nagle delay).
     let listener = listener.tap_io(|tcp| {
         let _ = tcp.set_nodelay(true);
     });
-    let graceful = async move {
-        let _ = stopped.wait_for(|s| *s).await;
-    };
     if let Err(e) = axum::serve(listener, app)
-        .with_graceful_shutdown(graceful)
+        .with_graceful_shutdown(until)
         .await
     {
         tracing::error!(error = %e, "the model proxy failed");
@@ -295,7 +307,10 @@ impl ModelProxy {
             shared: shared.clone(),
             grant: None,
         });
-        tokio::spawn(serve(listener, app, stopped));
+        let mut until = stopped;
+        tokio::spawn(serve(listener, app, async move {
+            let _ = until.wait_for(|s| *s).await;
+        }));
         tracing::info!(%addr, "model proxy listening (the harnesses' model endpoint)");
         Ok(Self { addr, shared, stop })
     }

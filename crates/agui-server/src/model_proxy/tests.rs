@@ -206,3 +206,41 @@ async fn a_sandboxs_calls_are_limited_in_size_number_and_rate() {
     assert_eq!(fourth.status(), 429, "{:?}", fourth.text().await);
     assert_eq!(model.requests().len(), 3);
 }
+
+/// Every task a sandbox's listener started ends when its grant is dropped: a server that
+/// outlives many processes (killed, crashed or stopped) must not keep one task per process.
+#[tokio::test]
+async fn a_revoked_sandbox_listener_leaves_no_task_behind() {
+    let limits = CallLimits {
+        concurrent: 8,
+        per_minute: 100,
+        max_request_bytes: 4096,
+    };
+    let (proxy, _model, _addr, _token, grant) = sandbox(limits).await;
+    let alive = || {
+        tokio::runtime::Handle::current()
+            .metrics()
+            .num_alive_tasks()
+    };
+    // The listener's own tasks, once it runs: its accept loop and its wait for the signal to
+    // shut down.
+    let own = 2;
+    for _ in 0..10 {
+        tokio::task::yield_now().await;
+    }
+    let serving = alive();
+    drop(grant);
+    // Tasks end asynchronously; the wait is bounded only so a leak fails instead of hanging.
+    let settled = tokio::time::timeout(Duration::from_secs(10), async {
+        while alive() + own > serving {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await;
+    assert!(
+        settled.is_ok(),
+        "tasks alive while serving: {serving}, ten seconds after the grant was dropped: {}",
+        alive()
+    );
+    drop(proxy);
+}
