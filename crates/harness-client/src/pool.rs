@@ -35,6 +35,12 @@ fn spare_below_free_slots(capacity: usize) -> usize {
     (capacity / 2).max(2).min(capacity)
 }
 
+/// How long a conversation that left a process goes back to it when it is opened again. The
+/// harness lets go of a conversation (checkpoints it, closes its database) a little after its
+/// socket closes: opened meanwhile on another process, two processes would hold it, and the
+/// second could read it before the first has written its last state.
+const RETURN_WINDOW: Duration = Duration::from_secs(10);
+
 /// How many times one `open` replaces a process that died under it before giving up (a binary
 /// that dies right after its handshake must not make `open` boot processes forever).
 const MAX_REPLACEMENTS: usize = 3;
@@ -90,6 +96,29 @@ struct Slot {
     process: HarnessProcess,
     leases: usize,
     idle_since: Option<Instant>,
+    /// Conversations that left this process, and when: each goes back to it if opened again
+    /// within [`RETURN_WINDOW`].
+    left: Vec<(String, Instant)>,
+}
+
+impl Slot {
+    fn new(process: HarnessProcess, leases: usize, idle_since: Option<Instant>) -> Self {
+        Self {
+            process,
+            leases,
+            idle_since,
+            left: Vec::new(),
+        }
+    }
+
+    /// Whether `conversation` left this process within [`RETURN_WINDOW`] (forgetting those
+    /// that left earlier).
+    fn took_back(&mut self, conversation: &str) -> bool {
+        self.left.retain(|(_, at)| at.elapsed() < RETURN_WINDOW);
+        let before = self.left.len();
+        self.left.retain(|(id, _)| id != conversation);
+        self.left.len() < before
+    }
 }
 
 /// The processes of one partition, and the boots under way for it.
@@ -215,8 +244,9 @@ impl HarnessPool {
         &self.inner.options
     }
 
-    /// Opens a conversation on a process of the matching partition: the least-loaded live one
-    /// with room, else a new one. A failed open never stops a shared process; a process that
+    /// Opens a conversation on a process of the matching partition: the process it left less
+    /// than ten seconds ago, if that one still runs (the harness may still hold it then), else
+    /// the least-loaded live one with room, else a new one. A failed open never stops a shared process; a process that
     /// died is skipped and replaced. Discovery, when `process` names no binary, runs once per
     /// pool and off the runtime.
     pub async fn open(
@@ -230,18 +260,20 @@ impl HarnessPool {
         options.binary = Some(key.binary.clone());
         let mut replaced = 0;
         let mut waiting = None;
+        let returning = config.cascade_id.clone().filter(|id| !id.is_empty());
         loop {
             // Registered before looking, so a boot that ends meanwhile still wakes this open.
             let booted = self.inner.booted.notified();
             tokio::pin!(booted);
             booted.as_mut().enable();
-            match self.next(&key, &mut waiting)? {
+            match self.next(&key, returning.as_deref(), &mut waiting)? {
                 Next::Use(slot_process) => {
                     waiting = None;
-                    let lease = Lease {
+                    let mut lease = Lease {
                         pool: Arc::downgrade(&self.inner),
                         key: key.clone(),
                         process: slot_process.clone(),
+                        conversation: None,
                     };
                     match Conversation::open_with(
                         &slot_process,
@@ -253,6 +285,7 @@ impl HarnessPool {
                     {
                         Ok(conversation) => {
                             self.maybe_prestart(&key, &options);
+                            lease.conversation = Some(conversation.id().to_owned());
                             return Ok(conversation.with_lease(lease));
                         }
                         // The process died under us: try again on another (or a new) one.
@@ -368,6 +401,7 @@ impl HarnessPool {
                 pool: Arc::downgrade(&self.inner),
                 key,
                 process: slot.process.clone(),
+                conversation: None,
             },
         })
     }
@@ -424,10 +458,17 @@ impl HarnessPool {
         })
     }
 
-    /// Under the pool lock: leases a slot on the least-loaded usable process with room, or
-    /// counts the open as waiting and says whether to boot (the boots under way do not cover
-    /// every waiting open) or to wait.
-    fn next(&self, key: &PartitionKey, waiting: &mut Option<Waiting>) -> Result<Next> {
+    /// Under the pool lock: leases a slot on the process `returning` (a conversation id) left
+    /// within [`RETURN_WINDOW`] if it is still usable, even one over capacity (it may still hold
+    /// the conversation), else on the least-loaded usable process with room; or counts the open
+    /// as waiting and says whether to boot (the boots under way do not cover every waiting
+    /// open) or to wait.
+    fn next(
+        &self,
+        key: &PartitionKey,
+        returning: Option<&str>,
+        waiting: &mut Option<Waiting>,
+    ) -> Result<Next> {
         let mut state = self
             .inner
             .state
@@ -438,6 +479,15 @@ impl HarnessPool {
         }
         let capacity = self.inner.options.max_conversations_per_process;
         let partition = state.partitions.entry(key.clone()).or_default();
+        if let Some(conversation) = returning {
+            for slot in &mut partition.slots {
+                if slot.took_back(conversation) && slot.process.is_usable() {
+                    slot.leases += 1;
+                    slot.idle_since = None;
+                    return Ok(Next::Use(slot.process.clone()));
+                }
+            }
+        }
         let best = partition
             .slots
             .iter_mut()
@@ -497,11 +547,11 @@ impl HarnessPool {
                     // Otherwise the warm-up holds a slot while it runs, and opens that come
                     // meanwhile share the process with it.
                     let warming = warm_up.filter(|_| partition.waiting == 0);
-                    partition.slots.push(Slot {
-                        process: process.clone(),
-                        leases: usize::from(warming.is_some()),
-                        idle_since: warming.is_none().then(Instant::now),
-                    });
+                    partition.slots.push(Slot::new(
+                        process.clone(),
+                        usize::from(warming.is_some()),
+                        warming.is_none().then(Instant::now),
+                    ));
                     warm = warming.map(|warm_up| (warm_up, process));
                     Ok(())
                 }
@@ -518,6 +568,7 @@ impl HarnessPool {
                     pool: Arc::downgrade(&inner),
                     key,
                     process: process.clone(),
+                    conversation: None,
                 };
                 let connect = inner.options.connect.clone();
                 let pool = Arc::downgrade(&inner);
@@ -608,6 +659,8 @@ struct Lease {
     key: PartitionKey,
     /// The slot's process, compared by identity (a pid can be reused).
     process: HarnessProcess,
+    /// The conversation holding it, once open (a reservation or warm-up holds none).
+    conversation: Option<String>,
 }
 
 impl Drop for Lease {
@@ -626,6 +679,10 @@ impl Drop for Lease {
             slot.leases = slot.leases.saturating_sub(1);
             if slot.leases == 0 {
                 slot.idle_since = Some(Instant::now());
+            }
+            if let Some(conversation) = self.conversation.take() {
+                slot.left.retain(|(_, at)| at.elapsed() < RETURN_WINDOW);
+                slot.left.push((conversation, Instant::now()));
             }
         }
     }

@@ -115,6 +115,50 @@ async fn conversations_share_processes_and_spill_at_capacity() {
     pool.shutdown().await;
 }
 
+/// A conversation opened again soon after it closed goes back to the process it left, even a
+/// full one over a free one: the harness lets go of a closed conversation a little later, and
+/// two processes must never hold one conversation.
+#[tokio::test]
+async fn a_conversation_opened_again_soon_goes_back_to_the_process_it_left() {
+    let fx = Fixture::new(echo_script()).await;
+    let pool = pool(1, Duration::from_secs(30), false);
+    let options = fx.process_options();
+    let callbacks = Arc::new(DefaultCallbacks);
+    let mut first = open(&pool, &fx).await;
+    assert_eq!(turn(&mut first, "alpha").await.answer(), "reply to alpha");
+    let (id, left) = (first.id().to_owned(), first.process().pid());
+    first.close().await;
+    // Its slot is taken by a new conversation meanwhile: the process is full.
+    let other = open(&pool, &fx).await;
+    assert_eq!(other.process().pid(), left, "the free slot was reused");
+    let again = pool
+        .open(
+            &options,
+            fx.config()
+                .conversation_id(&id, SessionContinuationMode::Resume)
+                .build()
+                .unwrap(),
+            callbacks.clone(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(again.process().pid(), left, "back on the process it left");
+    assert!(!again.init_info().history.is_empty(), "resumed");
+    assert_eq!(
+        pool.stats(),
+        PoolStats {
+            processes: 1,
+            conversations: 2,
+            partitions: 1
+        },
+        "one over capacity rather than a second holder"
+    );
+    // A new conversation still finds a process with room.
+    let new = open(&pool, &fx).await;
+    assert_ne!(new.process().pid(), left);
+    pool.shutdown().await;
+}
+
 #[tokio::test]
 async fn a_failed_init_spares_the_shared_process() {
     let fx = Fixture::new(echo_script()).await;
