@@ -82,6 +82,13 @@ fn vertex_urls_follow_the_location() {
     );
 }
 
+/// Limits no test call reaches.
+const ROOMY: CallLimits = CallLimits {
+    concurrent: 8,
+    per_minute: 100,
+    max_request_bytes: 4096,
+};
+
 /// A proxy for a scripted model, a sandbox's listener served with `limits`, its token.
 async fn sandbox(
     limits: CallLimits,
@@ -133,12 +140,7 @@ fn request() -> Vec<u8> {
 
 #[tokio::test]
 async fn a_sandboxs_token_works_only_on_its_own_listener_for_the_agents_models() {
-    let limits = CallLimits {
-        concurrent: 8,
-        per_minute: 100,
-        max_request_bytes: 4096,
-    };
-    let (proxy, model, addr, token, grant) = sandbox(limits).await;
+    let (proxy, model, addr, token, grant) = sandbox(ROOMY).await;
     assert_eq!(call(addr, &token, "m", request()).await.status(), 200);
     let seen = model.requests();
     assert_eq!(seen.len(), 1);
@@ -211,12 +213,7 @@ async fn a_sandboxs_calls_are_limited_in_size_number_and_rate() {
 /// outlives many processes (killed, crashed or stopped) must not keep one task per process.
 #[tokio::test]
 async fn a_revoked_sandbox_listener_leaves_no_task_behind() {
-    let limits = CallLimits {
-        concurrent: 8,
-        per_minute: 100,
-        max_request_bytes: 4096,
-    };
-    let (proxy, _model, _addr, _token, grant) = sandbox(limits).await;
+    let (proxy, _model, _addr, _token, grant) = sandbox(ROOMY).await;
     let alive = || {
         tokio::runtime::Handle::current()
             .metrics()
