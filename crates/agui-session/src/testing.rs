@@ -435,6 +435,7 @@ impl FakeConversation {
             error: error.map(str::to_owned),
             error_code: None,
             stop_reason: None,
+            background_tasks: false,
         }));
     }
 

@@ -54,6 +54,19 @@ impl Live {
     async fn run(&self, input: Value) -> Vec<Event> {
         finish(self.agent.run(input_of(input))).await
     }
+
+    /// The workspace of the one thread: `w/<its owner's tree>/<its slot>`.
+    fn workspace(&self) -> std::path::PathBuf {
+        let only = |dir: std::path::PathBuf| {
+            let entries: Vec<_> = std::fs::read_dir(&dir)
+                .unwrap()
+                .map(|e| e.unwrap().path())
+                .collect();
+            assert_eq!(entries.len(), 1, "one entry in {}", dir.display());
+            entries.into_iter().next().unwrap()
+        };
+        only(only(self.dir.path().join("w")))
+    }
 }
 
 fn interrupts(events: &[Event]) -> Vec<agui_types::Interrupt> {
@@ -291,12 +304,7 @@ async fn a_denied_approval_is_reported_to_the_model() {
         .clone()
         .unwrap_or_default();
     assert!(told.contains("Not today."), "{told}");
-    let workspace = std::fs::read_dir(live.dir.path().join("w"))
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
+    let workspace = live.workspace();
     assert!(
         !workspace.join("denied.txt").exists(),
         "the command did not run"
@@ -531,4 +539,99 @@ async fn a_park_survives_with_no_client_attached() {
         .run(json!({"messages": [user("m1", "Please confirm"), {"id": "t1", "role": "tool", "toolCallId": pending_tool_call_ids[0], "content": "yes"}], "tools": tools}))
         .await;
     assert_eq!(text(&second), "Confirmed after the wait.");
+}
+
+/// A command the agent leaves running in the background does not hold the run open: the run
+/// ends with the model's reply while the command still runs, and when the command ends, the
+/// harness's own turn about it (the model's answer to the command's end) joins the thread's
+/// history, which a connect shows.
+#[tokio::test]
+async fn a_command_left_running_ends_the_run_keeps_the_thread_connected_and_its_end_comes_as_a_turn_of_its_own()
+ {
+    let script = Script::new()
+        .then(
+            Reply::call(
+                "run_command",
+                json!({"CommandLine": "sleep 3 && touch finished.txt", "Cwd": "{{workspace}}", "WaitMsBeforeAsync": 200}),
+            )
+            .when(Matcher::user_text().keywords(["serve"])),
+        )
+        .then(Reply::text(["Started it."]).when(Matcher::function_response_to("run_command")))
+        .then(Reply::text(["The command has finished."]).forever());
+    // Idle threads hibernate after a second: not one whose harness still runs its command.
+    let live = Live::new(
+        script,
+        |o| o.hibernate_after = Duration::from_secs(1),
+        ToolRegistry::new(),
+    )
+    .await;
+    let first = live
+        .run(json!({"messages": [user("m1", "serve the site")]}))
+        .await;
+    assert_eq!(text(&first), "Started it.", "{}", types(&first));
+    assert!(
+        matches!(last(&first), Event::RunFinished(_)),
+        "{}",
+        types(&first)
+    );
+    let workspace = live.workspace();
+    assert!(
+        !workspace.join("finished.txt").exists(),
+        "the run ended while the command still ran"
+    );
+    // Past the hibernation delay, the conversation stays connected while the command runs.
+    // The waits are bounded only so a failure does not hang.
+    for _ in 0..100 {
+        if workspace.join("finished.txt").exists() {
+            break;
+        }
+        assert_eq!(
+            live.agent.stats().live_conversations,
+            1,
+            "the thread hibernated while its harness still ran its command"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // The command ends; the harness tells the model, whose answer is a turn of the harness's
+    // own.
+    let mut history = String::new();
+    for _ in 0..200 {
+        let connected = live
+            .agent
+            .connect(input_of(
+                json!({"messages": [user("m1", "serve the site")]}),
+            ))
+            .await
+            .unwrap()
+            .collect()
+            .await;
+        history = connected
+            .iter()
+            .filter_map(|e| match e {
+                Event::MessagesSnapshot(s) => Some(serde_json::to_string(&s.messages).unwrap()),
+                _ => None,
+            })
+            .collect();
+        if history.contains("The command has finished.") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(
+        workspace.join("finished.txt").exists(),
+        "the command ran to its end"
+    );
+    assert!(
+        history.contains("Started it.") && history.contains("The command has finished."),
+        "{history}"
+    );
+    // The thread takes the next message as usual.
+    let next = live
+        .run(json!({"messages": [user("m1", "serve the site"), user("m2", "thanks")]}))
+        .await;
+    assert!(
+        matches!(last(&next), Event::RunFinished(_)),
+        "{}",
+        types(&next)
+    );
 }

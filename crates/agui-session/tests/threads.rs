@@ -48,6 +48,7 @@ fn cancelled(c: &agui_session::testing::FakeConversation) {
         error: None,
         error_code: None,
         stop_reason: None,
+        background_tasks: false,
     }));
 }
 

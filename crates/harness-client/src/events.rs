@@ -82,6 +82,10 @@ pub struct TurnEnd {
     pub error_code: Option<String>,
     /// A budget or quota stop reason, when given.
     pub stop_reason: Option<String>,
+    /// The root's reply is over but tasks it started in the background still run (a command
+    /// left running): the harness starts a turn of its own when they end (the model answers
+    /// their end), with no input from the host. Keep the conversation connected meanwhile.
+    pub background_tasks: bool,
 }
 
 /// Token usage, cumulative for the conversation.

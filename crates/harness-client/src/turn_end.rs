@@ -1,5 +1,6 @@
-//! When a turn is over: the root trajectory going idle, unless the harness is about to wake it
-//! again for a subagent that finished during the turn.
+//! When a turn is over: the root trajectory going idle (or waiting only for tasks it left running
+//! in the background), unless the harness is about to wake it again for a subagent that finished
+//! during the turn.
 //!
 //! A subagent that goes idle sends its parent a system message (`Subagent <id> has gone idle.
 //! …`), which wakes the parent. Two orders of events make the root report FULLY_IDLE although
@@ -54,7 +55,7 @@ struct Child {
 }
 
 /// Detects the end of a turn: the root trajectory (whose id is the conversation id) reporting
-/// FULLY_IDLE or CANCELLED. Subagent trajectories going idle, and the root waiting for its
+/// FULLY_IDLE, CANCELLED or WAITING_FOR_TASKS. Subagent trajectories going idle, and the root waiting for its
 /// subagents, are not the end. A second input queued while running yields one idle only.
 #[derive(Debug)]
 pub(crate) struct TurnTracker {
@@ -97,9 +98,7 @@ impl TurnTracker {
     pub(crate) fn input_sent(&mut self) {
         if !matches!(
             self.root_status,
-            TrajectoryStatus::Running
-                | TrajectoryStatus::WaitingForSubagents
-                | TrajectoryStatus::WaitingForTasks
+            TrajectoryStatus::Running | TrajectoryStatus::WaitingForSubagents
         ) {
             self.halted = false;
         }
@@ -148,13 +147,20 @@ impl TurnTracker {
                 }
                 None
             }
-            TrajectoryStatus::Idle | TrajectoryStatus::Cancelled => {
+            // Waiting for tasks it left running in the background (a command past its
+            // `WaitMsBeforeAsync`), the root's reply is over: the turn ends, and the harness
+            // starts one of its own when the tasks end. Held open, a command that never ends (a
+            // dev server) would hold the turn until a stall timeout.
+            TrajectoryStatus::Idle
+            | TrajectoryStatus::Cancelled
+            | TrajectoryStatus::WaitingForTasks => {
                 let end = TurnEnd {
                     cancelled: state.status == TrajectoryStatus::Cancelled,
                     halted: std::mem::take(&mut self.halted),
                     error: state.error.clone(),
                     error_code: state.error_code.clone(),
                     stop_reason: state.stop_reason.clone(),
+                    background_tasks: state.status == TrajectoryStatus::WaitingForTasks,
                 };
                 self.last_error = end.error.clone();
                 let wake = if end.cancelled || end.halted || end.error.is_some() {

@@ -129,6 +129,10 @@ pub(crate) struct OpenConversation {
     pub(crate) link: Link,
     /// The turn in flight (sent and not yet ended), spanning runs.
     pub(crate) turn: Option<Turn>,
+    /// The last turn ended with tasks still running in the harness (a command left running in
+    /// the background): the harness starts a turn of its own when they end, so the
+    /// conversation stays connected (not hibernated, not handed over) until the root is idle.
+    pub(crate) background_tasks: bool,
     _slot: LiveSlot,
 }
 
@@ -154,6 +158,7 @@ impl Conversation {
             contract,
             link: Link::Attached,
             turn: None,
+            background_tasks: false,
             _slot: slot,
         }))
     }
@@ -182,6 +187,12 @@ impl Conversation {
             Self::Open(open) => open.turn.as_ref(),
             _ => None,
         }
+    }
+
+    /// Whether the harness runs tasks of the last turn in the background (see
+    /// [`OpenConversation::background_tasks`]).
+    pub(crate) fn runs_background_tasks(&self) -> bool {
+        matches!(self, Self::Open(open) if open.background_tasks)
     }
 
     /// The turn in flight, to feed.

@@ -108,7 +108,10 @@ use TrajectoryStatus::{Cancelled, Idle, Running, WaitingForSubagents, WaitingFor
 fn only_the_root_ends_a_turn() {
     assert_eq!(ends(&[Root(Running), Root(Idle)]), [(1, Seen::Ended)]);
     assert_eq!(ends(&[Root(Cancelled)]), [(0, Seen::Ended)]);
-    assert_eq!(ends(&[Child("a", Cancelled), Root(WaitingForTasks)]), []);
+    assert_eq!(
+        ends(&[Child("a", Cancelled), Root(WaitingForTasks)]),
+        [(1, Seen::Ended)]
+    );
     assert_eq!(
         ends(&[
             Root(Running),
@@ -383,6 +386,7 @@ fn a_turn_that_ends_again_while_its_end_is_held_ends_once() {
         error: None,
         error_code: None,
         stop_reason: None,
+        background_tasks: false,
     };
     let wait = |halted| TurnSignal::IdleAwaitingWake {
         end: end(halted),
@@ -404,4 +408,25 @@ fn a_turn_that_ends_again_while_its_end_is_held_ends_once() {
     held.on_signal(wait(false), now);
     assert_eq!(held.release(), Some(end(false)));
     assert_eq!(held.release(), None);
+}
+
+#[test]
+fn a_root_waiting_for_its_background_tasks_ends_the_turn_and_its_wake_up_is_a_turn_of_its_own() {
+    let mut tracker = TurnTracker::new("root".into());
+    tracker.on_trajectory(&state("root", None, Running, None));
+    let waiting = tracker.on_trajectory(&state("root", None, WaitingForTasks, None));
+    let Some(TurnSignal::Ended(end)) = waiting else {
+        panic!("waiting for tasks ends the turn: {waiting:?}");
+    };
+    assert!(end.background_tasks && !end.halted && !end.cancelled);
+    // Input sent meanwhile starts a new turn: a halt recorded before it is stale.
+    tracker.halted();
+    tracker.input_sent();
+    // The tasks end: the harness runs the root again by itself, and that turn ends at idle.
+    assert_eq!(
+        tracker.on_trajectory(&state("root", None, Running, None)),
+        Some(TurnSignal::Running)
+    );
+    let end = ended(&mut tracker, None);
+    assert!(!end.background_tasks && !end.halted, "{end:?}");
 }

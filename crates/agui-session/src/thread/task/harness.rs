@@ -95,6 +95,18 @@ impl Task {
         let Some(open) = self.conversation.as_open() else {
             return;
         };
+        if open.background_tasks != end.background_tasks {
+            open.background_tasks = end.background_tasks;
+            tracing::info!(
+                background_tasks = end.background_tasks,
+                "{}",
+                if end.background_tasks {
+                    "the turn ended with tasks running in the background; the harness answers their end in a turn of its own"
+                } else {
+                    "the harness runs no task in the background any more"
+                }
+            );
+        }
         let Some(mut turn) = open.turn.take() else {
             return;
         };

@@ -382,7 +382,7 @@ impl Task {
                 at(self.last_activity + options.parked_timeout);
             } else {
                 at(self.last_activity + options.session_timeout);
-                if self.conversation.is_open() {
+                if self.conversation.is_open() && !self.conversation.runs_background_tasks() {
                     at(self.last_activity + options.hibernate_after);
                 }
             }
@@ -454,6 +454,10 @@ impl Task {
         if idle >= options.session_timeout {
             tracing::info!("closing an idle thread");
             return Flow::Exit(Exit::Idle);
+        }
+        if self.conversation.runs_background_tasks() {
+            // Its harness answers the tasks' end in a turn of its own: kept connected.
+            return Flow::Continue;
         }
         if idle >= options.hibernate_after && !matches!(self.lease, Lease::NotNeeded) {
             // With leases, hibernating ends the task and gives the lease up.
@@ -527,6 +531,7 @@ impl Task {
     fn is_idle_live(&mut self) -> bool {
         self.conversation.is_open()
             && self.conversation.turn().is_none()
+            && !self.conversation.runs_background_tasks()
             && self.run.is_none()
             && !self.output.has_subscribers()
             && !self.parking.is_parked()
@@ -538,6 +543,7 @@ impl Task {
     fn may_hand_over(&mut self) -> bool {
         self.waiting.is_empty()
             && self.conversation.turn().is_none()
+            && !self.conversation.runs_background_tasks()
             && !self.parking.is_parked()
             && !self.is_watched()
     }
