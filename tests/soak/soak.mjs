@@ -65,12 +65,13 @@ const SLOW = Array.from({ length: 30 }, (_, i) => `w${i} `).join("");
 /** 12 MB of text, sent by the model in 512 KB chunks. */
 const BIG = "lorem ".repeat(2_000_000);
 const BIG_CHUNK = 512 * 1024;
-/**
- * The agent command, run within its turn (a command left running in the background keeps the
- * harness's turn open, WAITING_FOR_TASKS, until it ends: past the soak's stall timeout). Its
- * odd length marks it as the soak's.
- */
+/** The agent command run within its turn. Its odd length marks it as the soak's. */
 const COMMAND = "sleep 4.5";
+/**
+ * The agent command left running in the background: the run ends with the model's reply, and
+ * the harness's answer to the command's end is a turn of its own.
+ */
+const COMMAND_LEFT_RUNNING = "sleep 2.75";
 const TOOLS = [{ name: "set_color", description: "Sets the page color.", parameters: { type: "object", properties: { color: { type: "string" } }, required: ["color"] } }];
 const SCRIPT = {
   replies: [
@@ -83,6 +84,7 @@ const SCRIPT = {
     { name: "list", repeat: "forever", match: { user_text_contains: "s-list", last_part: "text" }, reply: { calls: [{ name: "list_dir", args: { DirectoryPath: "{{workspace}}" } }] } },
     { name: "listed", repeat: "forever", match: { function_response: "list_dir" }, reply: { text: "Listed." } },
     { name: "command", repeat: "forever", match: { user_text_contains: "s-cmd", last_part: "text" }, reply: { calls: [{ name: "run_command", args: { CommandLine: COMMAND, Cwd: "{{workspace}}", WaitMsBeforeAsync: 30_000 } }] } },
+    { name: "command left running", repeat: "forever", match: { user_text_contains: "s-bgcmd", last_part: "text" }, reply: { calls: [{ name: "run_command", args: { CommandLine: COMMAND_LEFT_RUNNING, Cwd: "{{workspace}}", WaitMsBeforeAsync: 100 } }] } },
     { name: "command runs", repeat: "forever", match: { function_response: "run_command" }, reply: { text: "It runs on." } },
     { name: "big", repeat: "forever", match: { user_text_contains: "s-big", last_part: "text" }, reply: { text: BIG, chunking: { chars: BIG_CHUNK } } },
     { name: "fail", repeat: "forever", match: { user_text_contains: "s-fail", last_part: "text" }, reply: { error: { code: 500, message: "Internal error." } } },
@@ -283,7 +285,7 @@ async function user(n, deadline) {
   while (Date.now() < deadline) {
     while (restarting) await sleep(200);
     const since = faultClock;
-    let action = rnd.pick(["say", "say", "say", "park", "ask", "list", "cmd", "stop", "disconnect", "connect", "malformed", "fail", "limit", "delete", "hang", "big"]);
+    let action = rnd.pick(["say", "say", "say", "park", "ask", "list", "cmd", "bgcmd", "stop", "disconnect", "connect", "malformed", "fail", "limit", "delete", "hang", "big"]);
     // Big replies and stalls are rare; a user keeps at most six threads.
     if ((action === "big" || action === "hang") && rnd.next() < 0.6) action = "say";
     if (threads.length >= 6) action = "delete";
@@ -300,6 +302,7 @@ async function user(n, deadline) {
         case "ask":
         case "list":
         case "cmd":
+        case "bgcmd":
         case "limit":
           await turn(thread, `s-${action} ${tag}`, since, rnd);
           break;
@@ -414,7 +417,7 @@ function descendants(root, table = processTable()) {
 
 const isHarness = (p) => p.comm === "localharness";
 const isLauncher = (p) => p.cmdline.includes("__sandbox-exec");
-const isCommand = (p) => p.cmdline === COMMAND;
+const isCommand = (p) => p.cmdline === COMMAND || p.cmdline === COMMAND_LEFT_RUNNING;
 const harnesses = () => descendants(server.pid).filter(isHarness);
 const launchers = () => descendants(server.pid).filter(isLauncher);
 
@@ -609,7 +612,7 @@ function flatness() {
 const seen = new Set();
 const doubled = new Set();
 let modelRequests = 0;
-const TAG = /s-(?:say|slow|park|ask|list|cmd|big|fail|limit|hang) (u\d+-\d+|soak-[\w-]+)/g;
+const TAG = /s-(?:say|slow|park|ask|list|cmd|bgcmd|big|fail|limit|hang) (u\d+-\d+|soak-[\w-]+)/g;
 /**
  * Reads (and empties) the model's log. Every request carries its thread's whole conversation, so
  * a message the harness was given twice shows as two user contents with its tag in one request;
