@@ -51,6 +51,9 @@ async function startNginx(upstreams) {
   fs.chmodSync(dir, 0o777);
   const port = await freePort();
   const conf = path.join(dir, "nginx.conf");
+  // Each configuration carries its generation in a response header: a reload is in force once
+  // a new worker answers with it and the old workers are gone.
+  let generation = 0;
   const write = (list) => {
     const servers = list.map((u) => `    server ${new URL(u).host} max_fails=1 fail_timeout=30s;`).join("\n");
     const temp = (name) => `${name}_temp_path ${dir}/${name};`;
@@ -87,6 +90,7 @@ ${servers}
       proxy_buffering off;
       proxy_read_timeout 300s;
       add_header X-Upstream $upstream_addr always;
+      add_header X-Config-Generation ${generation} always;
     }
   }
 }
@@ -99,6 +103,19 @@ ${servers}
   child.stdout.on("data", (c) => (output += c));
   child.stderr.on("data", (c) => (output += c));
   const url = `http://127.0.0.1:${port}`;
+  /** The pids of nginx's worker processes (the master's children). */
+  const workers = () =>
+    fs
+      .readdirSync("/proc")
+      .filter((entry) => /^\d+$/.test(entry))
+      .filter((entry) => {
+        try {
+          const stat = fs.readFileSync(`/proc/${entry}/stat`, "utf8");
+          return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]) === child.pid;
+        } catch {
+          return false;
+        }
+      });
   for (let i = 0; ; i++) {
     try {
       await fetch(`${url}/healthz`);
@@ -111,10 +128,26 @@ ${servers}
   return {
     url,
     async reload(list) {
+      const old = workers();
+      generation++;
       write(list);
       execFileSync(nginxBinary(), ["-c", conf, "-p", dir, "-s", "reload"]);
-      // The old workers finish; the new ones route by the new list.
-      await new Promise((r) => setTimeout(r, 1500));
+      // The new workers route by the new list once they answer; the old ones finish what they
+      // serve, then exit. A wait of fixed length was too short on a loaded machine (the 4th
+      // replica then seemed to take almost no thread).
+      const deadline = Date.now() + 30_000;
+      for (;;) {
+        let current = false;
+        try {
+          const res = await fetch(`${url}/healthz`, { headers: { connection: "close" } });
+          current = res.headers.get("x-config-generation") === String(generation);
+        } catch {
+          /* a connection an old worker closed */
+        }
+        if (current && !workers().some((pid) => old.includes(pid))) return;
+        if (Date.now() > deadline) throw new Error(`nginx did not take configuration ${generation} within 30 s`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
     },
     async stop() {
       child.kill("SIGTERM");
