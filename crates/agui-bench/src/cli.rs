@@ -25,6 +25,11 @@ pub(crate) struct Args {
     /// The raw floor is never confined.
     #[arg(long)]
     pub(crate) sandbox: Option<String>,
+    /// The servers' `--pool-size`, conversations per harness process (default 8, the server's
+    /// default). `--sandbox off --pool-size 1` is a process per thread with no confinement: the
+    /// floor under `thread` mode and under every thread a new owner.
+    #[arg(long, default_value_t = crate::launch::POOL_SIZE, value_parser = clap::value_parser!(u64).range(1..))]
+    pub(crate) pool_size: u64,
     /// Spread the threads over this many owners: the servers get one token per owner
     /// (`auth_tokens`) and each thread's runs carry its owner's (chosen by its id). 0 (the
     /// default): no identities, every thread the one local owner's.
@@ -135,6 +140,7 @@ pub(crate) struct Plan {
     pub(crate) w4: w4::Params,
     pub(crate) w5: w5::Params,
     pub(crate) sandbox: Option<String>,
+    pub(crate) pool_size: u64,
     pub(crate) owners: usize,
 }
 
@@ -208,6 +214,7 @@ impl Args {
                 warmup: 2,
             },
             sandbox: self.sandbox.clone(),
+            pool_size: self.pool_size,
             owners: self.owners,
         };
         if plan

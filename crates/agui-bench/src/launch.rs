@@ -36,12 +36,14 @@ pub(crate) struct ServerSettings {
     pub(crate) hibernate_after_secs: Option<u64>,
     /// `--harness-idle-grace-secs`.
     pub(crate) harness_idle_grace_secs: Option<u64>,
+    /// `--pool-size` ([`POOL_SIZE`] when `None`).
+    pub(crate) pool_size: Option<u64>,
     /// Extra `serve` flags.
     pub(crate) extra: Vec<String>,
 }
 
 /// Conversations per harness process (the server's and the reference's default).
-pub(crate) const POOL_SIZE: usize = 8;
+pub(crate) const POOL_SIZE: u64 = 8;
 
 /// The `serve` flags of a benchmark server (the raw floor derives its config from the same).
 pub(crate) fn server_args(
@@ -67,7 +69,7 @@ pub(crate) fn server_args(
     .into();
     args.extend([
         "--pool-size".into(),
-        POOL_SIZE.to_string(),
+        settings.pool_size.unwrap_or(POOL_SIZE).to_string(),
         "--workspace-root".into(),
         dirs.workspace.display().to_string(),
         "--save-dir".into(),
@@ -352,17 +354,23 @@ mod tests {
             workspace: "/s/ws".into(),
             save: "/s/save".into(),
         };
-        let settings = ServerSettings {
-            hibernate_after_secs: Some(5),
-            harness_idle_grace_secs: None,
-            extra: vec!["--x".into()],
-        };
-        let args = server_args("127.0.0.1:1", "http://m", &dirs, &settings).join(" ");
-        assert_eq!(
-            args,
-            "serve --bind 127.0.0.1:1 --gemini-base-url http://m --api-key fake \
-             --model gemini-3-flash-preview --max-sessions 100000 --pool-size 8 \
-             --workspace-root /s/ws --save-dir /s/save --hibernate-after-secs 5 --x"
-        );
+        // No pool size given: the server's default, as `start_rust.sh` gives it.
+        for (pool_size, flag) in [(None, "8"), (Some(1), "1")] {
+            let settings = ServerSettings {
+                hibernate_after_secs: Some(5),
+                harness_idle_grace_secs: None,
+                pool_size,
+                extra: vec!["--x".into()],
+            };
+            let args = server_args("127.0.0.1:1", "http://m", &dirs, &settings).join(" ");
+            assert_eq!(
+                args,
+                format!(
+                    "serve --bind 127.0.0.1:1 --gemini-base-url http://m --api-key fake \
+                     --model gemini-3-flash-preview --max-sessions 100000 --pool-size {flag} \
+                     --workspace-root /s/ws --save-dir /s/save --hibernate-after-secs 5 --x"
+                )
+            );
+        }
     }
 }

@@ -122,9 +122,10 @@ async fn run(args: &Args, plan: &Plan) -> anyhow::Result<()> {
     };
     let load_start = procfs::loadavg();
     eprintln!(
-        "[agui-bench] {} mode, sandbox {}, {}; load average at start {:?}; scratch {}",
+        "[agui-bench] {} mode, sandbox {}, {} conversations per harness process, {}; load average at start {:?}; scratch {}",
         if plan.quick { "quick" } else { "full" },
         plan.sandbox.as_deref().unwrap_or("(server default)"),
+        plan.pool_size,
         match plan.owners {
             0 => "one local owner".to_owned(),
             n => format!("{n} owners"),
@@ -146,6 +147,7 @@ async fn run(args: &Args, plan: &Plan) -> anyhow::Result<()> {
         timeout: Duration::from_secs_f64(plan.timeout_s),
         floor: plan.floor,
         sandbox: plan.sandbox.clone(),
+        pool_size: plan.pool_size,
     };
     let mut results = serde_json::Map::new();
     let mut elapsed = serde_json::Map::new();

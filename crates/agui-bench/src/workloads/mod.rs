@@ -34,6 +34,8 @@ pub(crate) struct Ctx {
     pub(crate) floor: bool,
     /// The servers' `--sandbox` (their default when `None`).
     pub(crate) sandbox: Option<String>,
+    /// The servers' `--pool-size`.
+    pub(crate) pool_size: u64,
 }
 
 impl Ctx {
@@ -44,6 +46,7 @@ impl Ctx {
         settings: &ServerSettings,
     ) -> anyhow::Result<Server> {
         let mut settings = settings.clone();
+        settings.pool_size = Some(self.pool_size);
         if let Some(mode) = &self.sandbox {
             settings.extra.extend(["--sandbox".into(), mode.clone()]);
         }
