@@ -25,9 +25,9 @@ pub(crate) struct Args {
     /// The raw floor is never confined.
     #[arg(long)]
     pub(crate) sandbox: Option<String>,
-    /// The servers' `--pool-size`, conversations per harness process (default 8, the server's
-    /// default). `--sandbox off --pool-size 1` is a process per thread with no confinement: the
-    /// floor under `thread` mode and under every thread a new owner.
+    /// Conversations per harness process, of the servers (`--pool-size`) and of the raw floor
+    /// (default 8, the server's default). `--sandbox off --pool-size 1` is a process per thread
+    /// with no confinement: the floor under `thread` mode and under every thread a new owner.
     #[arg(long, default_value_t = crate::launch::POOL_SIZE, value_parser = clap::value_parser!(u64).range(1..))]
     pub(crate) pool_size: u64,
     /// Spread the threads over this many owners: the servers get one token per owner

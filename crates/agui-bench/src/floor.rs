@@ -248,3 +248,27 @@ pub(crate) async fn turn(
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The floor's ratio column compares like with like: its pool has the servers' size.
+    #[test]
+    fn the_floor_pools_conversations_as_the_servers_do() {
+        let root = tempfile::tempdir().unwrap();
+        let bins = Binaries {
+            server: "/unused/agui-antigravity".into(),
+            model: "/unused/gemini-script".into(),
+            harness: "/unused/localharness".into(),
+        };
+        for pool_size in [8, 1] {
+            let settings = ServerSettings::floor(pool_size);
+            let floor = Floor::new(&bins, "http://m", &root.path().join("f"), &settings).unwrap();
+            assert_eq!(
+                floor.pool_options.max_conversations_per_process as u64,
+                pool_size
+            );
+        }
+    }
+}

@@ -42,6 +42,17 @@ pub(crate) struct ServerSettings {
     pub(crate) extra: Vec<String>,
 }
 
+impl ServerSettings {
+    /// What a raw floor is set up from: the servers' harness set-up (`pool_size` conversations
+    /// per process), never their sandbox, so the ratio column compares like with like.
+    pub(crate) fn floor(pool_size: u64) -> Self {
+        Self {
+            pool_size: Some(pool_size),
+            ..Self::default()
+        }
+    }
+}
+
 /// Conversations per harness process (the server's and the reference's default).
 pub(crate) const POOL_SIZE: u64 = 8;
 

@@ -34,11 +34,16 @@ pub(crate) struct Ctx {
     pub(crate) floor: bool,
     /// The servers' `--sandbox` (their default when `None`).
     pub(crate) sandbox: Option<String>,
-    /// The servers' `--pool-size`.
+    /// The servers' and the raw floors' conversations per harness process.
     pub(crate) pool_size: u64,
 }
 
 impl Ctx {
+    /// What a raw floor of this run is set up from (see [`ServerSettings::floor`]).
+    pub(crate) fn floor_settings(&self) -> ServerSettings {
+        ServerSettings::floor(self.pool_size)
+    }
+
     /// Starts a fresh server named `label` (its scratch directory).
     pub(crate) async fn server(
         &self,

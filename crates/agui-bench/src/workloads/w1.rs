@@ -177,7 +177,7 @@ async fn floor(ctx: &Ctx, p: Params) -> anyhow::Result<Side<FloorSeries>> {
         &ctx.bins,
         &ctx.model.base_url,
         &ctx.scratch.join("w1-floor"),
-        &ServerSettings::default(),
+        &ctx.floor_settings(),
     )?;
     let pool = setup.pool().await?;
     let expected = Some(ctx.expected.as_str());

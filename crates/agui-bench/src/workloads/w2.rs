@@ -208,7 +208,7 @@ async fn floor(ctx: &Ctx, c: usize, turns: usize) -> anyhow::Result<Level<FloorS
         &ctx.bins,
         &ctx.model.base_url,
         &ctx.scratch.join(format!("w2-c{c}-floor")),
-        &ServerSettings::default(),
+        &ctx.floor_settings(),
     )?);
     let pool = setup.pool().await?;
     let go = Arc::new(Barrier::new(c + 1));

@@ -194,7 +194,7 @@ async fn floor(ctx: &Ctx, p: Params, answer_delay: Duration) -> anyhow::Result<F
         &ctx.bins,
         &ctx.model.base_url,
         &ctx.scratch.join("w4-floor"),
-        &ServerSettings::default(),
+        &ctx.floor_settings(),
     )?;
     let pool = setup.pool().await?;
     let tools = [bench_tool()];
