@@ -579,7 +579,18 @@ impl ConversationHandle for FakeHandle {
     }
 
     async fn reconnect(&mut self) -> Result<InitInfo, HarnessError> {
-        Err(HarnessError::Closed(CloseReason::ClosedByHost))
+        // The process keeps the conversation: a new connection resumes it, with its history.
+        if !self.open.load(Ordering::SeqCst) {
+            return Err(HarnessError::Closed(CloseReason::ClosedByHost));
+        }
+        self.init.history = self
+            .saved
+            .lock()
+            .expect("fake lock")
+            .get(&self.id)
+            .cloned()
+            .unwrap_or_default();
+        Ok(self.init.clone())
     }
 
     async fn close(self: Box<Self>) {

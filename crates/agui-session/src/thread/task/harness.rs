@@ -110,6 +110,12 @@ impl Task {
         let Some(mut turn) = open.turn.take() else {
             return;
         };
+        if (end.error.is_some() || turn.halted_at().is_some()) && !end.background_tasks {
+            // The harness closes the connection a few milliseconds after a turn error, and
+            // after a halt when an answer to a callback the halt cancelled reaches it: a prompt
+            // sent in between would be lost. The next one goes on a fresh connection.
+            open.link = Link::Down;
+        }
         for event in turn.close_turn() {
             self.output.emit(event);
         }

@@ -158,6 +158,7 @@ impl Task {
             // given up with the parked ones.
             self.restart_pending.clear();
         }
+        let mut released = applied.resolved;
         if prompt.is_some() && applied.resolved == 0 {
             let abandoned = self.parking.abandon_all();
             if abandoned > 0 {
@@ -166,6 +167,14 @@ impl Task {
                     "new user message while requests were parked; abandoning them"
                 );
             }
+            released += abandoned;
+        }
+        if released > 0
+            && let Some(turn) = self.conversation.turn_mut()
+        {
+            // The turn waited for the client, which the stall timeout does not count: its
+            // clock starts again now that the harness has something to go on with.
+            turn.progressed();
         }
         let turn_in_flight = self.conversation.turn().is_some();
         let client_missed = !self.output.client_is_current(&input.messages);
