@@ -636,94 +636,75 @@ async fn a_command_left_running_ends_the_run_keeps_the_thread_connected_and_its_
     );
 }
 
-/// The script of a turn parked on a command's approval, then a new message instead.
-fn approval_then_hello() -> Script {
-    Script::new()
-        .then(Reply::call("run_command", json!({"CommandLine": "echo never", "Cwd": "{{workspace}}", "WaitMsBeforeAsync": 2000})).when(Matcher::user_text().keywords(["create"])))
-        .then(Reply::text(["Dropped it."]).when(Matcher::function_response_to("run_command")))
-        .then(Reply::text(["Hello again."]).when(Matcher::user_text().keywords(["hello"])))
+/// A thread whose turn is parked on a command's approval (`tool_approval`), with the stall
+/// timeout `stall` when given; the script answers the command's result and a later "hello".
+async fn parked_on_approval(stall: Option<Duration>) -> (Live, agui_types::Interrupt) {
+    support::init_tracing();
+    let script = Script::new()
+        .then(Reply::call("run_command", json!({"CommandLine": "echo approved-late", "Cwd": "{{workspace}}", "WaitMsBeforeAsync": 5000})).when(Matcher::user_text().keywords(["create"])))
+        .then(Reply::text(["Ran it."]).when(Matcher::function_response_to("run_command")))
+        .then(Reply::text(["Hello again."]).when(Matcher::user_text().keywords(["hello"])));
+    let configure = |o: &mut AgentOptions| {
+        o.tool_approval = true;
+        if let Some(stall) = stall {
+            o.turn_stall_timeout = stall;
+        }
+    };
+    let live = Live::new(script, configure, ToolRegistry::new()).await;
+    let first = live
+        .run(json!({"messages": [user("m1", "Create a file")]}))
+        .await;
+    let open = interrupts(&first);
+    assert_eq!(open.len(), 1, "{}", types(&first));
+    (live, open[0].clone())
+}
+
+/// Asserts that the run ended with the model's reply `expected`.
+fn assert_answered(events: &[Event], expected: &str) {
+    assert!(
+        text(events).ends_with(expected) && matches!(last(events), Event::RunFinished(_)),
+        "{}\n{:?}",
+        types(events),
+        last(events)
+    );
 }
 
 #[tokio::test]
 async fn a_new_message_after_an_approval_waited_past_the_stall_timeout_is_answered() {
-    support::init_tracing();
-    let live = Live::new(
-        approval_then_hello(),
-        |o| {
-            o.tool_approval = true;
-            o.turn_stall_timeout = Duration::from_secs(2);
-        },
-        ToolRegistry::new(),
-    )
-    .await;
-    let first = live
-        .run(json!({"messages": [user("m1", "Create a file")]}))
-        .await;
-    assert_eq!(interrupts(&first).len(), 1, "{}", types(&first));
+    let (live, _) = parked_on_approval(Some(Duration::from_secs(2))).await;
     // The turn waits for the user longer than the stall timeout: it is not stalled, the user is.
     tokio::time::sleep(Duration::from_secs(3)).await;
     let second = live
         .run(json!({"messages": [user("m1", "Create a file"), user("m2", "hello instead")]}))
         .await;
-    assert!(
-        text(&second).ends_with("Hello again."),
-        "{}\n{:?}",
-        types(&second),
-        last(&second)
-    );
+    assert_answered(&second, "Hello again.");
 }
 
 #[tokio::test]
 async fn a_message_sent_right_after_a_stop_of_a_parked_turn_is_answered() {
-    support::init_tracing();
-    let live = Live::new(
-        approval_then_hello(),
-        |o| o.tool_approval = true,
-        ToolRegistry::new(),
-    )
-    .await;
-    let first = live
-        .run(json!({"messages": [user("m1", "Create a file")]}))
-        .await;
-    assert_eq!(interrupts(&first).len(), 1, "{}", types(&first));
+    let (live, _) = parked_on_approval(None).await;
     assert!(live.agent.stop("thread-1").await.unwrap());
     let second = live
         .run(json!({"messages": [user("m1", "Create a file"), user("m2", "hello instead")]}))
         .await;
-    assert!(
-        text(&second).ends_with("Hello again."),
-        "{}\n{:?}",
-        types(&second),
-        last(&second)
-    );
+    assert_answered(&second, "Hello again.");
 }
 
 #[tokio::test]
 async fn an_approval_answered_after_the_stall_timeout_runs_the_command() {
-    let script = Script::new()
-        .then(Reply::call("run_command", json!({"CommandLine": "echo approved-late", "Cwd": "{{workspace}}", "WaitMsBeforeAsync": 5000})))
-        .then(Reply::text(["Ran it."]).when(Matcher::function_response_to("run_command")));
-    let live = Live::new(
-        script,
-        |o| {
-            o.tool_approval = true;
-            o.turn_stall_timeout = Duration::from_secs(2);
-        },
-        ToolRegistry::new(),
-    )
-    .await;
-    let first = live.run(json!({"messages": [user("m1", "Run it")]})).await;
-    let open = interrupts(&first);
-    assert_eq!(open.len(), 1, "{}", types(&first));
+    let (live, open) = parked_on_approval(Some(Duration::from_secs(2))).await;
     tokio::time::sleep(Duration::from_secs(3)).await;
     let second = live
-        .run(json!({"messages": [user("m1", "Run it")], "resume": [{"interruptId": open[0].id, "status": "resolved", "payload": {"approved": true}}]}))
+        .run(json!({"messages": [user("m1", "Create a file")], "resume": [{"interruptId": open.id, "status": "resolved", "payload": {"approved": true}}]}))
         .await;
-    assert_eq!(
-        text(&second),
-        "Ran it.",
-        "{}\n{:?}",
-        types(&second),
-        last(&second)
+    assert_answered(&second, "Ran it.");
+    let result = second.iter().find_map(|e| match e {
+        Event::ToolCallResult(r) => Some(serde_json::to_string(&r.content).unwrap()),
+        _ => None,
+    });
+    assert!(
+        result.unwrap_or_default().contains("approved-late"),
+        "{}",
+        types(&second)
     );
 }
