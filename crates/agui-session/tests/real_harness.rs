@@ -708,3 +708,27 @@ async fn an_approval_answered_after_the_stall_timeout_runs_the_command() {
         types(&second)
     );
 }
+
+#[tokio::test]
+async fn a_turn_waiting_for_the_client_past_the_stall_timeout_uses_no_cpu() {
+    let (_live, _) = parked_on_approval(Some(Duration::from_secs(1))).await;
+    // This process's CPU time (the agent runs in it; the harness is another process), in
+    // clock ticks (100 a second).
+    let ticks = || {
+        let stat = std::fs::read_to_string("/proc/self/stat").unwrap();
+        let fields: Vec<&str> = stat
+            .rsplit(')')
+            .next()
+            .unwrap()
+            .split_whitespace()
+            .collect();
+        fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
+    };
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let before = ticks();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    // A loop woken by a deadline already passed took 300 ticks here (a whole core); waiting
+    // takes next to none.
+    let used = ticks() - before;
+    assert!(used < 60, "the waiting thread used {used} ticks in 3 s");
+}

@@ -355,10 +355,18 @@ impl Task {
     }
 
     /// The next deadline of the thread's timers.
-    fn next_deadline(&self) -> Instant {
+    fn next_deadline(&mut self) -> Instant {
+        let now = Instant::now();
+        // Past, while the turn waits for the client: the stall clock does not run then (a
+        // deadline already passed would wake the loop at once, over and over).
+        let stall_at = self
+            .conversation
+            .turn()
+            .filter(|turn| turn.halted_at().is_none())
+            .map(|turn| turn.last_progress() + self.ctx.options.turn_stall_timeout)
+            .filter(|&t| t > now || !self.waits_for_client());
         let options = &self.ctx.options;
-        let far = Instant::now() + Duration::from_secs(24 * 60 * 60);
-        let mut deadline = far;
+        let mut deadline = now + Duration::from_secs(24 * 60 * 60);
         let mut at = |t: Instant| deadline = deadline.min(t);
         for waiting in &self.waiting {
             at(waiting.deadline);
@@ -370,7 +378,9 @@ impl Task {
             match turn.halted_at() {
                 Some(since) => at(since + STOP_GRACE),
                 None => {
-                    at(turn.last_progress() + options.turn_stall_timeout);
+                    if let Some(stall_at) = stall_at {
+                        at(stall_at);
+                    }
                     if options.workspace_max_bytes.is_some() {
                         at(self.disk.checked + DISK_CHECK_EVERY);
                     }
