@@ -41,6 +41,9 @@ const invoke = (tag) => ({ name: "invoke_subagent", args: { Subagents: [{ TypeNa
 
 const SCRIPT = {
   replies: [
+    // A subagent that finishes before the root's next request has its idle message in the
+    // invocation's result (the harness appends it to the output): the root answers only once.
+    { name: "after invoke, the subagent done", repeat: "forever", match: { function_response: "invoke_subagent", contains: "has gone idle" }, reply: { text: "The subagent says hi." } },
     { name: "after invoke", repeat: "forever", match: { function_response: "invoke_subagent" }, reply: { text: "Delegated." } },
     { name: "after subagents", repeat: "forever", match: { last_part: "text", system_message: true, user_text_contains: "has gone idle" }, reply: { text: "The subagent says hi." } },
     subtask("E2E-SUB-A", "result from A"),

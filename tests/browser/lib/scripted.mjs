@@ -74,7 +74,15 @@ export const SCRIPT = {
         calls: [{ name: "run_command", args: { CommandLine: "sleep 30 && echo done", Cwd: "{{workspace}}", WaitMsBeforeAsync: 60000 } }],
       },
     },
-    // Subagents: the root delegates, the subagent answers, the root reports.
+    // Subagents: the root delegates, the subagent answers, the root reports. A subagent that
+    // finishes before the root's next request has its idle message in the invocation's result
+    // (the harness appends it to the output), and the root then answers only once.
+    {
+      name: "root after invoke, the subagent done",
+      repeat: "forever",
+      match: { function_response: "invoke_subagent", contains: "has gone idle" },
+      reply: { text: "The subagent says hi." },
+    },
     {
       name: "root after invoke",
       repeat: "forever",

@@ -313,8 +313,9 @@ pub fn subagent() -> Scenario {
         doc: "Prompt \"delegate please\" with subagents enabled; the root calls invoke_subagent \
               (type research, prompt \"SUBTASK-XYZ say hi\") and says \"A subagent is on it.\" \
               (root goes WAITING_FOR_SUBAGENTS); the subagent thinks and answers \"subagent \
-              result text\"; the root is told the subagent went idle and answers \"The subagent \
-              says hi.\". The turn ends at the root's FULLY_IDLE.",
+              result text\" (delayed 0.3 s, so that it ends after the root's reply); the root \
+              is told the subagent went idle and answers \"The subagent says hi.\". The turn \
+              ends at the root's FULLY_IDLE.",
         turns: vec![Turn::new("delegate please")],
         script: Script::new()
             .then(
@@ -331,9 +332,13 @@ pub fn subagent() -> Scenario {
                     )
                     .named("root after subagent"),
             )
+            // The subagent answers after the root's reply to the invocation: one finished
+            // before that request would have its idle message in the invocation's result, and
+            // the root would answer once, leaving "root after subagent" unused.
             .then(
                 Reply::text("subagent result text")
                     .thought("sub thinking")
+                    .delay_ms(300)
                     .when(
                         Matcher::user_text()
                             .system_message(true)
