@@ -17,6 +17,8 @@ import { NEEDS_SCRIPT } from "./lib/mode.mjs";
 import { startModel, startServer, stopAll, tempDir } from "./lib/procs.mjs";
 
 const THREADS = 30;
+/** Thread ids routed (not run) to measure the share a 4th replica takes. */
+const PROBES = 400;
 const LEASE_TTL_SECS = 3;
 const SLOW = Array.from({ length: 40 }, (_, i) => `slice${i} `).join("");
 const TOOLS = [{ name: "set_color", description: "Sets the page color.", parameters: { type: "object", properties: { color: { type: "string" } }, required: ["color"] } }];
@@ -494,19 +496,32 @@ describe("replicas behind a consistent-hash proxy", { skip: NEEDS_SCRIPT }, () =
     await sayMoved(returning, "round 3", "threads routed to the dead replica's successor");
     for (const id of threadIds.filter((t) => !returning.includes(t))) await say(id, `${id} round 3`);
 
+    // The share that moves is judged on many thread ids, routed only: on 30 alone, the ring's
+    // random points (the replicas' ports are random) left 0 or 1 of them to the new replica in
+    // about one run in 400.
+    const probes = Array.from({ length: PROBES }, (_, i) => `probe-${i}-${randomUUID().slice(0, 8)}`);
+    for (const id of probes) before.set(id, await routedTo(id));
+
     replicas.push(await startReplica(4));
     await nginx.reload(replicas.map((r) => r.url));
-    const moved = [];
-    for (const id of threadIds) {
-      const now = await routedTo(id);
-      if (now !== before.get(id)) {
-        moved.push(id);
-        assert.equal(now, 3, `${id} moved to the new replica only, not between old ones`);
+    const movedOf = async (ids) => {
+      const moved = [];
+      for (const id of ids) {
+        const now = await routedTo(id);
+        if (now !== before.get(id)) {
+          moved.push(id);
+          assert.equal(now, 3, `${id} moved to the new replica only, not between old ones`);
+        }
       }
-    }
-    console.log(`4th replica: ${moved.length} of ${THREADS} threads moved`);
-    // Expected 7.5 of 30; the ring is uneven, so allow a wide band around it, never most of them.
-    assert.ok(moved.length >= 2 && moved.length <= 16, `about a quarter of the threads move (${moved.length} of ${THREADS})`);
+      return moved;
+    };
+    const movedProbes = await movedOf(probes);
+    const moved = await movedOf(threadIds);
+    console.log(`4th replica: ${movedProbes.length} of ${PROBES} thread ids moved; ${moved.length} of ${THREADS} threads with a history`);
+    // A quarter is expected; the ring's points are uneven (16.5-34 % in 3,000 simulated rings of
+    // nginx's hash), so the band is wide, and never most of them.
+    assert.ok(movedProbes.length >= PROBES * 0.1 && movedProbes.length <= PROBES * 0.45, `about a quarter of the thread ids move (${movedProbes.length} of ${PROBES})`);
+    assert.ok(moved.length >= 1, "a thread with a history moved, to show it goes on there");
     await sayMoved(moved, "round 4", "threads moved to the 4th replica");
     for (const id of threadIds.filter((t) => !moved.includes(t))) await say(id, `${id} round 4`);
     for (const id of moved) await assertHistory(id);
