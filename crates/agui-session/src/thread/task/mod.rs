@@ -354,16 +354,22 @@ impl Task {
         Flow::Continue
     }
 
-    /// The next deadline of the thread's timers.
-    fn next_deadline(&mut self) -> Instant {
-        let now = Instant::now();
-        // Past, while the turn waits for the client: the stall clock does not run then (a
-        // deadline already passed would wake the loop at once, over and over).
-        let stall_at = self
-            .conversation
+    /// When the turn in flight, not halted yet, counts as stalled. The stall clock does not run
+    /// while the turn waits for the client; callers ask that only once this has passed.
+    fn stall_deadline(&self) -> Option<Instant> {
+        self.conversation
             .turn()
             .filter(|turn| turn.halted_at().is_none())
             .map(|turn| turn.last_progress() + self.ctx.options.turn_stall_timeout)
+    }
+
+    /// The next deadline of the thread's timers.
+    fn next_deadline(&mut self) -> Instant {
+        let now = Instant::now();
+        // Past, while the turn waits for the client: left out (a deadline already passed would
+        // wake the loop at once, over and over).
+        let stall_at = self
+            .stall_deadline()
             .filter(|&t| t > now || !self.waits_for_client());
         let options = &self.ctx.options;
         let mut deadline = now + Duration::from_secs(24 * 60 * 60);
@@ -374,17 +380,16 @@ impl Task {
         if let Lease::Held { renew_at, .. } = self.lease {
             at(renew_at);
         }
+        if let Some(stall_at) = stall_at {
+            at(stall_at);
+        }
         if let Some(turn) = self.conversation.turn() {
             match turn.halted_at() {
                 Some(since) => at(since + STOP_GRACE),
-                None => {
-                    if let Some(stall_at) = stall_at {
-                        at(stall_at);
-                    }
-                    if options.workspace_max_bytes.is_some() {
-                        at(self.disk.checked + DISK_CHECK_EVERY);
-                    }
+                None if options.workspace_max_bytes.is_some() => {
+                    at(self.disk.checked + DISK_CHECK_EVERY);
                 }
+                None => {}
             }
         }
         if !self.is_watched() {
@@ -412,7 +417,6 @@ impl Task {
             self.reject(&waiting.input, waiting.events, busy());
         }
         let options = self.ctx.options.clone();
-        let mut stalled = false;
         let mut disk_due = false;
         if let Some(open) = self.conversation.as_open()
             && let Some(turn) = open.turn.as_mut()
@@ -426,15 +430,13 @@ impl Task {
                     turn.halting();
                 }
                 Some(_) => {}
-                None => {
-                    disk_due = now >= self.disk.checked + DISK_CHECK_EVERY;
-                    stalled = now >= turn.last_progress() + options.turn_stall_timeout;
-                }
+                None => disk_due = now >= self.disk.checked + DISK_CHECK_EVERY,
             }
         }
         if disk_due {
             self.check_disk();
         }
+        let stalled = self.stall_deadline().is_some_and(|t| now >= t);
         if stalled && !self.waits_for_client() && !self.is_halting() {
             tracing::warn!(
                 stalled_secs = options.turn_stall_timeout.as_secs(),
