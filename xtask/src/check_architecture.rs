@@ -1,10 +1,12 @@
 //! `cargo xtask check-architecture`: the dependency invariants of ARCHITECTURE.md, checked on the
 //! resolved dependency graph (`cargo metadata`), normal dependencies only; the public APIs that
 //! must not name generated protocol types ([`public_api`]); and no module circle inside any
-//! crate ([`module_circles`]), both checked on the source; and ARCHITECTURE.md naming only
-//! files and types that exist ([`doc_names`]).
+//! crate ([`module_circles`]), both checked on the source; ARCHITECTURE.md naming only
+//! files and types that exist ([`doc_names`]); and the file-system API called only where
+//! nothing an agent can write is touched ([`file_access`]).
 
 mod doc_names;
+mod file_access;
 mod module_circles;
 mod public_api;
 
@@ -132,6 +134,8 @@ pub(crate) fn run(_args: Args) -> anyhow::Result<()> {
         problems.extend(circles.into_iter().map(|c| format!("{dir}: {c}")));
     }
     problems.extend(doc_names::check(&workspace_root(), "ARCHITECTURE.md")?);
+    let (files_read, file_access) = file_access::check(&workspace_root())?;
+    problems.extend(file_access);
     if !problems.is_empty() {
         bail!(
             "architecture invariants violated:\n- {}",
@@ -139,13 +143,18 @@ pub(crate) fn run(_args: Args) -> anyhow::Result<()> {
         );
     }
     println!(
-        "architecture invariants hold for {} workspace crates; no module circle among their {modules} modules; every file and type ARCHITECTURE.md names exists; no generated protocol type in the public API of {}",
+        "architecture invariants hold for {} workspace crates; no module circle among their {modules} modules; every file and type ARCHITECTURE.md names exists; no generated protocol type in the public API of {}; of the {files_read} source files of {}, only the listed ones call std::fs",
         graph.members.len(),
         public_api::PROTO_FREE_APIS
             .iter()
             .map(|(dir, _)| dir.trim_start_matches("crates/"))
             .collect::<Vec<_>>()
-            .join(" or ")
+            .join(" or "),
+        file_access::CRATES
+            .iter()
+            .map(|dir| dir.trim_start_matches("crates/"))
+            .collect::<Vec<_>>()
+            .join(", ")
     );
     Ok(())
 }

@@ -2,13 +2,16 @@
 //! (`<workspace_root>/<hash>`, `<save_dir>/t/<hash>/{save,app,home}` or the agent's shared
 //! storage), or from its earlier owner's tree (a thread of the local owner taken by an
 //! identity). Everything moves by rename, so nothing is copied and nothing is left behind in a
-//! tree another owner may see.
+//! tree another owner may see; and through the door, since every source and target lies in a
+//! tree a sandbox could write: a link planted on the way is refused, never followed (it
+//! would otherwise move a host directory into the new owner's tree).
 
-use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use crate::places::Placement;
+use harness_sandbox::{AgentDir, EntryKind, SandboxError};
+
+use crate::places::{Beneath, Placement};
 
 /// The legacy per-thread directories, under `<save_dir>/t/`.
 const LEGACY_THREADS_DIR: &str = "t";
@@ -17,25 +20,29 @@ const LEGACY_THREADS_DIR: &str = "t";
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Sources {
     /// Its workspace.
-    pub(crate) workspace: PathBuf,
+    pub(crate) workspace: Beneath,
     /// Its app data dir (transcripts, artifacts).
-    pub(crate) app_data_dir: PathBuf,
+    pub(crate) app_data_dir: Beneath,
     /// Where its conversation database may be.
-    pub(crate) storage_dirs: Vec<PathBuf>,
+    pub(crate) storage_dirs: Vec<Beneath>,
 }
 
 impl Sources {
-    /// The files of a thread recorded with `workspace` before places existed.
+    /// The files of a thread recorded with `workspace` before places existed (its directories
+    /// were the roots of that thread's sandbox then).
     pub(crate) fn legacy(save_dir: &Path, workspace: &Path) -> Self {
         let name = workspace
             .file_name()
             .map(|n| n.to_owned())
             .unwrap_or_default();
-        let own = save_dir.join(LEGACY_THREADS_DIR).join(name);
+        let own = save_dir.join(LEGACY_THREADS_DIR).join(&name);
         Self {
-            workspace: workspace.to_owned(),
-            app_data_dir: own.join("app"),
-            storage_dirs: vec![own.join("save"), save_dir.to_owned()],
+            workspace: Beneath::new(
+                workspace.parent().map(Path::to_owned).unwrap_or_default(),
+                PathBuf::from(&name),
+            ),
+            app_data_dir: Beneath::new(&own, "app"),
+            storage_dirs: vec![Beneath::new(&own, "save"), Beneath::new(save_dir, "")],
         }
     }
 
@@ -44,7 +51,7 @@ impl Sources {
         Self {
             workspace: placement.workspace.clone(),
             app_data_dir: placement.app_data_dir.clone(),
-            storage_dirs: vec![placement.process.storage_dir.clone()],
+            storage_dirs: vec![placement.storage_dir.clone()],
         }
     }
 }
@@ -60,45 +67,85 @@ pub(crate) fn move_into(from: &Sources, to: &Placement, conversation_id: &str) -
         return Ok(());
     }
     let database = format!("{conversation_id}.db");
-    let target = &to.process.storage_dir;
-    if target.join(&database).exists() {
+    let target = &to.storage_dir;
+    if is_file(target, &database) {
         return Ok(());
     }
     if let Some(dir) = from
         .storage_dirs
         .iter()
-        .find(|dir| *dir != target && dir.join(&database).exists())
+        .find(|dir| dir.path() != target.path() && is_file(dir, &database))
     {
+        let (source, target_dir) = (open(dir)?, open(target)?);
         for suffix in ["", "-wal", "-shm"] {
             let name = format!("{database}{suffix}");
-            if dir.join(&name).exists() {
-                fs::rename(dir.join(&name), target.join(&name))?;
+            if is_file(dir, &name) {
+                source
+                    .rename_to(Path::new(&name), &target_dir, Path::new(&name))
+                    .map_err(door)?;
             }
         }
-        tracing::info!(from = %dir.display(), to = %target.display(), %conversation_id, "moved the conversation database into the thread's place");
+        tracing::info!(from = %dir.path().display(), to = %target.path().display(), %conversation_id, "moved the conversation database into the thread's place");
     }
     Ok(())
 }
 
 /// Moves `from` to `to` when `from` is a directory and `to` is missing or empty.
-fn replace_dir(from: &Path, to: &Path) -> io::Result<()> {
-    if from == to || !fs::symlink_metadata(from).is_ok_and(|m| m.is_dir()) {
+fn replace_dir(from: &Beneath, to: &Beneath) -> io::Result<()> {
+    if from.path() == to.path() || from.rel.as_os_str().is_empty() {
         return Ok(());
     }
-    match fs::remove_dir(to) {
-        Ok(()) => {}
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+    let Ok(source) = AgentDir::open(&from.root) else {
+        return Ok(());
+    };
+    if !source
+        .stat(&from.rel)
+        .is_ok_and(|e| e.kind == EntryKind::Dir)
+    {
+        return Ok(());
+    }
+    let target = AgentDir::open(&to.root).map_err(door)?;
+    match target.remove_empty_dir(&to.rel) {
+        Ok(_) => {}
         // Not empty: the place is already in use; what was elsewhere stays there.
         Err(_) => {
-            tracing::warn!(from = %from.display(), to = %to.display(), "the thread's new place is not empty; its earlier files were left where they are");
+            tracing::warn!(from = %from.path().display(), to = %to.path().display(), "the thread's new place is not empty; its earlier files were left where they are");
             return Ok(());
         }
     }
-    fs::rename(from, to)
+    source.rename_to(&from.rel, &target, &to.rel).map_err(door)
+}
+
+/// Whether `name` in `dir` is a regular file (links not followed).
+fn is_file(dir: &Beneath, name: &str) -> bool {
+    AgentDir::open(&dir.root)
+        .and_then(|root| root.stat(&dir.rel.join(name)))
+        .is_ok_and(|e| e.kind == EntryKind::File)
+}
+
+fn open(dir: &Beneath) -> io::Result<AgentDir> {
+    AgentDir::open(&dir.root)
+        .and_then(|root| {
+            if dir.rel.as_os_str().is_empty() {
+                Ok(root)
+            } else {
+                root.dir(&dir.rel)
+            }
+        })
+        .map_err(door)
+}
+
+fn door(e: SandboxError) -> io::Error {
+    match e {
+        SandboxError::Io { source, .. } => source,
+        other => io::Error::other(other.to_string()),
+    }
 }
 
 #[cfg(test)]
 mod tests {
+    use std::fs;
+
     use super::*;
     use crate::places::ProcessPlace;
 
@@ -110,15 +157,16 @@ mod tests {
                 confine: Vec::new(),
                 label: "t".into(),
             },
-            workspace: root.join("w/t/1"),
-            app_data_dir: root.join("o/t/app/1"),
+            workspace: Beneath::new(root.join("w/t"), "1"),
+            app_data_dir: Beneath::new(root.join("o/t"), "app/1"),
+            storage_dir: Beneath::new(root.join("o/t"), "save"),
         };
         for dir in [
             &placement.workspace,
             &placement.app_data_dir,
-            &placement.process.storage_dir,
+            &placement.storage_dir,
         ] {
-            fs::create_dir_all(dir).unwrap();
+            fs::create_dir_all(dir.path()).unwrap();
         }
         placement
     }
@@ -138,15 +186,15 @@ mod tests {
         let to = placement(dir.path());
         move_into(&Sources::legacy(&save, &old_workspace), &to, "c0ffee").unwrap();
         assert_eq!(
-            fs::read_to_string(to.workspace.join("notes.md")).unwrap(),
+            fs::read_to_string(to.workspace.path().join("notes.md")).unwrap(),
             "mine"
         );
-        assert!(to.app_data_dir.join("brain/c0ffee").is_dir());
+        assert!(to.app_data_dir.path().join("brain/c0ffee").is_dir());
         assert_eq!(
-            fs::read_to_string(to.process.storage_dir.join("c0ffee.db")).unwrap(),
+            fs::read_to_string(to.storage_dir.path().join("c0ffee.db")).unwrap(),
             "db"
         );
-        assert!(to.process.storage_dir.join("c0ffee.db-wal").exists());
+        assert!(to.storage_dir.path().join("c0ffee.db-wal").exists());
         assert!(!old_workspace.exists());
     }
 
@@ -159,7 +207,7 @@ mod tests {
         let to = placement(dir.path());
         let sources = Sources::legacy(&save, &dir.path().join("w/missing"));
         move_into(&sources, &to, "c0ffee").unwrap();
-        assert!(to.process.storage_dir.join("c0ffee.db").exists());
+        assert!(to.storage_dir.path().join("c0ffee.db").exists());
         move_into(&sources, &to, "fresh").unwrap();
         move_into(&sources, &to, "../escape").unwrap();
     }
@@ -168,16 +216,51 @@ mod tests {
     fn a_place_in_use_keeps_its_files() {
         let dir = tempfile::tempdir().unwrap();
         let to = placement(dir.path());
-        fs::write(to.workspace.join("theirs"), "x").unwrap();
+        fs::write(to.workspace.path().join("theirs"), "x").unwrap();
         let old = dir.path().join("old");
         fs::create_dir_all(&old).unwrap();
         fs::write(old.join("mine"), "y").unwrap();
         let from = Sources {
-            workspace: old.clone(),
-            app_data_dir: dir.path().join("none"),
+            workspace: Beneath::new(dir.path(), "old"),
+            app_data_dir: Beneath::new(dir.path(), "none"),
             storage_dirs: Vec::new(),
         };
         move_into(&from, &to, "c").unwrap();
-        assert!(to.workspace.join("theirs").exists() && old.join("mine").exists());
+        assert!(to.workspace.path().join("theirs").exists() && old.join("mine").exists());
+    }
+
+    /// An earlier owner's sandbox replaced its `app` by a link to a host directory named like
+    /// the slot's parent: moving the thread to its new owner must not carry the host
+    /// directory into the new owner's tree.
+    #[test]
+    fn a_link_planted_in_the_earlier_place_is_not_moved_through() {
+        let dir = tempfile::tempdir().unwrap();
+        let host = dir.path().join("host");
+        fs::create_dir_all(host.join("1")).unwrap();
+        fs::write(host.join("1/secret"), "host secret").unwrap();
+        let old_state = dir.path().join("old/o/t");
+        fs::create_dir_all(&old_state).unwrap();
+        std::os::unix::fs::symlink(&host, old_state.join("app")).unwrap();
+        std::os::unix::fs::symlink(&host, old_state.join("save")).unwrap();
+        fs::write(host.join("c.db"), "not theirs").unwrap();
+        let from = Sources {
+            workspace: Beneath::new(dir.path().join("old/w/t"), "1"),
+            app_data_dir: Beneath::new(&old_state, "app/1"),
+            storage_dirs: vec![Beneath::new(&old_state, "save")],
+        };
+        let to = placement(dir.path());
+        let _ = move_into(&from, &to, "c");
+        assert_eq!(
+            fs::read_to_string(host.join("1/secret")).unwrap(),
+            "host secret"
+        );
+        assert!(host.join("c.db").exists());
+        assert!(
+            fs::read_dir(to.app_data_dir.path())
+                .unwrap()
+                .next()
+                .is_none()
+        );
+        assert!(!to.storage_dir.path().join("c.db").exists());
     }
 }

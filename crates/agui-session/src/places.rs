@@ -78,6 +78,24 @@ fn base32(bytes: &[u8]) -> String {
     out
 }
 
+/// A new slot's name: 50 random bits in base32 (10 characters), never derived from what is in
+/// the tree (which its sandbox can write).
+pub(crate) fn random_slot() -> io::Result<String> {
+    let mut bytes = [0u8; 7];
+    getrandom::fill(&mut bytes).map_err(|e| io::Error::other(format!("no randomness: {e}")))?;
+    let mut slot = base32(&bytes);
+    slot.truncate(10);
+    Ok(slot)
+}
+
+/// Whether `slot` can name a thread's directories: a random slot name, or the number an
+/// earlier version gave it.
+pub(crate) fn valid_slot(slot: &str) -> bool {
+    let random = slot.len() == 10 && slot.bytes().all(|b| matches!(b, b'a'..=b'z' | b'2'..=b'7'));
+    let numbered = !slot.is_empty() && slot.len() <= 20 && slot.bytes().all(|b| b.is_ascii_digit());
+    random || numbered
+}
+
 /// Where a thread works: its tree and its slot in it (kept in its record).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct Place {
@@ -101,15 +119,39 @@ pub(crate) struct ProcessPlace {
     pub(crate) label: String,
 }
 
+/// A directory as the server reaches it through the door: `rel` below `root`, a directory
+/// whose path no agent can change (a tree's root, or one the operator configured).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Beneath {
+    pub(crate) root: PathBuf,
+    pub(crate) rel: PathBuf,
+}
+
+impl Beneath {
+    pub(crate) fn new(root: impl Into<PathBuf>, rel: impl Into<PathBuf>) -> Self {
+        Self {
+            root: root.into(),
+            rel: rel.into(),
+        }
+    }
+
+    /// The whole path (for the harness, which opens it inside its sandbox, and for messages).
+    pub(crate) fn path(&self) -> PathBuf {
+        self.root.join(&self.rel)
+    }
+}
+
 /// One thread's directories.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Placement {
     /// The process it runs on.
     pub(crate) process: ProcessPlace,
     /// Its workspace.
-    pub(crate) workspace: PathBuf,
+    pub(crate) workspace: Beneath,
     /// The harness's `appDataDir` (transcripts, artifacts).
-    pub(crate) app_data_dir: PathBuf,
+    pub(crate) app_data_dir: Beneath,
+    /// Its process's storage dir, where its conversation's database is.
+    pub(crate) storage_dir: Beneath,
 }
 
 #[cfg(test)]
@@ -125,5 +167,23 @@ mod tests {
         assert!(TreeId::try_from(a.to_string()).is_ok());
         assert!(TreeId::try_from("../etc".to_owned()).is_err());
         assert_eq!(base32(b"foobar"), "mzxw6ytboi");
+    }
+
+    #[test]
+    fn slots_are_random_names_or_earlier_numbers_and_nothing_else() {
+        let (a, b) = (random_slot().unwrap(), random_slot().unwrap());
+        assert_ne!(a, b);
+        assert!(valid_slot(&a) && valid_slot(&b), "{a} {b}");
+        assert!(valid_slot("1") && valid_slot("42"));
+        for bad in [
+            "",
+            "..",
+            "a/b",
+            "abcdefghi1",
+            "ABCDEFGHIJ",
+            "123456789012345678901",
+        ] {
+            assert!(!valid_slot(bad), "{bad}");
+        }
     }
 }

@@ -228,7 +228,7 @@ impl ConversationSource for FakeHarness {
         let open = Arc::new(AtomicBool::new(true));
         let conversation = FakeConversation {
             process: placement.process.label.clone(),
-            workspace: placement.workspace.clone(),
+            workspace: placement.workspace.path(),
             id: id.clone(),
             config: Arc::new(config),
             callbacks,

@@ -149,3 +149,43 @@ async fn deleting_a_thread_removes_its_workspace_and_only_its_owner_may() {
         .collect();
     assert!(left.is_empty(), "{left:?}");
 }
+
+/// The retention sweep removes an expired thread's files through the door: a link the owner's
+/// sandbox planted as the tree's `app` is removed as a link, and the host directory it aims at
+/// (named like the thread's slot) survives.
+#[tokio::test]
+async fn retention_removes_an_expired_threads_files_without_following_a_planted_link() {
+    let (agent, harness, dir) = agent(Isolation::Owner);
+    let alice = Owner::named("alice");
+    let c = turn(&agent, &harness, &alice, "old", 0).await;
+    let workspace = c.workspace();
+    let slot = workspace.file_name().unwrap().to_owned();
+    let state = options(dir.path())
+        .save_dir
+        .join("o")
+        .join(workspace.parent().unwrap().file_name().unwrap());
+    let host = dir.path().join("host");
+    std::fs::create_dir_all(host.join(&slot)).unwrap();
+    std::fs::write(host.join(&slot).join("precious"), "precious").unwrap();
+    std::fs::rename(state.join("app"), state.join("app.bak")).unwrap();
+    std::os::unix::fs::symlink(&host, state.join("app")).unwrap();
+    agent.shutdown().await;
+    // A server started later, with a retention the thread is past.
+    tokio::time::sleep(std::time::Duration::from_millis(2100)).await;
+    let harness = harness.restarted();
+    let mut expiring = options(dir.path());
+    expiring.remember_threads_for = std::time::Duration::from_secs(1);
+    let agent = Agent::new(expiring, harness.backend(), ToolRegistry::new()).unwrap();
+    support::eventually(
+        std::time::Duration::from_secs(10),
+        "the expired thread's workspace was removed",
+        || !workspace.exists(),
+    )
+    .await;
+    assert!(!agent.knows("old").await, "the thread is forgotten");
+    assert_eq!(
+        std::fs::read_to_string(host.join(&slot).join("precious")).unwrap(),
+        "precious",
+        "the host directory the planted link aimed at survived"
+    );
+}

@@ -99,6 +99,11 @@ pub enum HarnessError {
         reason: String,
     },
 
+    /// A directory of the harness could not be reached or made: a confined process's
+    /// directories are reached through the door, which refuses what its agent planted there.
+    #[error(transparent)]
+    Sandbox(#[from] harness_sandbox::SandboxError),
+
     /// An I/O operation on the harness's pipes or directories failed.
     #[error("could not {action}: {source}")]
     Io {

@@ -573,7 +573,7 @@ impl HarnessPool {
                 let connect = inner.options.connect.clone();
                 let pool = Arc::downgrade(&inner);
                 tokio::spawn(async move {
-                    match warm_up.run(&process, &options.storage_dir, connect).await {
+                    match warm_up.run(&process, &options, connect).await {
                         Ok(took) => {
                             tracing::debug!(
                                 pid = process.pid(),

@@ -16,7 +16,7 @@ use tokio::task::JoinHandle;
 use tracing::Instrument as _;
 
 use harness_sandbox::cgroups::Cgroup;
-use harness_sandbox::{Confinement, SandboxControl, SandboxStdin};
+use harness_sandbox::{AgentDir, Confinement, SandboxControl, SandboxError, SandboxStdin};
 
 use crate::blocking::off_runtime;
 use crate::discovery::find_binary;
@@ -91,6 +91,20 @@ impl ProcessOptions {
         self.home_dir
             .clone()
             .unwrap_or_else(|| self.storage_dir.join(".home"))
+    }
+
+    /// `dir` — the storage dir, `HOME` or a directory below them — through the door, made
+    /// where missing when `create`. For a confined process it is reached below the granted
+    /// directory that holds it, which the sandbox can write, so no link there is followed (a
+    /// link planted as `save` or `home` is moved aside); any other `dir` is the host's own
+    /// (the operator's storage dir, a sandbox root of its own) and is opened as named.
+    pub(crate) fn reach(&self, dir: &Path, create: bool) -> Result<AgentDir, SandboxError> {
+        let roots = self
+            .confinement
+            .as_ref()
+            .map(|c| c.read_write.as_slice())
+            .unwrap_or_default();
+        AgentDir::below(roots, dir, create)
     }
 }
 
@@ -169,13 +183,13 @@ impl HarnessProcess {
             })??;
         let home = std::path::absolute(options.home())
             .map_err(HarnessError::io("resolve the harness HOME"))?;
-        for dir in [&options.storage_dir, &home] {
-            tokio::fs::create_dir_all(dir)
+        for dir in [options.storage_dir.clone(), home.clone()] {
+            let opts = options.clone();
+            off_runtime(move || opts.reach(&dir, true).map(drop))
                 .await
-                .map_err(HarnessError::io(format!(
-                    "create directory {}",
-                    dir.display()
-                )))?;
+                .ok_or_else(|| HarnessError::BootFailed {
+                    reason: "the runtime shut down while making the harness's directories".into(),
+                })??;
         }
         let storage_dir = std::path::absolute(&options.storage_dir).map_err(HarnessError::io(
             format!("resolve {}", options.storage_dir.display()),
@@ -185,9 +199,12 @@ impl HarnessProcess {
             .as_ref()
             .is_some_and(|c| !c.webm_encoder)
         {
-            let dir = home.clone();
-            if let Some(Err(e)) =
-                off_runtime(move || harness_sandbox::keep_webm_encoder_out(&dir)).await
+            let (dir, opts) = (home.clone(), options.clone());
+            if let Some(Err(e)) = off_runtime(move || {
+                opts.reach(&dir, false)
+                    .and_then(|home| harness_sandbox::keep_webm_encoder_out(&home))
+            })
+            .await
             {
                 tracing::warn!(home = %home.display(), error = %e, "could not keep the harness's webm encoder out of HOME; it may install it there (16.8 MB)");
             }

@@ -9,7 +9,7 @@
 //! a paid model), then everything it left on disk is removed.
 
 use std::fmt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -20,7 +20,7 @@ use crate::callbacks::DefaultCallbacks;
 use crate::conversation::Conversation;
 use crate::events::ConversationEvent;
 use crate::link::ConnectOptions;
-use crate::process::HarnessProcess;
+use crate::process::{HarnessProcess, ProcessOptions};
 
 /// The longest a warm-up turn may take; past it the process is used as it is.
 const WARM_UP_LIMIT: Duration = Duration::from_secs(20);
@@ -67,16 +67,17 @@ impl WarmUp {
     pub(crate) async fn run(
         &self,
         process: &HarnessProcess,
-        storage_dir: &Path,
+        options: &ProcessOptions,
         connect: ConnectOptions,
     ) -> Result<Duration, String> {
         let started = Instant::now();
-        let scratch = storage_dir.join(format!(".warm-up-{}", process.pid()));
+        let name = format!(".warm-up-{}", process.pid());
+        let scratch = options.storage_dir.join(&name);
         let mut conversation_id = None;
         let outcome = self
-            .turn(process, &scratch, connect, &mut conversation_id)
+            .turn(process, options, &scratch, connect, &mut conversation_id)
             .await;
-        remove_leftovers(scratch, storage_dir.to_owned(), conversation_id).await;
+        remove_leftovers(options.clone(), name, conversation_id).await;
         outcome.map(|()| started.elapsed())
     }
 
@@ -84,12 +85,18 @@ impl WarmUp {
     async fn turn(
         &self,
         process: &HarnessProcess,
+        options: &ProcessOptions,
         scratch: &Path,
         connect: ConnectOptions,
         opened: &mut Option<String>,
     ) -> Result<(), String> {
-        let made = tokio::fs::create_dir_all(scratch).await;
-        made.map_err(|e| format!("cannot create {}: {e}", scratch.display()))?;
+        let (opts, dir) = (options.clone(), scratch.to_owned());
+        let made = off_runtime(move || opts.reach(&dir, true).map(drop)).await;
+        match made {
+            Some(Ok(())) => {}
+            Some(Err(e)) => return Err(format!("cannot create {}: {e}", scratch.display())),
+            None => return Err("the runtime shut down".into()),
+        }
         let config = (self.config)(scratch).map_err(|e| e.to_string())?;
         let mut conversation =
             Conversation::open_with(process, config, Arc::new(DefaultCallbacks), connect)
@@ -121,24 +128,28 @@ impl WarmUp {
     }
 }
 
-/// Removes the scratch directory and the conversation's database (`<id>.db` and its SQLite
-/// companions in the storage dir), so a warm-up leaves nothing a host would see.
-async fn remove_leftovers(scratch: PathBuf, storage_dir: PathBuf, conversation_id: Option<String>) {
+/// Removes the scratch directory (`name` in the storage dir) and the conversation's database
+/// (`<id>.db` and its SQLite companions there), so a warm-up leaves nothing a host would see.
+/// Through the door: the storage dir is the sandbox's to write.
+async fn remove_leftovers(options: ProcessOptions, name: String, conversation_id: Option<String>) {
     off_runtime(move || {
-        if let Err(e) = std::fs::remove_dir_all(&scratch)
-            && e.kind() != std::io::ErrorKind::NotFound
-        {
-            tracing::warn!(dir = %scratch.display(), error = %e, "could not remove a warm-up's scratch directory");
+        let storage = match options.reach(&options.storage_dir, false) {
+            Ok(storage) => storage,
+            Err(e) => {
+                tracing::warn!(dir = %options.storage_dir.display(), error = %e, "could not clean up after a warm-up");
+                return;
+            }
+        };
+        if let Err(e) = storage.remove(Path::new(&name)) {
+            tracing::warn!(dir = %options.storage_dir.join(&name).display(), error = %e, "could not remove a warm-up's scratch directory");
         }
         let Some(id) = conversation_id.filter(|id| is_plain_name(id)) else {
             return;
         };
         for suffix in ["", "-wal", "-shm", "-journal"] {
-            let path = storage_dir.join(format!("{id}.db{suffix}"));
-            if let Err(e) = std::fs::remove_file(&path)
-                && e.kind() != std::io::ErrorKind::NotFound
-            {
-                tracing::warn!(path = %path.display(), error = %e, "could not remove a warm-up's conversation database");
+            let file = format!("{id}.db{suffix}");
+            if let Err(e) = storage.remove_file(Path::new(&file)) {
+                tracing::warn!(path = %options.storage_dir.join(&file).display(), error = %e, "could not remove a warm-up's conversation database");
             }
         }
     })

@@ -6,8 +6,9 @@ use std::path::{Path, PathBuf};
 
 use nix::sys::socket::{AddressFamily, SockFlag, SockType, socketpair};
 
+use crate::agent_dir::AgentDir;
 use crate::cgroups;
-use crate::encoder::WEBM_ENCODER_DIR;
+use crate::encoder::{self, WEBM_ENCODER_DIR};
 use crate::host::HostChannel;
 use crate::services::{ProcessLabel, Services};
 use crate::spec::Spec;
@@ -149,17 +150,24 @@ impl Confinement {
     }
 
     fn spec(&self, binary: &Path, storage_dir: &Path, home: &Path, cgroups: &[PathBuf]) -> Spec {
+        // Only directories the host names are mounted: the storage dir and `HOME` inside a
+        // granted directory come with it (the sandbox can replace them by a link, which a bind
+        // mount would follow to anywhere on the host).
         let mut read_write = self.read_write.clone();
-        read_write.extend([storage_dir.to_owned(), home.to_owned()]);
+        for dir in [storage_dir, home] {
+            if !self.read_write.iter().any(|root| dir.starts_with(root)) {
+                read_write.push(dir.to_owned());
+            }
+        }
         let mut read_only = self.read_only.clone();
         read_only.push(binary.to_owned());
         let mut hidden = self.hidden.clone();
-        let encoder_dir = home.join(WEBM_ENCODER_DIR);
         if !self.webm_encoder
-            && std::fs::symlink_metadata(&encoder_dir).is_ok_and(|m| m.file_type().is_file())
+            && AgentDir::below(&self.read_write, home, false)
+                .is_ok_and(|home| encoder::is_kept_out(&home))
         {
             // Masked: the agent cannot turn it back into a directory the harness installs into.
-            hidden.push(encoder_dir);
+            hidden.push(home.join(WEBM_ENCODER_DIR));
         }
         Spec {
             program: binary.to_owned(),
@@ -228,7 +236,7 @@ mod tests {
     #[tokio::test]
     async fn the_encoders_place_in_home_is_masked_unless_the_encoder_is_wanted() {
         let home = tempfile::tempdir().unwrap();
-        crate::keep_webm_encoder_out(home.path()).unwrap();
+        crate::keep_webm_encoder_out(&AgentDir::open(home.path()).unwrap()).unwrap();
         let mut confinement =
             Confinement::new(Launcher::new("/bin/launcher", ["__sandbox-exec"]), "t");
         let hidden = |confinement: &Confinement| {

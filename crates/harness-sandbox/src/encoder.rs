@@ -6,9 +6,10 @@
 //! one per owner or thread, so by default ([`crate::Confinement::webm_encoder`] off) the encoder is kept
 //! out of it.
 
-use std::fs::{self, OpenOptions};
-use std::io;
 use std::path::Path;
+
+use crate::agent_dir::{AgentDir, EntryKind};
+use crate::{Result, SandboxError};
 
 /// Where, under `HOME`, the harness installs the encoder.
 pub const WEBM_ENCODER_DIR: &str = ".gemini/antigravity/bin";
@@ -19,53 +20,67 @@ const WEBM_ENCODER: &str = "webm_encoder";
 /// Makes `home/.gemini/antigravity/bin` an empty file, so the harness cannot install the
 /// encoder there, first removing an encoder an earlier process installed (the directory goes
 /// when it held nothing else; one holding anything else is left as it is). The agent may have
-/// shaped its `HOME` in an earlier life: nothing here follows a symbolic link, and a path with
-/// one is left alone (a confined harness then writes wherever the link leads inside its own
+/// shaped its `HOME` in an earlier life: everything goes through the door, and a path with a
+/// link is left alone (a confined harness then writes wherever the link leads inside its own
 /// sandbox, which costs only disk).
-pub fn keep_out(home: &Path) -> io::Result<()> {
-    let mut dir = home.to_owned();
+pub fn keep_out(home: &AgentDir) -> Result<()> {
     let parts: Vec<&str> = WEBM_ENCODER_DIR.split('/').collect();
     let (last, parents) = parts.split_last().expect("a non-empty path");
+    let mut dir = String::new();
     for part in parents {
-        dir.push(part);
-        match fs::symlink_metadata(&dir) {
-            Ok(meta) if meta.file_type().is_dir() => {}
-            Ok(_) => return Ok(()),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => fs::create_dir(&dir)?,
-            Err(e) => return Err(e),
+        if !dir.is_empty() {
+            dir.push('/');
         }
-    }
-    let bin = dir.join(last);
-    match fs::symlink_metadata(&bin) {
-        Ok(meta) if meta.file_type().is_dir() => {
-            let entries = fs::read_dir(&bin)?
-                .map(|entry| entry.map(|e| e.file_name()))
-                .collect::<io::Result<Vec<_>>>()?;
-            match entries.as_slice() {
-                [] => {}
-                [only] if only == WEBM_ENCODER => {
-                    let encoder = bin.join(WEBM_ENCODER);
-                    if fs::symlink_metadata(&encoder)?.file_type().is_file() {
-                        fs::remove_file(encoder)?;
-                    }
-                }
-                _ => return Ok(()),
+        dir.push_str(part);
+        match kind(home, &dir)? {
+            Some(EntryKind::Dir) => {}
+            Some(_) => return Ok(()),
+            None => {
+                home.create_dir(Path::new(&dir))?;
             }
-            fs::remove_dir(&bin)?;
         }
-        Ok(_) => return Ok(()),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-        Err(e) => return Err(e),
     }
-    // `create_new`: never through a link planted meanwhile.
-    match OpenOptions::new().write(true).create_new(true).open(&bin) {
-        Err(e) if e.kind() != io::ErrorKind::AlreadyExists => Err(e),
-        _ => Ok(()),
+    let bin = format!("{dir}/{last}");
+    if let Some(found) = kind(home, &bin)? {
+        if found != EntryKind::Dir {
+            return Ok(());
+        }
+        let entries = home.entries(Path::new(&bin))?;
+        match entries.as_slice() {
+            [] => {}
+            [only] if only.name == WEBM_ENCODER && only.kind == EntryKind::File => {
+                home.remove_file(&Path::new(&bin).join(WEBM_ENCODER))?;
+            }
+            _ => return Ok(()),
+        }
+        home.remove_empty_dir(Path::new(&bin))?;
     }
+    // Never through a link planted meanwhile, never over what appeared meanwhile.
+    home.create_new_file(Path::new(&bin))?;
+    Ok(())
+}
+
+/// What is at `rel` below `home`, links not followed; `None` when nothing is.
+fn kind(home: &AgentDir, rel: &str) -> Result<Option<EntryKind>> {
+    match home.stat(Path::new(rel)) {
+        Ok(entry) => Ok(Some(entry.kind)),
+        Err(SandboxError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+            Ok(None)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Whether the encoder's place under `home` is the empty file [`keep_out`] made (the launcher
+/// then masks it, so the agent cannot turn it back into a directory).
+pub(crate) fn is_kept_out(home: &AgentDir) -> bool {
+    matches!(kind(home, WEBM_ENCODER_DIR), Ok(Some(EntryKind::File)))
 }
 
 #[cfg(test)]
 mod tests {
+    use std::fs;
+
     use super::*;
 
     fn bin(home: &Path) -> std::path::PathBuf {
@@ -75,10 +90,10 @@ mod tests {
     #[test]
     fn a_new_home_gets_an_empty_file_where_the_encoder_would_go() {
         let home = tempfile::tempdir().unwrap();
-        keep_out(home.path()).unwrap();
+        keep_out(&AgentDir::open(home.path()).unwrap()).unwrap();
         let meta = fs::symlink_metadata(bin(home.path())).unwrap();
         assert!(meta.file_type().is_file() && meta.len() == 0);
-        keep_out(home.path()).unwrap();
+        keep_out(&AgentDir::open(home.path()).unwrap()).unwrap();
         assert!(bin(home.path()).is_file(), "a second call changes nothing");
     }
 
@@ -87,7 +102,7 @@ mod tests {
         let home = tempfile::tempdir().unwrap();
         fs::create_dir_all(bin(home.path())).unwrap();
         fs::write(bin(home.path()).join(WEBM_ENCODER), b"\x7fELF...").unwrap();
-        keep_out(home.path()).unwrap();
+        keep_out(&AgentDir::open(home.path()).unwrap()).unwrap();
         assert!(bin(home.path()).is_file());
     }
 
@@ -97,7 +112,7 @@ mod tests {
         fs::create_dir_all(bin(home.path())).unwrap();
         fs::write(bin(home.path()).join(WEBM_ENCODER), b"encoder").unwrap();
         fs::write(bin(home.path()).join("tool"), b"the agent's").unwrap();
-        keep_out(home.path()).unwrap();
+        keep_out(&AgentDir::open(home.path()).unwrap()).unwrap();
         assert!(bin(home.path()).join(WEBM_ENCODER).is_file());
         assert!(bin(home.path()).join("tool").is_file());
     }
@@ -110,7 +125,7 @@ mod tests {
         fs::create_dir_all(&target).unwrap();
         fs::write(target.join(WEBM_ENCODER), b"someone else's").unwrap();
         std::os::unix::fs::symlink(elsewhere.path(), home.path().join(".gemini")).unwrap();
-        keep_out(home.path()).unwrap();
+        keep_out(&AgentDir::open(home.path()).unwrap()).unwrap();
         assert!(
             target.join(WEBM_ENCODER).is_file(),
             "the link's target is untouched"
@@ -119,7 +134,7 @@ mod tests {
         let home = tempfile::tempdir().unwrap();
         fs::create_dir_all(home.path().join(".gemini/antigravity")).unwrap();
         std::os::unix::fs::symlink(&target, bin(home.path())).unwrap();
-        keep_out(home.path()).unwrap();
+        keep_out(&AgentDir::open(home.path()).unwrap()).unwrap();
         assert!(
             target.join(WEBM_ENCODER).is_file(),
             "the link's target is untouched"

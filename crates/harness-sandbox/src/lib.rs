@@ -32,6 +32,7 @@
 //! exits with the harness), the harness stage applies the harness's restrictions and becomes the
 //! harness, and the shell stage applies a command's restrictions and becomes the real shell.
 
+mod agent_dir;
 pub mod cgroups;
 mod confinement;
 mod control;
@@ -43,6 +44,7 @@ mod probe;
 mod services;
 mod spec;
 
+pub use agent_dir::{AgentDir, DiskUsage, Entry, EntryKind, Ownership, Refusal, TempName};
 pub use confinement::{Confinement, Launcher, Limits};
 pub use encoder::{WEBM_ENCODER_DIR, keep_out as keep_webm_encoder_out};
 pub use host::{HostChannel, SandboxControl, SandboxStdin, SandboxStdout, StartedSandbox};
@@ -66,6 +68,15 @@ pub enum SandboxError {
         action: String,
         /// The underlying error.
         source: std::io::Error,
+    },
+    /// An entry below a directory the agent can write was refused rather than followed or
+    /// read ([`AgentDir`]): a link, a special file, a file with several links, a bad path.
+    #[error("{path}: refused, {why}")]
+    Refused {
+        /// The entry (for messages).
+        path: std::path::PathBuf,
+        /// What it is.
+        why: Refusal,
     },
     /// The launcher broke the control protocol or went away.
     #[error("the sandbox launcher's control channel: {0}")]

@@ -617,7 +617,7 @@ impl Task {
             return;
         }
         self.disk = DiskWatch {
-            at_turn_start: self.ctx.trees.usage(&place.tree),
+            at_turn_start: self.ctx.trees.usage(&place.tree).map(|u| u.bytes),
             checked: Instant::now(),
         };
         self.ctx.trees.measure(&place.tree);
@@ -631,12 +631,15 @@ impl Task {
         };
         let used = self.ctx.trees.usage(&place.tree);
         self.ctx.trees.measure(&place.tree);
-        let Some(used) = used else { return };
+        let Some(measured) = used else { return };
+        let used = measured.bytes;
         let baseline = *self.disk.at_turn_start.get_or_insert(used);
-        if used > cap && used > baseline {
+        // A chain of directories too deep to measure counts as over the cap.
+        if (used > cap || measured.too_deep) && used > baseline {
             tracing::warn!(
                 used,
                 cap,
+                too_deep = measured.too_deep,
                 "the turn filled the owner's disk quota; stopping it"
             );
             self.owe_watchers(Verdict::Failed(RunFailure::new(

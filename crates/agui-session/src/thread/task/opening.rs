@@ -127,8 +127,8 @@ impl Task {
             .conversation_config(
                 options,
                 &self.ctx.tools,
-                &placement.workspace,
-                &placement.app_data_dir,
+                &placement.workspace.path(),
+                &placement.app_data_dir.path(),
                 &self.conversation_id,
                 known,
             )
