@@ -7,8 +7,10 @@
 //! ([`ModelChannel::serve`]) with a token of that process alone, revoked when it stops. A
 //! request must carry the token of where it arrived and name a generation route of the agent's
 //! kind of endpoint and one of the agent's models; each token has limits (calls at once, calls
-//! per minute, request size). The proxy then drops the harness's credentials, adds the real key
-//! and headers, streams the request up and the answer back as they arrive, and logs each call
+//! per minute, request size). The proxy then forwards only what of the harness's request the
+//! API reads (`outgoing`: its own query parameter and headers, never the harness's credentials
+//! or anything a gateway acts on), adds the real key and headers, streams the request up (with
+//! its length when it came with one) and the answer back as they arrive, and logs each call
 //! with the process it came from. Neither the harness nor anything the agent runs holds the
 //! key.
 
@@ -18,7 +20,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::{Duration, Instant};
 
-use axum::body::Body;
+use axum::body::{Body, HttpBody};
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -32,6 +34,7 @@ use tokio::sync::{Semaphore, oneshot, watch};
 use crate::defaults;
 use crate::error::ServerError;
 
+mod outgoing;
 mod warm_up;
 
 /// Google's Gemini API, where a Gemini endpoint without `gemini_base_url` goes.
@@ -40,23 +43,6 @@ pub const GEMINI_API_URL: &str = "https://generativelanguage.googleapis.com";
 /// The model calls the proxy forwards: the harness's streaming call, and the two others of the
 /// same API surface it may make.
 const RPCS: [&str; 3] = ["streamGenerateContent", "generateContent", "countTokens"];
-
-/// Request headers never forwarded: the harness's credentials (replaced by the real ones),
-/// hop-by-hop headers, and `accept-encoding`, so that the answer arrives uncompressed and is
-/// passed on event by event.
-const DROPPED_HEADERS: [HeaderName; 11] = [
-    header::HOST,
-    header::CONTENT_LENGTH,
-    header::AUTHORIZATION,
-    HeaderName::from_static("x-goog-api-key"),
-    header::ACCEPT_ENCODING,
-    header::CONNECTION,
-    HeaderName::from_static("keep-alive"),
-    header::PROXY_AUTHORIZATION,
-    header::TE,
-    header::TRANSFER_ENCODING,
-    header::UPGRADE,
-];
 
 /// Limits of the model calls made with one token (one harness process, or every unconfined
 /// harness of an agent).
@@ -553,15 +539,16 @@ impl Route {
         model.map(|model| (format!("{base}{rest}"), model))
     }
 
-    /// The headers sent upstream: the harness's, less its credentials and hop-by-hop headers,
-    /// plus this route's.
+    /// Whether this route calls a Google API (Gemini or Vertex), with its query parameters and
+    /// headers.
+    fn is_google(&self) -> bool {
+        !matches!(self.upstream, Upstream::OpenAi { .. })
+    }
+
+    /// The headers sent upstream: those of the harness's the API reads (an allow-list that
+    /// leaves its credentials out), then this route's.
     fn upstream_headers(&self, incoming: &HeaderMap) -> HeaderMap {
-        let mut headers = HeaderMap::new();
-        for (name, value) in incoming {
-            if !DROPPED_HEADERS.contains(name) {
-                headers.append(name.clone(), value.clone());
-            }
-        }
+        let mut headers = outgoing::headers(self.is_google(), incoming);
         for (name, value) in &self.headers {
             headers.insert(name.clone(), value.clone());
         }
@@ -637,11 +624,9 @@ async fn forward(State(entry): State<Entry>, request: Request) -> Response {
         };
     }
     let limit = route.limits.max_request_bytes;
-    let declared = parts
-        .headers
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok());
+    // The length the body was sent with (`Content-Length`), as the listener decodes it: none for
+    // a chunked body.
+    let declared = HttpBody::size_hint(&body).exact();
     if declared.is_some_and(|n| n > limit) {
         shared.count(&route.agent, "refused");
         tracing::warn!(agent = %route.agent, sandbox = %grant.label, bytes = declared, "model proxy: a request over the size limit was refused");
@@ -663,27 +648,20 @@ async fn forward(State(entry): State<Entry>, request: Request) -> Response {
             route.limits.per_minute
         ));
     }
-    if let Some(query) = parts.uri.query() {
+    if let Some(query) = outgoing::query(route.is_google(), parts.uri.query()) {
         url = format!("{url}?{query}");
     }
-    // Streamed up as it arrives, cut off past the limit (a body without a length, or longer
-    // than it said).
-    let mut seen = 0u64;
-    let upload = body.into_data_stream().map(move |chunk| {
-        let chunk = chunk.map_err(std::io::Error::other)?;
-        seen += chunk.len() as u64;
-        if seen > limit {
-            return Err(std::io::Error::other(format!(
-                "the request exceeds the model proxy's limit of {limit} bytes"
-            )));
-        }
-        Ok(chunk)
-    });
-    tracing::debug!(agent = %route.agent, sandbox = %grant.label, model = model.as_deref().unwrap_or("-"), "model proxy: forwarding a model call");
-    let sent = shared
+    let (upload, cut) = outgoing::upload(body.into_data_stream(), limit, declared);
+    let mut upstream = shared
         .client
         .post(&url)
-        .headers(route.upstream_headers(&parts.headers))
+        .headers(route.upstream_headers(&parts.headers));
+    // Sent as it came: with its length (some model servers read no chunked body), or chunked.
+    if let Some(declared) = declared {
+        upstream = upstream.header(header::CONTENT_LENGTH, declared);
+    }
+    tracing::debug!(agent = %route.agent, sandbox = %grant.label, model = model.as_deref().unwrap_or("-"), bytes = declared, "model proxy: forwarding a model call");
+    let sent = upstream
         .body(reqwest::Body::wrap_stream(upload))
         .send()
         .await;
@@ -691,10 +669,20 @@ async fn forward(State(entry): State<Entry>, request: Request) -> Response {
         Ok(answer) => answer,
         Err(e) => {
             let reason = error_chain(&e.without_url());
-            if reason.contains("exceeds the model proxy's limit") {
+            if let Some(&cut) = cut.get() {
                 shared.count(&route.agent, "refused");
-                tracing::warn!(agent = %route.agent, sandbox = %grant.label, "model proxy: a request over the size limit was cut off");
-                return too_large(limit);
+                tracing::warn!(agent = %route.agent, sandbox = %grant.label, ?cut, bytes = declared, error = %reason, "model proxy: a request body was cut off");
+                return match cut {
+                    outgoing::Cut::TooLarge => too_large(limit),
+                    _ => google_error(
+                        StatusCode::BAD_REQUEST,
+                        "INVALID_ARGUMENT",
+                        &format!(
+                            "the model proxy did not forward the request: {}",
+                            cut.message(limit, declared)
+                        ),
+                    ),
+                };
             }
             shared.count(&route.agent, "unreachable");
             let host = reqwest::Url::parse(&url)

@@ -13,7 +13,7 @@ use gemini_script::{Reply, Script, ScriptedModel};
 use harness_client::ModelEndpoint;
 use serde_json::json;
 use support::harnesses_in;
-use support::upstream::{Answer, Upstream, contains, plain};
+use support::upstream::{Answer, LengthOnly, Upstream, contains, plain};
 
 mod support;
 
@@ -377,6 +377,34 @@ async fn an_openai_compatible_turn_reaches_the_chat_route_with_the_model_headers
     for got in &received {
         assert_eq!(got.path, "/ollama/v1/chat/completions");
         assert_eq!(got.headers["authorization"], "Bearer sk-real");
+    }
+    server.shutdown().await;
+}
+
+/// The harness sends its model requests with a `Content-Length`, and a model server that reads
+/// no chunked body (Python's `http.server`) gets them whole through the proxy.
+#[tokio::test]
+async fn a_model_server_that_reads_only_lengths_gets_the_harnesss_whole_requests() {
+    let model = LengthOnly::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let server = start_server(
+        dir.path(),
+        &["--api-key", "REAL", "--gemini-base-url", &model.url],
+    )
+    .await;
+    assert_eq!(turn_text(&server).await, "hello from the model");
+    let reads = model.reads();
+    assert!(!reads.is_empty());
+    for read in &reads {
+        assert_eq!(
+            read.headers.get("content-length"),
+            Some(&read.body.len().to_string()),
+            "{:?}",
+            read.headers
+        );
+        let body: serde_json::Value = serde_json::from_slice(&read.body)
+            .unwrap_or_else(|e| panic!("the model read {} bytes: {e}", read.body.len()));
+        assert!(body["contents"].is_array(), "{body}");
     }
     server.shutdown().await;
 }

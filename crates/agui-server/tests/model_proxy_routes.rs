@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use agui_server::model_proxy::{ModelProxy, uses_ambient_credentials};
+use agui_server::model_proxy::{CallLimits, ModelProxy, uses_ambient_credentials};
 use axum::body::Body;
 use axum::response::Response;
 use harness_client::ModelEndpoint;
@@ -15,7 +15,7 @@ use tokio::sync::{Notify, mpsc};
 
 mod support;
 
-use support::upstream::{Answer, Upstream};
+use support::upstream::{Answer, LengthOnly, Received, Upstream};
 
 // ---------------------------------------------------------------------------------------------
 // The proxy alone, in front of a recording upstream.
@@ -270,6 +270,298 @@ async fn gemini_requests_carry_the_real_key_and_headers_instead_of_the_token() {
         got.headers
     );
     assert_eq!(got.body, br#"{"contents":[]}"#);
+}
+
+/// The three kinds of endpoint, each called the way a harness that meddles would: with a key,
+/// parameters and headers of its own beside the API's. What the model received of each call,
+/// with the route called and whether it is a Google API.
+async fn meddling_calls() -> Vec<(Received, &'static str, bool)> {
+    let upstream = Upstream::start(sse_answer()).await;
+    let proxy = ModelProxy::start(0).await.unwrap();
+    let vertex = ModelEndpoint::Vertex {
+        project: "p".into(),
+        location: "l".into(),
+        base_url: Some(upstream.url.clone()),
+        api_key: Some("REAL-KEY".into()),
+        headers: BTreeMap::new(),
+    };
+    let openai = ModelEndpoint::OpenAiCompatible {
+        base_url: upstream.url.clone(),
+    };
+    let calls = [
+        (
+            gemini(&upstream.url, "REAL-KEY"),
+            "/v1beta/models/m:streamGenerateContent",
+            true,
+        ),
+        (
+            vertex,
+            "/v1beta1/projects/p/locations/l/publishers/google/models/m:streamGenerateContent",
+            true,
+        ),
+        (openai, "/v1/chat/completions", false),
+    ];
+    for (i, (endpoint, call, _)) in calls.iter().enumerate() {
+        let (base, token) = parts(
+            &proxy
+                .register_plain(&format!("a{i}"), endpoint, &none())
+                .unwrap(),
+        );
+        let answer = reqwest::Client::new()
+            .post(format!(
+                "{base}{call}?key=HARNESS-KEY&alt=sse&%61lt=json&$alt=proto&quotaUser=q&fields=x&alt=json"
+            ))
+            .header("content-type", "application/json")
+            .header("user-agent", "google-genai-sdk/1.74.0 gl-go/go1.24")
+            .header("x-goog-api-client", "google-genai-sdk/1.74.0 gl-go/go1.24")
+            .header("x-goog-api-key", token.unwrap_or_default())
+            .header("x-forwarded-for", "10.0.0.1")
+            .header("forwarded", "for=10.0.0.1")
+            .header("x-real-ip", "10.0.0.1")
+            .header("x-http-method-override", "DELETE")
+            .header("x-goog-user-project", "someone-elses-project")
+            .header("x-goog-request-params", "project=other")
+            .header("cookie", "session=1")
+            .header("accept-encoding", "gzip")
+            .body(r#"{"contents":[]}"#)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answer.status(), 200, "{call}");
+    }
+    let received = upstream.received();
+    assert_eq!(received.len(), calls.len());
+    received
+        .into_iter()
+        .zip(calls)
+        .map(|(got, (_, call, google))| (got, call, google))
+        .collect()
+}
+
+/// The harness's query goes upstream only as far as the API reads it: `alt` on a Google API
+/// call (its first, a plain word, named as written), nothing on an OpenAI-compatible one. A
+/// credential in the query (`?key=`) and Google's system parameters (`quotaUser`, `fields`,
+/// `$alt`) never reach the model.
+#[tokio::test]
+async fn the_harnesss_own_query_parameters_never_reach_the_model() {
+    for (got, call, google) in meddling_calls().await {
+        let query = if google { "?alt=sse" } else { "" };
+        assert_eq!(
+            got.path,
+            format!("{call}{query}"),
+            "only the API's parameter"
+        );
+        assert_eq!(got.body, br#"{"contents":[]}"#);
+    }
+}
+
+/// The harness's headers go upstream only as far as the API reads them: the body's type and the
+/// client's identification. Headers a gateway acts on (`X-Forwarded-For`, `Forwarded`, a method
+/// override, a cookie), the Google headers that choose what is billed or routed, and the
+/// harness's key never reach the model.
+#[tokio::test]
+async fn the_harnesss_extra_headers_never_reach_the_model() {
+    for (got, call, google) in meddling_calls().await {
+        let names: Vec<&str> = got.headers.keys().map(String::as_str).collect();
+        let expected: &[&str] = if google {
+            &[
+                "accept",
+                "content-length",
+                "content-type",
+                "host",
+                "user-agent",
+                "x-goog-api-client",
+                "x-goog-api-key",
+            ]
+        } else {
+            &[
+                "accept",
+                "content-length",
+                "content-type",
+                "host",
+                "user-agent",
+            ]
+        };
+        assert_eq!(names, expected, "{call}: {:?}", got.headers);
+        if google {
+            assert_eq!(got.headers["x-goog-api-key"], "REAL-KEY");
+        }
+    }
+}
+
+/// A body the harness sent with its length goes up with that length: a model server that reads
+/// no chunked body (Python's `http.server`) gets all of it, not an empty request.
+#[tokio::test]
+async fn a_body_sent_with_its_length_reaches_a_model_server_that_reads_only_lengths() {
+    let model = LengthOnly::start().await;
+    let proxy = ModelProxy::start(0).await.unwrap();
+    let (base, token) = parts(
+        &proxy
+            .register_plain("a", &gemini(&model.url, "REAL"), &none())
+            .unwrap(),
+    );
+    let body = format!(
+        r#"{{"contents":[{{"parts":[{{"text":"{}"}}]}}]}}"#,
+        "x".repeat(100_000)
+    );
+    let answer = reqwest::Client::new()
+        .post(format!(
+            "{base}/v1beta/models/m:streamGenerateContent?alt=sse"
+        ))
+        .header("content-type", "application/json")
+        .header("x-goog-api-key", token.unwrap())
+        .body(body.clone())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 200);
+    assert!(
+        answer
+            .text()
+            .await
+            .unwrap()
+            .contains("hello from the model")
+    );
+    let reads = model.reads();
+    assert_eq!(reads.len(), 1);
+    let read = &reads[0];
+    assert_eq!(
+        read.headers.get("content-length"),
+        Some(&body.len().to_string()),
+        "{:?}",
+        read.headers
+    );
+    assert!(
+        !read.headers.contains_key("transfer-encoding"),
+        "{:?}",
+        read.headers
+    );
+    assert!(read.complete);
+    assert_eq!(read.body, body.as_bytes(), "the model read the whole body");
+}
+
+/// A body the harness sent chunked (no length known ahead) goes up chunked, streamed.
+#[tokio::test]
+async fn a_chunked_body_goes_up_chunked() {
+    let upstream = Upstream::start(sse_answer()).await;
+    let proxy = ModelProxy::start(0).await.unwrap();
+    let (base, token) = parts(
+        &proxy
+            .register_plain("a", &gemini(&upstream.url, "REAL"), &none())
+            .unwrap(),
+    );
+    let chunks = ["{\"contents\":", "[]}"].map(|c| Ok::<_, std::io::Error>(c.to_owned()));
+    let answer = reqwest::Client::new()
+        .post(format!(
+            "{base}/v1beta/models/m:streamGenerateContent?alt=sse"
+        ))
+        .header("content-type", "application/json")
+        .header("x-goog-api-key", token.unwrap())
+        .body(reqwest::Body::wrap_stream(futures_util::stream::iter(
+            chunks,
+        )))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 200);
+    let got = &upstream.received()[0];
+    assert_eq!(
+        got.headers.get("transfer-encoding").map(String::as_str),
+        Some("chunked")
+    );
+    assert!(!got.headers.contains_key("content-length"));
+    assert_eq!(got.body, br#"{"contents":[]}"#);
+}
+
+/// A body that ends before the length it announced is never forwarded as a complete request
+/// (sent up with that length, it stops short; the model server never reads a request).
+#[tokio::test]
+async fn a_body_shorter_than_its_length_never_reaches_the_model_as_a_whole_request() {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let model = LengthOnly::start().await;
+    let proxy = ModelProxy::start(0).await.unwrap();
+    let (base, token) = parts(
+        &proxy
+            .register_plain("a", &gemini(&model.url, "REAL"), &none())
+            .unwrap(),
+    );
+    let path = base.split_once(&proxy.addr().to_string()).unwrap().1;
+    let mut harness = tokio::net::TcpStream::connect(proxy.addr()).await.unwrap();
+    let half = "x".repeat(50);
+    harness
+        .write_all(
+            format!(
+                "POST {path}/v1beta/models/m:streamGenerateContent?alt=sse HTTP/1.1\r\nhost: x\r\n\
+                 x-goog-api-key: {}\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{half}",
+                token.unwrap()
+            )
+            .as_bytes(),
+        )
+        .await
+        .unwrap();
+    harness.shutdown().await.unwrap();
+    let mut answer = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(10), harness.read_to_end(&mut answer)).await;
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(
+        answer.is_empty() || answer.starts_with("HTTP/1.1 400"),
+        "the harness is told its request was refused, if it still listens: {answer}"
+    );
+    // The model server records a connection once it ends.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while model.reads().is_empty() && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let reads = model.reads();
+    assert!(!reads.is_empty(), "the request went up: {answer}");
+    for read in &reads {
+        assert!(
+            !read.complete,
+            "the model read a whole request: {read:?}; the harness got {answer}"
+        );
+        assert_eq!(
+            read.headers.get("content-length").map(String::as_str),
+            Some("100")
+        );
+    }
+}
+
+/// `model_max_request_mb` holds for a body of no declared length: it is cut off as it passes the
+/// limit (413), and the model never reads a request.
+#[tokio::test]
+async fn a_chunked_body_past_the_size_limit_is_refused_and_never_complete_upstream() {
+    let upstream = Upstream::start(sse_answer()).await;
+    let proxy = ModelProxy::start(0).await.unwrap();
+    let (proxied, _) = proxy
+        .register(
+            "a",
+            &gemini(&upstream.url, "REAL"),
+            &none(),
+            Default::default(),
+            CallLimits {
+                max_request_bytes: 1024,
+                ..CallLimits::default()
+            },
+        )
+        .unwrap();
+    let (base, token) = parts(&proxied);
+    let chunks = (0..8).map(|_| Ok::<_, std::io::Error>(vec![b' '; 512]));
+    let (status, body) = error_of(
+        reqwest::Client::new()
+            .post(format!(
+                "{base}/v1beta/models/m:streamGenerateContent?alt=sse"
+            ))
+            .header("x-goog-api-key", token.unwrap())
+            .body(reqwest::Body::wrap_stream(futures_util::stream::iter(
+                chunks,
+            )))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 413, "{body}");
+    assert!(upstream.received().is_empty(), "the model read a request");
 }
 
 #[tokio::test]

@@ -1,5 +1,7 @@
 //! Unit tests of the model proxy's routes, grants and limits.
 
+use futures_util::StreamExt as _;
+
 use super::*;
 
 fn route(upstream: Upstream) -> Route {
@@ -63,6 +65,82 @@ fn only_the_generation_routes_of_the_endpoint_are_forwarded() {
         Some(("http://o.example/v1/chat/completions".into(), None))
     );
     assert_eq!(url(&openai, "/v1/models"), None);
+}
+
+#[test]
+fn only_alt_goes_up_of_the_harnesss_query() {
+    for (query, google, sent) in [
+        (Some("alt=sse"), true, Some("alt=sse")),
+        (Some("key=K&alt=sse"), true, Some("alt=sse")),
+        (Some("alt=sse&alt=json"), true, Some("alt=sse")),
+        (Some("key=K"), true, None),
+        (Some("%61lt=sse"), true, None),
+        (Some("$alt=sse"), true, None),
+        (Some("alt=sse%26key%3DK"), true, None),
+        (Some("alt="), true, None),
+        (Some("alt"), true, None),
+        (None, true, None),
+        (Some("alt=sse"), false, None),
+        (Some("api-version=1"), false, None),
+    ] {
+        assert_eq!(
+            outgoing::query(google, query).as_deref(),
+            sent,
+            "{query:?} (google: {google})"
+        );
+    }
+}
+
+/// What the upload of `chunks`, declared `declared` long, sends before it ends, and why it was
+/// cut, if it was.
+async fn uploaded(
+    chunks: &[&'static str],
+    limit: u64,
+    declared: Option<u64>,
+) -> (String, Option<outgoing::Cut>) {
+    let source = futures_util::stream::iter(
+        chunks
+            .iter()
+            .map(|c| Ok::<_, axum::Error>(bytes::Bytes::from_static(c.as_bytes())))
+            .collect::<Vec<_>>(),
+    );
+    let (upload, cut) = outgoing::upload(source, limit, declared);
+    let sent: Vec<_> = upload.collect().await;
+    let text = sent
+        .iter()
+        .map_while(|chunk| chunk.as_ref().ok())
+        .map(|chunk| String::from_utf8_lossy(chunk).into_owned())
+        .collect();
+    assert_eq!(
+        sent.iter().any(Result::is_err),
+        cut.get().is_some(),
+        "an upload fails exactly when it was cut"
+    );
+    (text, cut.get().copied())
+}
+
+#[tokio::test]
+async fn an_upload_is_never_a_complete_request_unless_its_length_and_limit_hold() {
+    use outgoing::Cut;
+    for (chunks, limit, declared, sent, cut) in [
+        (&["ab", "cd"][..], 10, Some(4), "abcd", None),
+        (&["ab", "cd"], 10, None, "abcd", None),
+        (&["ab", "", "cd", ""], 10, Some(4), "abcd", None),
+        // Longer than declared: the chunk that completes the length is held back, so the
+        // request never ends whole upstream.
+        (&["ab", "cd", "ef"], 10, Some(4), "ab", Some(Cut::Longer)),
+        (&["abcdef"], 10, Some(4), "", Some(Cut::Longer)),
+        (&["ab"], 10, Some(4), "ab", Some(Cut::Shorter)),
+        (&[], 10, Some(4), "", Some(Cut::Shorter)),
+        (&["abcd", "ef"], 5, None, "abcd", Some(Cut::TooLarge)),
+        (&["abcdef"], 5, Some(6), "", Some(Cut::TooLarge)),
+    ] {
+        assert_eq!(
+            uploaded(chunks, limit, declared).await,
+            (sent.to_owned(), cut),
+            "{chunks:?}, limit {limit}, declared {declared:?}"
+        );
+    }
 }
 
 #[test]
