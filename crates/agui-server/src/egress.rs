@@ -4,16 +4,21 @@
 //! requests to the hosts of an allow-list (`egress_allow`; empty, the default, allows none), on
 //! ports 80 and 443 unless the entry names one, and refuses an address on loopback, a private
 //! or link-local network, the cloud metadata address or any other non-public range, whatever the
-//! name resolves to: the name is resolved here, checked, and the checked address is the one
-//! connected to.
+//! name resolves to and however the address is written (`address`: IPv6 forms that carry an
+//! IPv4 address are judged by it, numbers such as `2130706433` are the address they name): the
+//! name is resolved here, checked, and the checked address is the one connected to.
 
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::net::{Ipv6Addr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
 
 use harness_client::sandbox::ServiceGrant;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::{TcpListener, TcpStream};
+
+use address::{ipv4_number, is_public};
+
+mod address;
 
 /// The largest request head read.
 const MAX_HEAD: usize = 16 * 1024;
@@ -258,14 +263,23 @@ impl Request {
                 version: version.to_owned(),
             });
         }
-        let Some(rest) = target.strip_prefix("http://") else {
+        let scheme = target
+            .get(..7)
+            .filter(|s| s.eq_ignore_ascii_case("http://"));
+        let (Some(_), Some(rest)) = (scheme, target.get(7..)) else {
             return Err(
                 "only CONNECT (HTTPS) and absolute http:// requests go through this proxy".into(),
             );
         };
-        let (authority, path) = match rest.find('/') {
-            Some(i) => (&rest[..i], &rest[i..]),
-            None => (rest, "/"),
+        // The authority ends at the path, the query or the fragment (RFC 3986); the fragment is
+        // not sent.
+        let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+        let (authority, rest) = rest.split_at(end);
+        let path = rest.split('#').next().unwrap_or_default();
+        let path = if path.starts_with('/') {
+            path.to_owned()
+        } else {
+            format!("/{path}")
         };
         let (host, port) = split_host_port(authority, 80)?;
         Ok(Self {
@@ -273,19 +287,31 @@ impl Request {
             host,
             port,
             method: method.to_owned(),
-            path: path.to_owned(),
+            path,
             version: version.to_owned(),
         })
     }
 
-    /// The head sent upstream for an absolute-form request: origin-form, no proxy headers, and
-    /// one request per connection.
+    /// The head sent upstream for an absolute-form request: origin-form, no proxy headers, one
+    /// request per connection, and the `Host` of the host connected to (RFC 9112 3.2.2: a proxy
+    /// replaces the client's), so that a server behind the allowed address is not asked for
+    /// another site by name.
     fn origin_form(&self, head: &[u8]) -> Vec<u8> {
         let text = String::from_utf8_lossy(head);
         let mut out = format!("{} {} {}\r\n", self.method, self.path, self.version);
+        let host = if self.host.contains(':') {
+            format!("[{}]", self.host)
+        } else {
+            self.host.clone()
+        };
+        out.push_str(&match self.port {
+            80 => format!("Host: {host}\r\n"),
+            port => format!("Host: {host}:{port}\r\n"),
+        });
         for line in text.lines().skip(1) {
             let name = line.split(':').next().unwrap_or_default().trim();
             if line.is_empty()
+                || name.eq_ignore_ascii_case("host")
                 || name.eq_ignore_ascii_case("proxy-connection")
                 || name.eq_ignore_ascii_case("proxy-authorization")
                 || name.eq_ignore_ascii_case("connection")
@@ -300,29 +326,69 @@ impl Request {
     }
 }
 
+/// The host and port of an authority (`host[:port]`, `[IPv6][:port]`), the host in the one form
+/// it is matched against `egress_allow` and resolved in: a name in lower case without its
+/// trailing dot; an address as its canonical text, also when written as a number (`2130706433`,
+/// `0x7f.1` and `127.1` are `127.0.0.1`), so the address checked is the one any resolver would
+/// have read. Refused as malformed: a user name (`allowed.example@elsewhere`), percent-encoding,
+/// an IPv6 address out of brackets or with a zone (`fe80::1%eth0`), anything no host name holds.
 fn split_host_port(authority: &str, default_port: u16) -> Result<(String, u16), String> {
-    let authority = authority.rsplit_once('@').map_or(authority, |(_, a)| a);
+    let malformed = |why: &str| format!("a malformed host in `{authority}`: {why}");
+    if authority.contains('@') {
+        return Err(malformed("a user name is not accepted"));
+    }
     let (host, port) = if let Some(rest) = authority.strip_prefix('[') {
         let (host, after) = rest
             .split_once(']')
-            .ok_or_else(|| format!("a malformed address `{authority}`"))?;
-        (host, after.strip_prefix(':'))
+            .ok_or_else(|| malformed("no closing bracket"))?;
+        let ip: Ipv6Addr = host
+            .parse()
+            .map_err(|_| malformed("not an IPv6 address (zone ids are not accepted)"))?;
+        let port = match after {
+            "" => None,
+            _ => Some(
+                after
+                    .strip_prefix(':')
+                    .ok_or_else(|| malformed("text after the address"))?,
+            ),
+        };
+        (ip.to_string(), port)
     } else {
-        match authority.rsplit_once(':') {
+        let (host, port) = match authority.rsplit_once(':') {
             Some((host, port)) => (host, Some(port)),
             None => (authority, None),
+        };
+        if host.contains(':') {
+            return Err(malformed("an IPv6 address goes in brackets"));
         }
+        if host.contains('%') {
+            return Err(malformed("percent-encoding is not accepted"));
+        }
+        if !host
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-._".contains(&b))
+        {
+            return Err(malformed("not a host name"));
+        }
+        let host = host.to_ascii_lowercase();
+        let host = host.strip_suffix('.').unwrap_or(&host);
+        let host = match ipv4_number(host).map_err(|why| malformed(&why))? {
+            Some(ip) => ip.to_string(),
+            None => host.to_owned(),
+        };
+        (host, port)
     };
     let port = match port {
-        Some(port) => port
+        Some(port) if !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit()) => port
             .parse()
             .map_err(|_| format!("a malformed port in `{authority}`"))?,
+        Some(_) => return Err(format!("a malformed port in `{authority}`")),
         None => default_port,
     };
     if host.is_empty() {
         return Err(format!("no host in `{authority}`"));
     }
-    Ok((host.to_ascii_lowercase(), port))
+    Ok((host, port))
 }
 
 /// The first public address of `host` (resolved here); an error naming why there is none.
@@ -331,52 +397,23 @@ async fn public_address(host: &str, port: u16) -> Result<SocketAddr, String> {
         .await
         .map_err(|e| format!("cannot resolve {host}: {e}"))?
         .collect();
+    first_public(host, &addresses)
+}
+
+/// The first public address of `addresses`, which `host` resolved to.
+fn first_public(host: &str, addresses: &[SocketAddr]) -> Result<SocketAddr, String> {
     addresses
         .iter()
         .copied()
         .find(|a| is_public(a.ip()))
         .ok_or_else(|| {
-            format!("{host} resolves only to addresses this proxy does not reach (loopback, private, link-local or reserved networks)")
+            let what = if host.parse::<std::net::IpAddr>().is_ok() {
+                "is an address"
+            } else {
+                "resolves only to addresses"
+            };
+            format!("{host} {what} this proxy does not reach (loopback, private, link-local or reserved networks)")
         })
-}
-
-/// Whether `ip` is a public unicast address (not loopback, private, link-local — the cloud
-/// metadata address among them —, shared, multicast, documentation or otherwise reserved).
-pub(crate) fn is_public(ip: IpAddr) -> bool {
-    match ip {
-        IpAddr::V4(ip) => is_public_v4(ip),
-        IpAddr::V6(ip) => match ip.to_ipv4_mapped() {
-            Some(v4) => is_public_v4(v4),
-            None => is_public_v6(ip),
-        },
-    }
-}
-
-fn is_public_v4(ip: Ipv4Addr) -> bool {
-    let [a, b, c, _] = ip.octets();
-    !(ip.is_unspecified()
-        || ip.is_loopback()
-        || ip.is_private()
-        || ip.is_link_local()
-        || ip.is_broadcast()
-        || ip.is_multicast()
-        || ip.is_documentation()
-        || a == 0
-        || (a == 100 && (64..128).contains(&b))
-        || (a == 192 && b == 0 && c == 0)
-        || (a == 198 && (b == 18 || b == 19))
-        || a >= 240)
-}
-
-fn is_public_v6(ip: Ipv6Addr) -> bool {
-    let first = ip.segments()[0];
-    !(ip.is_unspecified()
-        || ip.is_loopback()
-        || ip.is_multicast()
-        || (first & 0xfe00) == 0xfc00
-        || (first & 0xffc0) == 0xfe80
-        || first == 0x2001 && ip.segments()[1] == 0x0db8
-        || first == 0x0064)
 }
 
 async fn respond(client: &mut TcpStream, status: u16, message: &str) -> std::io::Result<()> {
@@ -419,29 +456,6 @@ mod tests {
     }
 
     #[test]
-    fn non_public_addresses_are_never_reached() {
-        for private in [
-            "127.0.0.1",
-            "10.1.2.3",
-            "172.16.0.1",
-            "192.168.1.1",
-            "169.254.169.254",
-            "100.64.0.1",
-            "0.0.0.0",
-            "::1",
-            "fe80::1",
-            "fd00::1",
-            "::ffff:127.0.0.1",
-            "::ffff:169.254.169.254",
-        ] {
-            assert!(!is_public(private.parse().unwrap()), "{private}");
-        }
-        for public in ["8.8.8.8", "142.250.1.1", "2606:4700::1111"] {
-            assert!(is_public(public.parse().unwrap()), "{public}");
-        }
-    }
-
-    #[test]
     fn proxy_requests_parse_and_rewrite_to_origin_form() {
         let connect =
             Request::parse(b"CONNECT pypi.org:443 HTTP/1.1\r\nHost: pypi.org\r\n\r\n").unwrap();
@@ -461,12 +475,127 @@ mod tests {
             "{sent}"
         );
         assert!(!sent.contains("Proxy-Connection") && sent.ends_with("Connection: close\r\n\r\n"));
+        // The Host sent is the host connected to, never the client's.
+        let head =
+            b"GET http://allowed.example:8080?q#frag HTTP/1.1\r\nHost: internal.example\r\n\r\n";
+        let get = Request::parse(head).unwrap();
+        let sent = String::from_utf8(get.origin_form(head)).unwrap();
+        assert_eq!(
+            sent,
+            "GET /?q HTTP/1.1\r\nHost: allowed.example:8080\r\nConnection: close\r\n\r\n"
+        );
         assert!(Request::parse(b"GET /relative HTTP/1.1\r\n\r\n").is_err());
         assert!(
             Request::parse(b"CONNECT [::1]:22 HTTP/1.1\r\n\r\n")
                 .unwrap()
                 .host
                 == "::1"
+        );
+        // A name is matched and resolved in one form: lower case, no trailing dot.
+        let fqdn = Request::parse(b"CONNECT PyPI.org.:443 HTTP/1.1\r\n\r\n").unwrap();
+        assert_eq!(fqdn.host, "pypi.org");
+        assert!(
+            AllowedHost::parse("pypi.org")
+                .unwrap()
+                .allows(&fqdn.host, 443)
+        );
+    }
+
+    /// The answer of a proxy allowing every host (`*`) to `head`.
+    async fn answer_to(head: &str) -> String {
+        let proxy = EgressProxy::new("a", vec![AllowedHost::parse("*").unwrap()]);
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let _grant = proxy.serve(listener, "t").unwrap();
+        let mut client = TcpStream::connect(addr).await.unwrap();
+        client.write_all(head.as_bytes()).await.unwrap();
+        let mut answer = String::new();
+        tokio::time::timeout(TIMEOUT, client.read_to_string(&mut answer))
+            .await
+            .expect("the proxy answers")
+            .unwrap();
+        answer
+    }
+
+    /// Every way a request can name a non-public address — IPv6 forms that carry an IPv4
+    /// address, numbers, trailing dots, zones, percent-encoding, user names — is refused even
+    /// with every host allowed: 403 for an address it does not reach, 400 for a host it does
+    /// not read.
+    #[tokio::test]
+    async fn no_way_of_writing_a_non_public_address_gets_through() {
+        const UNREACHED: &str = "403 Forbidden";
+        const MALFORMED: &str = "400 Bad Request";
+        for (target, refused) in [
+            ("CONNECT [::127.0.0.1]:443", UNREACHED),
+            ("CONNECT [::ffff:0:7f00:1]:443", UNREACHED),
+            ("CONNECT [::ffff:0:a9fe:a9fe]:443", UNREACHED),
+            ("CONNECT [::ffff:127.0.0.1]:443", UNREACHED),
+            ("CONNECT [64:ff9b::7f00:1]:443", UNREACHED),
+            ("CONNECT [64:ff9b:1::a9fe:a9fe]:443", UNREACHED),
+            ("CONNECT [2002:7f00:1::1]:443", UNREACHED),
+            ("CONNECT [2002:a9fe:a9fe::1]:443", UNREACHED),
+            (
+                "CONNECT [2001:0:4136:e378:8000:63bf:80ff:fffe]:443",
+                UNREACHED,
+            ),
+            ("CONNECT [2001:0:7f00:1:8000:63bf:f7f7:f7f7]:443", UNREACHED),
+            ("CONNECT [2001:4860:0:1::5efe:7f00:1]:443", UNREACHED),
+            ("CONNECT [fec0::1]:443", UNREACHED),
+            ("CONNECT [::]:443", UNREACHED),
+            ("CONNECT 0:443", UNREACHED),
+            ("CONNECT 2130706433:443", UNREACHED),
+            ("CONNECT 0xa9fea9fe:80", UNREACHED),
+            ("GET http://2130706433/", UNREACHED),
+            ("GET http://0x7f.1/", UNREACHED),
+            ("GET http://127.1/", UNREACHED),
+            ("GET http://0177.0.0.1/", UNREACHED),
+            ("GET http://127.0.0.1./", UNREACHED),
+            ("GET HTTP://127.1:80/", UNREACHED),
+            ("GET http://[::ffff:0:7f00:1]/", UNREACHED),
+            ("GET http://[2002:7f00:1::1]:80/", UNREACHED),
+            ("CONNECT localhost.:443", UNREACHED),
+            ("CONNECT [fe80::1%eth0]:443", MALFORMED),
+            ("CONNECT [fe80::1%25eth0]:443", MALFORMED),
+            ("CONNECT fe80::1%eth0:443", MALFORMED),
+            ("CONNECT ::1:443", MALFORMED),
+            ("GET http://%31%32%37.0.0.1/", MALFORMED),
+            ("GET http://%6c%6fcalhost/", MALFORMED),
+            ("GET http://allowed.example@127.0.0.1/", MALFORMED),
+            ("CONNECT 127.0.0.1:+443", MALFORMED),
+            ("GET http://256.0.0.1/", MALFORMED),
+            ("GET http://127.0.0.1.0x1g.1/", MALFORMED),
+        ] {
+            let answer = answer_to(&format!("{target} HTTP/1.1\r\nHost: x\r\n\r\n")).await;
+            assert!(
+                answer.starts_with(&format!("HTTP/1.1 {refused}")),
+                "{target}: {answer}"
+            );
+            if refused == UNREACHED {
+                assert!(answer.contains("does not reach"), "{target}: {answer}");
+            }
+        }
+    }
+
+    /// A name that resolves only to such addresses is refused like the address itself.
+    #[test]
+    fn a_name_is_refused_when_it_resolves_only_to_non_public_addresses() {
+        let resolved = |addresses: &[&str]| -> Vec<SocketAddr> {
+            addresses.iter().map(|a| a.parse().unwrap()).collect()
+        };
+        let embedded = resolved(&[
+            "[::ffff:0:7f00:1]:443",
+            "[::127.0.0.1]:443",
+            "[2002:a9fe:a9fe::1]:443",
+            "[2001:0:4136:e378:8000:63bf:80ff:fffe]:443",
+            "127.0.0.1:443",
+        ]);
+        let why = first_public("evil.example", &embedded).unwrap_err();
+        assert!(why.contains("resolves only to addresses"), "{why}");
+        let mixed = resolved(&["[::ffff:0:7f00:1]:443", "[2002:808:808::1]:443"]);
+        assert_eq!(
+            first_public("mixed.example", &mixed),
+            Ok("[2002:808:808::1]:443".parse().unwrap()),
+            "the first public address is the one connected to"
         );
     }
 

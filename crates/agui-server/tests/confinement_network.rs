@@ -223,6 +223,71 @@ async fn the_egress_proxy_lets_the_agent_reach_only_allowed_hosts() {
     );
 }
 
+/// With every host allowed on a port of the server's host, the agent still reaches nothing on
+/// that host's loopback through the egress proxy, however it writes the address: IPv6 forms that
+/// carry `127.0.0.1` (compatible, translated, mapped, NAT64, 6to4, Teredo, ISATAP) or numbers.
+/// Each is refused before any connection is tried.
+#[tokio::test]
+async fn the_egress_proxy_reaches_no_loopback_address_however_it_is_written() {
+    let host = TcpListener::bind("127.0.0.1:0").unwrap();
+    host.set_nonblocking(true).unwrap();
+    let port = host.local_addr().unwrap().port();
+    let allow = format!("*:{port}");
+    let served = Served::start(Start {
+        args: &["--egress-allow", &allow],
+        ..Start::default()
+    })
+    .await;
+    let targets = [
+        "[::127.0.0.1]",
+        "[::ffff:0:7f00:1]",
+        "[::ffff:127.0.0.1]",
+        "[64:ff9b::7f00:1]",
+        "[2002:7f00:1::1]",
+        "[2001:0:4136:e378:8000:63bf:80ff:fffe]",
+        "[2001:4860:0:1::5efe:7f00:1]",
+        "2130706433",
+        "0x7f.1",
+        "127.1",
+    ];
+    // All at once, each given 5 s to be answered: the harness sends a command still running
+    // after 10 s to the background.
+    let asks: String = targets
+        .iter()
+        .enumerate()
+        .map(|(i, target)| {
+            format!(
+                "(echo '== {target}'; exec 3<>/dev/tcp/127.0.0.1/3128 && \
+                 printf 'CONNECT {target}:{port} HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n' >&3 && \
+                 timeout 5 cat <&3) > /tmp/egress-{i} 2>&1 & "
+            )
+        })
+        .collect();
+    let out = served
+        .say(
+            "alice",
+            "egress-forms",
+            &format!("{asks} wait; cat /tmp/egress-*; echo tried"),
+        )
+        .await;
+    assert!(out.contains("tried"), "{out}");
+    for target in targets {
+        let answer = out
+            .split(&format!("== {target}\n"))
+            .nth(1)
+            .and_then(|rest| rest.split("== ").next())
+            .unwrap_or_else(|| panic!("no answer for {target}: {out}"));
+        assert!(
+            answer.starts_with("HTTP/1.1 403") && answer.contains("does not reach"),
+            "{target} was not refused as an address the proxy does not reach: {answer}"
+        );
+    }
+    assert!(
+        host.accept().is_err(),
+        "the host's loopback listener saw a connection"
+    );
+}
+
 /// Each harness process of an owner sits in a cgroup of its own (where the machine lets the
 /// server make cgroups), which the launcher joined before anything else started.
 #[tokio::test]
