@@ -35,6 +35,7 @@ mod contract;
 pub mod defaults;
 mod error;
 mod hash;
+mod identity_migration;
 mod interrupts;
 mod lease;
 mod migrate;
@@ -59,6 +60,7 @@ pub use choices::{
 };
 pub use contract::{conversation_config, warm_up};
 pub use error::{RunErrorCode, RunFailure, SessionError};
+pub use identity_migration::{IdentityMigration, migrate_identities};
 pub use interrupts::{InterruptAnswer, REASON_APPROVAL, REASON_QUESTION};
 pub use lease::{LeaseDenied, ThreadLeases};
 pub use options::{AgentOptions, HarnessSettings};

@@ -32,11 +32,13 @@ use serde::{Deserialize, Serialize};
 use crate::error::SessionError;
 use slots::{Head, Slot, Stored};
 
+mod rewrite;
 mod slots;
 #[cfg(test)]
 mod tests;
 mod writer;
 
+pub(crate) use rewrite::{rewrite_owner, stored_owners};
 pub(crate) use writer::RecordWriter;
 
 /// The version of the file format written by this build: 2, a slot with a sequence number and

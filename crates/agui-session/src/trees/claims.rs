@@ -17,7 +17,7 @@ use crate::owner::Owner;
 use crate::places::TreeId;
 
 /// Owner → tree claims, under the trees' directory.
-const BY_OWNER_DIR: &str = "by-owner";
+pub(crate) const BY_OWNER_DIR: &str = "by-owner";
 
 /// A tree's marker, beside its state directory.
 const MARKER_SUFFIX: &str = ".owner.json";
@@ -45,17 +45,27 @@ pub(super) struct Marker {
 }
 
 /// The server-only files of the trees under `<save_dir>/o/`.
-pub(super) struct Claims {
+pub(crate) struct Claims {
     dir: PathBuf,
 }
 
 impl Claims {
-    pub(super) fn new(trees_dir: PathBuf) -> Self {
+    pub(crate) fn new(trees_dir: PathBuf) -> Self {
         Self { dir: trees_dir }
     }
 
     pub(super) fn marker_file(&self, tree: &TreeId) -> PathBuf {
-        self.dir.join(format!("{tree}{MARKER_SUFFIX}"))
+        self.dir.join(marker_file_name(tree.as_str()))
+    }
+
+    /// Moves every marker an earlier version kept inside its tree out of it (see
+    /// [`Claims::read_marker`]); what cannot be read is left, and logged.
+    pub(crate) fn move_markers_out(&self) {
+        for tree in self.marked_trees() {
+            if let Err(e) = self.read_marker(&tree) {
+                tracing::warn!(%tree, error = %e, "a tree's marker could not be read");
+            }
+        }
     }
 
     /// The trees that have a marker.
@@ -126,11 +136,7 @@ impl Claims {
     }
 
     fn by_owner_file(&self, owner: &Owner) -> PathBuf {
-        let key = match owner.identity() {
-            Some(identity) => crate::hash::sha256_hex(format!("owner:{identity}").as_bytes(), 32),
-            None => "local".into(),
-        };
-        self.dir.join(BY_OWNER_DIR).join(format!("{key}.json"))
+        self.dir.join(BY_OWNER_DIR).join(claim_file_name(owner))
     }
 
     /// The tree `owner` claimed, if any.
@@ -148,6 +154,20 @@ impl Claims {
     }
 }
 
+/// The name of `tree`'s marker in the trees' directory.
+pub(crate) fn marker_file_name(tree: &str) -> String {
+    format!("{tree}{MARKER_SUFFIX}")
+}
+
+/// The name of `owner`'s claim file in `<save_dir>/o/by-owner/`.
+pub(crate) fn claim_file_name(owner: &Owner) -> String {
+    let key = match owner.identity() {
+        Some(identity) => crate::hash::sha256_hex(format!("owner:{identity}").as_bytes(), 32),
+        None => "local".into(),
+    };
+    format!("{key}.json")
+}
+
 fn parse(file: &Path, text: &[u8]) -> Result<Marker, TreeError> {
     serde_json::from_slice(text).map_err(|e| TreeError::Io {
         action: format!("read {}", file.display()),
@@ -156,7 +176,7 @@ fn parse(file: &Path, text: &[u8]) -> Result<Marker, TreeError> {
 }
 
 /// Creates `dir` (and missing parents) readable by the server only.
-pub(super) fn make_private_dir(dir: &Path) -> io::Result<()> {
+pub(crate) fn make_private_dir(dir: &Path) -> io::Result<()> {
     use std::os::unix::fs::DirBuilderExt as _;
     fs::DirBuilder::new()
         .recursive(true)

@@ -18,7 +18,7 @@
 //! trees left from an earlier run when it starts. **Disk use** (`usage.rs`): measured in the
 //! background through the door.
 
-mod claims;
+pub(crate) mod claims;
 mod spares;
 mod usage;
 
@@ -39,7 +39,7 @@ use crate::places::{
 };
 
 /// Trees' state directories live under `<save_dir>/o/`.
-const TREES_DIR: &str = "o";
+pub(crate) const TREES_DIR: &str = "o";
 
 /// Why a thread cannot be placed.
 #[derive(Debug, thiserror::Error)]
