@@ -223,7 +223,7 @@ pub(crate) fn owner_tokens() -> Option<String> {
     let owners = OWNERS.get().copied().unwrap_or(0);
     (owners > 0).then(|| {
         (0..owners)
-            .map(|i| format!("o{i}=o{i}-token"))
+            .map(|i| format!("o{i}=o{i}-bench-token-0123"))
             .collect::<Vec<_>>()
             .join(",")
     })
@@ -240,7 +240,7 @@ fn owner_token(thread_id: &str) -> Option<String> {
     let hash = thread_id.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
         (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
     });
-    Some(format!("o{}-token", hash % owners as u64))
+    Some(format!("o{}-bench-token-0123", hash % owners as u64))
 }
 
 /// POSTs `body` to `url` and consumes the SSE stream, within `timeout`.

@@ -10,8 +10,14 @@
 //! - **Origin** (against other web pages): a request from a browser page (it carries `Origin`)
 //!   must come from `cors_origins` or from this server's own origin (the playground).
 //! - **Credentials**: the bearer token(s), compared in constant time; the caller's identity is
-//!   its token's name (`auth_tokens`) or, with `user_header`, the user an authenticating proxy
-//!   names.
+//!   its token's name (`auth_tokens`, as `token:<name>`) or, with `user_header`, the user an
+//!   authenticating proxy names (`user:<name>`: `identities.rs`). A request that names its token
+//!   or its user twice — two `Authorization` or user headers, or a list of users in one — is
+//!   refused (400): which one counts would depend on the proxy, and a proxy that appends to what
+//!   the client sent would let the client choose. Tokens shorter than [`MIN_TOKEN_CHARS`] are
+//!   refused at start.
+//! - **`/metrics`**: `metrics_token` or a token of the server; closed (401) on a server with
+//!   identities and no token at all (`user_header` alone) until `metrics_token` is set.
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
@@ -24,9 +30,13 @@ use subtle::ConstantTimeEq;
 
 use crate::config::ServerConfig;
 use crate::error::ServerError;
+use crate::identities;
 
 /// Longest identity taken from `user_header`.
 const MAX_IDENTITY: usize = 256;
+
+/// The shortest token accepted (`auth_token`, `auth_tokens`, `proxy_token`, `metrics_token`).
+pub(crate) const MIN_TOKEN_CHARS: usize = 16;
 
 /// Why a request is refused: the status, a short error and what to do about it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -85,6 +95,8 @@ pub(crate) struct AccessPolicy {
     tokens: Vec<Token>,
     /// `user_header`, and its name as configured (for messages).
     user_header: Option<(HeaderName, String)>,
+    /// `metrics_token`: a token for `/metrics` alone.
+    metrics: Option<Secret>,
 }
 
 impl std::fmt::Debug for AccessPolicy {
@@ -95,6 +107,7 @@ impl std::fmt::Debug for AccessPolicy {
             .field("cors_origins", &self.cors_origins)
             .field("tokens", &self.tokens.len())
             .field("user_header", &self.user_header)
+            .field("metrics_token", &self.metrics.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -102,9 +115,13 @@ impl std::fmt::Debug for AccessPolicy {
 impl AccessPolicy {
     /// The policy of `config`. Refuses what would expose the agent — a non-loopback bind with
     /// no token (unless `insecure_no_auth`), `cors_origins = ["*"]` with no token — and
-    /// malformed hosts, tokens and header names, each naming the fix.
+    /// malformed hosts, tokens (shorter than [`MIN_TOKEN_CHARS`], or one given twice) and header
+    /// names, each naming the fix.
     pub(crate) fn new(config: &ServerConfig) -> Result<Self, ServerError> {
         let bad = |m: String| Err(ServerError::Config(m));
+        if let Some(token) = &config.auth_token {
+            long_enough("auth_token", token)?;
+        }
         let mut tokens: Vec<Token> = config
             .auth_token
             .iter()
@@ -124,6 +141,7 @@ impl AccessPolicy {
                         .into(),
                 );
             }
+            long_enough(&format!("the token of auth_tokens entry `{name}`"), token)?;
             if let Some(other) = seen.insert(token.as_str(), name) {
                 return bad(format!(
                     "auth_tokens: `{other}` and `{name}` have the same token; give each identity its own"
@@ -131,10 +149,11 @@ impl AccessPolicy {
             }
             tokens.push(Token {
                 secret: Secret::new(token),
-                identity: Some(name.clone()),
+                identity: Some(identities::of_token(name)),
             });
         }
         if let Some(proxy) = &config.proxy_token {
+            long_enough("proxy_token", proxy)?;
             if config.user_header.is_none() {
                 return bad("proxy_token is the token of the proxy that names users in user_header; set user_header too, or drop proxy_token".into());
             }
@@ -155,6 +174,19 @@ impl AccessPolicy {
         {
             return bad("auth_tokens together with user_header would let any token holder name any user in the header; set proxy_token (the token only the authenticating proxy presents: the header is trusted from it alone), or use one of the two".into());
         }
+        let metrics = match &config.metrics_token {
+            Some(token) => {
+                long_enough("metrics_token", token)?;
+                if tokens.iter().any(|t| t.secret.matches(token.as_bytes())) {
+                    return bad(
+                        "metrics_token must differ from every other token: it opens /metrics alone"
+                            .into(),
+                    );
+                }
+                Some(Secret::new(token))
+            }
+            None => None,
+        };
         let user_header = match &config.user_header {
             Some(name) => match HeaderName::from_str(name.trim()) {
                 Ok(header) => Some((header, name.trim().to_owned())),
@@ -211,6 +243,7 @@ impl AccessPolicy {
                 .collect(),
             tokens,
             user_header,
+            metrics,
         })
     }
 
@@ -227,6 +260,12 @@ impl AccessPolicy {
     /// Whether callers have identities, so threads have owners (`auth_tokens`, `user_header`).
     pub(crate) fn has_identities(&self) -> bool {
         self.user_header.is_some() || self.tokens.iter().any(|t| t.identity.is_some())
+    }
+
+    /// Whether `/metrics` refuses every request: callers have identities, and no token (nor
+    /// `metrics_token`) could open it.
+    pub(crate) fn metrics_closed(&self) -> bool {
+        self.user_header.is_some() && self.tokens.is_empty() && self.metrics.is_none()
     }
 
     /// The Host and Origin checks every route but `/healthz` passes.
@@ -336,16 +375,14 @@ impl AccessPolicy {
         })
     }
 
-    /// The caller of a request with these headers, or why it is refused (401): the bearer token
-    /// when tokens are configured, and with `needs_identity`, the `user_header` when one is.
-    pub(crate) fn authenticate(
-        &self,
-        headers: &HeaderMap,
-        needs_identity: bool,
-    ) -> Result<Caller, Refusal> {
+    /// The caller of a request with these headers, or why it is refused: 400 when it names its
+    /// token or its user twice, 401 without the bearer token when tokens are configured or
+    /// without the `user_header` when one is, 403 for a token holder naming a user.
+    pub(crate) fn authenticate(&self, headers: &HeaderMap) -> Result<Caller, Refusal> {
+        let named = self.named_user(headers)?;
         let mut caller = Caller::default();
         if !self.tokens.is_empty() {
-            let presented = bearer_token(headers).unwrap_or("").as_bytes();
+            let presented = presented_token(headers)?;
             // Every token is compared, so the time taken does not tell which one matched.
             let mut matched = None;
             for token in &self.tokens {
@@ -354,49 +391,137 @@ impl AccessPolicy {
                 }
             }
             let Some(token) = matched else {
-                return Err(Refusal {
-                    status: StatusCode::UNAUTHORIZED,
-                    error: "unauthorized",
-                    detail: "send `Authorization: Bearer <token>` with the server's token".into(),
-                });
+                return Err(unauthorized(
+                    "send `Authorization: Bearer <token>` with the server's token".into(),
+                ));
             };
-            caller.identity = token.identity.clone();
-            if let (Some((header, name)), Some(_)) = (&self.user_header, &token.identity)
-                && headers.contains_key(header)
-            {
-                // A caller with a token of its own is that token's identity: naming another
-                // user is the proxy's alone.
-                return Err(Refusal {
-                    status: StatusCode::FORBIDDEN,
-                    error: "forbidden",
-                    detail: format!(
-                        "`{name}` is accepted only from the authenticating proxy; a caller with its own token must not send it"
-                    ),
-                });
-            }
-            if token.identity.is_some() {
+            if let Some(identity) = &token.identity {
+                if let Some((header, name)) = &self.user_header
+                    && headers.contains_key(header)
+                {
+                    // A caller with a token of its own is that token's identity: naming a
+                    // user is the proxy's alone.
+                    return Err(Refusal {
+                        status: StatusCode::FORBIDDEN,
+                        error: "forbidden",
+                        detail: format!(
+                            "`{name}` is accepted only from the authenticating proxy; a caller with its own token must not send it"
+                        ),
+                    });
+                }
+                caller.identity = Some(identity.clone());
                 return Ok(caller);
             }
         }
-        if needs_identity && let Some((header, name)) = &self.user_header {
-            let user = headers
-                .get(header)
-                .and_then(|v| v.to_str().ok())
-                .map(str::trim)
-                .filter(|u| !u.is_empty() && u.len() <= MAX_IDENTITY);
-            let Some(user) = user else {
-                return Err(Refusal {
-                    status: StatusCode::UNAUTHORIZED,
-                    error: "unauthorized",
-                    detail: format!(
-                        "requests must come through the authenticating proxy, which names the user in `{name}`; this one did not"
-                    ),
-                });
+        if let Some((_, name)) = &self.user_header {
+            let Some(user) = named else {
+                return Err(unauthorized(format!(
+                    "requests must come through the authenticating proxy, which names the user in `{name}`; this one did not"
+                )));
             };
-            caller.identity = Some(user.to_owned());
+            caller.identity = Some(identities::of_user(user));
         }
         Ok(caller)
     }
+
+    /// The user `user_header` names, if it names one; 400 when it appears twice or holds a
+    /// list (`a, b`, as a proxy appending to the client's header makes): which user counts
+    /// would then depend on the proxy, and a client could choose.
+    fn named_user<'h>(&self, headers: &'h HeaderMap) -> Result<Option<&'h str>, Refusal> {
+        let Some((header, name)) = &self.user_header else {
+            return Ok(None);
+        };
+        let mut values = headers.get_all(header).iter();
+        let Some(value) = values.next() else {
+            return Ok(None);
+        };
+        if values.next().is_some() {
+            return Err(ambiguous(format!(
+                "`{name}` appears more than once; the authenticating proxy must set it exactly once, replacing any the client sent"
+            )));
+        }
+        let Ok(user) = value.to_str().map(str::trim) else {
+            return Ok(None);
+        };
+        if user.contains(',') {
+            return Err(ambiguous(format!(
+                "`{name}` names several users (a list, as a proxy that appends to the client's header makes); the authenticating proxy must set it to one user, replacing any the client sent"
+            )));
+        }
+        Ok(Some(user).filter(|u| !u.is_empty() && u.len() <= MAX_IDENTITY))
+    }
+
+    /// Whether a request may read `/metrics`: with `metrics_token` or one of the server's
+    /// tokens; on a server with no token, freely unless callers have identities
+    /// (`user_header`), where it is closed until `metrics_token` is set.
+    pub(crate) fn authenticate_metrics(&self, headers: &HeaderMap) -> Result<(), Refusal> {
+        if self.tokens.is_empty() && self.metrics.is_none() {
+            if self.user_header.is_none() {
+                return Ok(());
+            }
+            return Err(unauthorized(
+                "/metrics needs a credential on a server whose callers have identities, and this one has no token for it: the operator sets metrics_token (--metrics-token, AGUI_METRICS_TOKEN), then send `Authorization: Bearer <metrics_token>`".into(),
+            ));
+        }
+        let presented = presented_token(headers)?;
+        // Every token is compared, so the time taken does not tell which one matched.
+        let mut matched = self.metrics.as_ref().is_some_and(|m| m.matches(presented));
+        for token in &self.tokens {
+            matched |= token.secret.matches(presented);
+        }
+        if matched {
+            Ok(())
+        } else {
+            Err(unauthorized(
+                "send `Authorization: Bearer <token>` with metrics_token or the server's token"
+                    .into(),
+            ))
+        }
+    }
+}
+
+/// Refuses a token shorter than [`MIN_TOKEN_CHARS`], naming `key` and the length, never the
+/// token.
+fn long_enough(key: &str, token: &str) -> Result<(), ServerError> {
+    let length = token.chars().count();
+    if length < MIN_TOKEN_CHARS {
+        return Err(ServerError::Config(format!(
+            "{key} is {length} characters long; a token needs at least {MIN_TOKEN_CHARS} so that it cannot be guessed (make one with `openssl rand -hex 32`)"
+        )));
+    }
+    Ok(())
+}
+
+fn unauthorized(detail: String) -> Refusal {
+    Refusal {
+        status: StatusCode::UNAUTHORIZED,
+        error: "unauthorized",
+        detail,
+    }
+}
+
+fn ambiguous(detail: String) -> Refusal {
+    Refusal {
+        status: StatusCode::BAD_REQUEST,
+        error: "ambiguous credentials",
+        detail,
+    }
+}
+
+/// The bearer token presented (empty when none); 400 for two `Authorization` headers, of which
+/// a proxy and the client might each count another.
+fn presented_token(headers: &HeaderMap) -> Result<&[u8], Refusal> {
+    if headers
+        .get_all(header::AUTHORIZATION)
+        .iter()
+        .nth(1)
+        .is_some()
+    {
+        return Err(ambiguous(
+            "`Authorization` appears more than once; send exactly one".into(),
+        ));
+    }
+    Ok(bearer_token(headers).unwrap_or("").as_bytes())
 }
 
 /// A host name as compared: lower case, without the trailing dot of a fully qualified name.
@@ -427,214 +552,4 @@ fn bearer_token(headers: &HeaderMap) -> Option<&str> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use axum::http::HeaderValue;
-
-    fn policy(toml: &str) -> Result<AccessPolicy, String> {
-        let file: crate::FileConfig = toml::from_str(toml).map_err(|e| e.to_string())?;
-        let config = ServerConfig::merge(file, &crate::cli::ServeArgs::default())
-            .map_err(|e| e.to_string())?;
-        AccessPolicy::new(&config).map_err(|e| e.to_string())
-    }
-
-    fn headers(pairs: &[(&str, &str)]) -> HeaderMap {
-        let mut headers = HeaderMap::new();
-        for (name, value) in pairs {
-            headers.append(
-                HeaderName::from_str(name).unwrap(),
-                HeaderValue::from_str(value).unwrap(),
-            );
-        }
-        headers
-    }
-
-    fn site(policy: &AccessPolicy, pairs: &[(&str, &str)]) -> Result<(), u16> {
-        policy
-            .check_site(&headers(pairs), &Uri::from_static("/"), Version::HTTP_11)
-            .map_err(|r| r.status.as_u16())
-    }
-
-    #[test]
-    fn secrets_match_only_themselves_whatever_their_length() {
-        let secret = Secret::new("s3cret-token");
-        assert!(secret.matches(b"s3cret-token"));
-        assert!(!secret.matches(b"s3cret-tokeN"), "same length");
-        assert!(!secret.matches(b"s3cret-token2"), "longer");
-        assert!(!secret.matches(b"s3cret"), "a prefix");
-        assert!(!secret.matches(b""), "empty");
-        assert!(Secret::new("").matches(b""));
-    }
-
-    #[test]
-    fn bearer_tokens_are_read_whatever_the_scheme_case() {
-        let token =
-            |value: &str| bearer_token(&headers(&[("authorization", value)])).map(str::to_owned);
-        assert_eq!(token("Bearer s3cret").as_deref(), Some("s3cret"));
-        assert_eq!(token("bearer s3cret").as_deref(), Some("s3cret"));
-        assert_eq!(token("BEARER  s3cret").as_deref(), Some("s3cret"));
-        assert_eq!(token("Basic czNjcmV0"), None);
-        assert_eq!(token("Bearer"), None);
-        assert_eq!(bearer_token(&HeaderMap::new()), None);
-    }
-
-    #[test]
-    fn loopback_names_and_the_bind_address_are_answered_with_any_port() {
-        let p = policy("").unwrap();
-        for host in [
-            "localhost",
-            "localhost:8027",
-            "LOCALHOST:1",
-            "127.0.0.1:8027",
-            "127.0.0.2",
-            "[::1]:8027",
-            "[::1]",
-        ] {
-            assert_eq!(site(&p, &[("host", host)]), Ok(()), "{host}");
-        }
-        for host in [
-            "rebind.attacker.example",
-            "localhost.attacker.example:8027",
-            "10.0.0.5:8027",
-            "user@localhost",
-        ] {
-            assert_eq!(site(&p, &[("host", host)]), Err(421), "{host}");
-        }
-        assert_eq!(site(&p, &[]), Err(421), "HTTP/1.1 without Host");
-        assert_eq!(
-            p.check_site(&HeaderMap::new(), &Uri::from_static("/"), Version::HTTP_10),
-            Ok(()),
-            "HTTP/1.0 had no Host"
-        );
-        assert_eq!(
-            p.check_site(
-                &headers(&[("host", "localhost")]),
-                &Uri::from_static("http://evil.example/"),
-                Version::HTTP_11
-            )
-            .map_err(|r| r.status.as_u16()),
-            Err(421),
-            "an absolute URI's authority is checked too"
-        );
-        // Bound to one address: that one; to every address: any address, never a name.
-        let one = policy("bind = \"10.0.0.5:8027\"\nauth_token = \"t\"").unwrap();
-        assert_eq!(site(&one, &[("host", "10.0.0.5:8027")]), Ok(()));
-        assert_eq!(site(&one, &[("host", "10.0.0.6:8027")]), Err(421));
-        let all = policy("bind = \"0.0.0.0:8027\"\nauth_token = \"t\"").unwrap();
-        assert_eq!(site(&all, &[("host", "10.0.0.6:8027")]), Ok(()));
-        assert_eq!(site(&all, &[("host", "[2001:db8::1]")]), Ok(()));
-        assert_eq!(site(&all, &[("host", "rebind.attacker.example")]), Err(421));
-    }
-
-    #[test]
-    fn allowed_hosts_extend_the_names_answered() {
-        let p = policy("allowed_hosts = [\"agents.example.com\", \"Intranet:9000\"]").unwrap();
-        assert_eq!(site(&p, &[("host", "agents.example.com")]), Ok(()));
-        assert_eq!(site(&p, &[("host", "agents.example.com.:443")]), Ok(()));
-        assert_eq!(site(&p, &[("host", "intranet:9000")]), Ok(()));
-        assert_eq!(site(&p, &[("host", "intranet:9001")]), Err(421));
-        assert_eq!(site(&p, &[("host", "other.example.com")]), Err(421));
-        let any = policy("allowed_hosts = [\"*\"]").unwrap();
-        assert_eq!(site(&any, &[("host", "anything.example")]), Ok(()));
-        let bad = policy("allowed_hosts = [\"https://agents.example.com/\"]").unwrap_err();
-        assert!(bad.contains("allowed_hosts"), "{bad}");
-    }
-
-    #[test]
-    fn browser_pages_need_an_allowed_or_their_own_origin() {
-        let p = policy("cors_origins = [\"https://app.example/\"]").unwrap();
-        let host = ("host", "127.0.0.1:8027");
-        assert_eq!(site(&p, &[host]), Ok(()), "not a browser");
-        assert_eq!(site(&p, &[host, ("origin", "https://app.example")]), Ok(()));
-        assert_eq!(
-            site(&p, &[host, ("origin", "http://127.0.0.1:8027")]),
-            Ok(())
-        );
-        assert_eq!(
-            site(&p, &[host, ("origin", "https://127.0.0.1:8027")]),
-            Ok(())
-        );
-        for foreign in [
-            "http://evil.example",
-            "http://127.0.0.1:9999",
-            "http://127.0.0.1:8027.evil.example",
-            "null",
-        ] {
-            assert_eq!(
-                site(&p, &[host, ("origin", foreign)]),
-                Err(403),
-                "{foreign}"
-            );
-        }
-    }
-
-    #[test]
-    fn exposing_the_agent_without_a_token_is_refused_at_start() {
-        let open = policy("bind = \"0.0.0.0:8027\"").unwrap_err();
-        assert!(
-            open.contains("auth_token") && open.contains("insecure_no_auth"),
-            "{open}"
-        );
-        let p = policy("bind = \"0.0.0.0:8027\"\ninsecure_no_auth = true").unwrap();
-        assert!(p.is_exposed_without_auth());
-        assert!(!policy("").unwrap().is_exposed_without_auth());
-        assert!(policy("bind = \"[::]:8027\"\nauth_token = \"t\"").is_ok());
-        let star = policy("cors_origins = [\"*\"]").unwrap_err();
-        assert!(star.contains("auth_token"), "{star}");
-        assert!(policy("cors_origins = [\"*\"]\nauth_token = \"t\"").is_ok());
-    }
-
-    #[test]
-    fn callers_are_named_by_their_token_or_by_the_proxy() {
-        let p = policy("auth_tokens = { alice = \"a-token\", bob = \"b-token\" }").unwrap();
-        assert!(p.has_identities());
-        let who = |pairs: &[(&str, &str)]| {
-            p.authenticate(&headers(pairs), true)
-                .map(|c| c.identity)
-                .map_err(|r| r.status.as_u16())
-        };
-        assert_eq!(
-            who(&[("authorization", "Bearer a-token")]),
-            Ok(Some("alice".into()))
-        );
-        assert_eq!(
-            who(&[("authorization", "Bearer b-token")]),
-            Ok(Some("bob".into()))
-        );
-        assert_eq!(who(&[("authorization", "Bearer c-token")]), Err(401));
-        assert_eq!(who(&[]), Err(401));
-        let list = policy("auth_tokens = [\"x-token\"]").unwrap();
-        let named = list
-            .authenticate(&headers(&[("authorization", "Bearer x-token")]), true)
-            .unwrap();
-        assert_eq!(
-            named.identity,
-            Some(crate::config::unnamed_token_identity("x-token"))
-        );
-        assert!(!named.identity.unwrap().contains("x-token"));
-
-        let proxied = policy("user_header = \"X-Forwarded-User\"").unwrap();
-        assert!(proxied.has_identities());
-        assert_eq!(
-            proxied
-                .authenticate(&headers(&[("x-forwarded-user", "carol")]), true)
-                .map(|c| c.identity),
-            Ok(Some("carol".into()))
-        );
-        assert_eq!(
-            proxied
-                .authenticate(&headers(&[]), true)
-                .map_err(|r| r.status.as_u16()),
-            Err(401)
-        );
-        assert_eq!(
-            proxied.authenticate(&headers(&[]), false),
-            Ok(Caller::default()),
-            "routes without threads need no user"
-        );
-        assert!(!policy("auth_token = \"t\"").unwrap().has_identities());
-        assert!(policy("auth_token = \"t\"\nauth_tokens = { a = \"u\" }").is_err());
-        assert!(policy("auth_tokens = { a = \"u\", b = \"u\" }").is_err());
-        assert!(policy("user_header = \"not a header\"").is_err());
-    }
-}
+mod tests;

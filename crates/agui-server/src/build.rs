@@ -267,6 +267,10 @@ pub async fn build(
         if demo && demo_tools {
             demo::add_demo_tools(&mut tools);
         }
+        if several_owners {
+            // Before the agent opens its save dir: identities stored bare get their namespace.
+            crate::identities::migrate(&options.save_dir, &config.auth_tokens).await?;
+        }
         let backend = Backend::harness_isolated(pool, process, isolation)?;
         let agent = match &config.replica_id {
             // Replicas share the save dir: each thread is driven under a lease kept there.

@@ -168,6 +168,9 @@ mod tests {
             "GEMINI_API_KEY",
             "GOOGLE_API_KEY",
             "AGUI_AUTH_TOKEN",
+            "AGUI_AUTH_TOKENS",
+            "AGUI_PROXY_TOKEN",
+            "AGUI_METRICS_TOKEN",
             "AGUI_MODEL_HEADERS",
         ] {
             assert!(names.iter().any(|n| n == name), "{name} in {names:?}");
@@ -186,7 +189,7 @@ mod tests {
             "serve",
             "--api-key",
             "k",
-            "--auth-token=t",
+            "--auth-token=token-0123456789ab",
             "--model",
             "m",
         ]));

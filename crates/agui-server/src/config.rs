@@ -354,6 +354,10 @@ server_keys! {
     /// user in `--user-header` beside `--auth-tokens`: the header is trusted from it alone.
     #[arg(long, env = "AGUI_PROXY_TOKEN", hide_env_values = true)]
     pub proxy_token: Option<String>,
+    /// A token for `/metrics` alone (`Authorization: Bearer`), for a scraper; needed for
+    /// `/metrics` on a server with `--user-header` and no other token.
+    #[arg(long, env = "AGUI_METRICS_TOKEN", hide_env_values = true)]
+    pub metrics_token: Option<String>,
     /// Allow `sandbox = "off"` together with identities or a non-loopback bind (the agents'
     /// commands then run unconfined for several users).
     #[arg(long, num_args = 0..=1, default_missing_value = "true", env = "AGUI_INSECURE_UNCONFINED")]
@@ -440,6 +444,8 @@ pub struct ServerConfig {
     /// The token an authenticating proxy presents to be trusted with `user_header` (needed
     /// with `auth_tokens`).
     pub proxy_token: Option<String>,
+    /// A token that opens `/metrics` alone (beside the server's tokens).
+    pub metrics_token: Option<String>,
     /// Allow unconfined agents (`sandbox = "off"`) with identities or a non-loopback bind.
     pub insecure_unconfined: bool,
     /// CORS origins (`*` = any); empty disables CORS headers.
@@ -550,6 +556,7 @@ impl ServerConfig {
         let mut config = self.clone();
         config.auth_token = mask(&config.auth_token);
         config.proxy_token = mask(&config.proxy_token);
+        config.metrics_token = mask(&config.metrics_token);
         for token in config.auth_tokens.values_mut() {
             *token = REDACTED.to_owned();
         }
@@ -682,7 +689,9 @@ mod tests {
         let flags = Flags::try_parse_from([
             "x",
             "--auth-token",
-            "token-secret",
+            "token-secret-0123",
+            "--metrics-token",
+            "metrics-secret-0123",
             "--api-key",
             "key-secret",
             "--model-header",
@@ -696,12 +705,13 @@ mod tests {
         assert!(!shown.contains("secret"), "{shown}");
         let agent = &config.redacted().agents[0];
         assert_eq!(agent.api_key.as_deref(), Some(REDACTED));
+        assert_eq!(config.redacted().metrics_token.as_deref(), Some(REDACTED));
         assert_eq!(agent.model.as_deref(), Some("m"), "the rest is kept");
         assert_eq!(
             agent.model_headers,
             Some(vec![("authorization".into(), REDACTED.into())])
         );
-        let named = Flags::try_parse_from(["x", "--auth-tokens", "alice=alice-secret"])
+        let named = Flags::try_parse_from(["x", "--auth-tokens", "alice=alice-secret-0123"])
             .expect("valid flags");
         let named = ServerConfig::merge(FileConfig::default(), &named.serve).expect("valid");
         let shown = format!("{:#?}", named.redacted());

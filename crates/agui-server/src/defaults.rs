@@ -214,6 +214,7 @@ pub fn documented() -> Vec<(&'static str, String)> {
         ("max_runs_per_owner", MAX_RUNS_PER_OWNER.to_string()),
         ("thread_retention_days", THREAD_RETENTION_DAYS.to_string()),
         ("proxy_token", text("none")),
+        ("metrics_token", text("none")),
     ]
 }
 

@@ -4,10 +4,10 @@
 //!
 //! Every request passes two layers before its handler (decisions in `access.rs`):
 //! [`check_site`] (Host and Origin) on every route but `/healthz`, then [`authenticate`]
-//! (token, and the caller's identity) on every agent route and `/metrics` — the playground's
-//! page and assets are public, it asks for the token itself. A route added to
-//! [`agent_routes`] gets both. Handlers that take a thread id call [`admit_thread`] once the id
-//! is valid.
+//! (token, and the caller's identity) on every agent route, or [`authenticate_metrics`] on
+//! `/metrics` — the playground's page and assets are public, it asks for the token itself. A
+//! route added to [`agent_routes`] gets both. Handlers that take a thread id call
+//! [`admit_thread`] once the id is valid.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -147,15 +147,12 @@ pub(crate) fn router(
     for mounted in agents {
         api = api.merge(agent_routes(mounted, &options.access));
     }
-    let api = api.route_layer(middleware::from_fn_with_state(
-        state.clone(),
-        |state, request, next| authenticate(state, request, next, true),
-    ));
+    let api = api.route_layer(middleware::from_fn_with_state(state.clone(), authenticate));
     let operator = Router::new()
         .route("/metrics", get(metrics_route))
         .route_layer(middleware::from_fn_with_state(
             state.clone(),
-            |state, request, next| authenticate(state, request, next, false),
+            authenticate_metrics,
         ));
     let site = api
         .merge(operator)
@@ -190,7 +187,11 @@ fn agent_routes(mounted: &MountedAgent, access: &AccessPolicy) -> Router<AppStat
         capabilities: crate::capabilities::derive(&mounted.agent, mounted.demo, &mounted.sandbox),
         owners: access.has_identities().then(|| {
             Arc::new(ThreadOwners::new(
-                mounted.agent.options().save_dir.join("owners"),
+                mounted
+                    .agent
+                    .options()
+                    .save_dir
+                    .join(crate::owners::OWNERS_DIR),
                 mounted.owner_limits.max_threads,
             ))
         }),
@@ -330,26 +331,28 @@ async fn check_site(State(state): State<AppState>, request: Request, next: Next)
     }
 }
 
-/// The credentials check: sets the request's [`Caller`]. With `needs_identity` (agent routes),
-/// a configured `user_header` is required.
-async fn authenticate(
-    State(state): State<AppState>,
-    mut request: Request,
-    next: Next,
-    needs_identity: bool,
-) -> Response {
+/// The credentials check of the agent routes: sets the request's [`Caller`].
+async fn authenticate(State(state): State<AppState>, mut request: Request, next: Next) -> Response {
     if request.method() == Method::OPTIONS {
         return next.run(request).await;
     }
-    match state
-        .options
-        .access
-        .authenticate(request.headers(), needs_identity)
-    {
+    match state.options.access.authenticate(request.headers()) {
         Ok(caller) => {
             request.extensions_mut().insert(caller);
             next.run(request).await
         }
+        Err(refusal) => refused(&state.metrics, refusal),
+    }
+}
+
+/// The credentials check of `/metrics` (`metrics_token`, or a token of the server).
+async fn authenticate_metrics(
+    State(state): State<AppState>,
+    request: Request,
+    next: Next,
+) -> Response {
+    match state.options.access.authenticate_metrics(request.headers()) {
+        Ok(()) => next.run(request).await,
         Err(refusal) => refused(&state.metrics, refusal),
     }
 }

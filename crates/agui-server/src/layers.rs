@@ -77,6 +77,7 @@ impl ServerConfig {
             user_header: keys.user_header.filter(|h| !h.trim().is_empty()),
             insecure_no_auth: keys.insecure_no_auth.unwrap_or(defaults::INSECURE_NO_AUTH),
             proxy_token: keys.proxy_token.filter(|t| !t.is_empty()),
+            metrics_token: keys.metrics_token.filter(|t| !t.is_empty()),
             insecure_unconfined: keys
                 .insecure_unconfined
                 .unwrap_or(defaults::INSECURE_UNCONFINED),

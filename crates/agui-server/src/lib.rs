@@ -34,6 +34,7 @@ pub mod demo;
 mod egress;
 mod error;
 mod http;
+mod identities;
 mod ids;
 mod layers;
 mod leases;
@@ -172,6 +173,11 @@ impl Server {
             tracing::warn!(
                 bind = %self.config.bind,
                 "serving a non-loopback address with no authentication (insecure_no_auth): anyone who reaches it can run commands through the agent, unless something in front authenticates every request"
+            );
+        }
+        if access.metrics_closed() {
+            tracing::warn!(
+                "/metrics refuses every request: callers have identities (user_header) and no token could open it; set metrics_token (--metrics-token, AGUI_METRICS_TOKEN) for your scraper"
             );
         }
         let tools = self.tools;

@@ -12,6 +12,9 @@ use std::sync::{Arc, Mutex};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+/// The folder of the owner files, under an agent's save dir.
+pub(crate) const OWNERS_DIR: &str = "owners";
+
 /// Owners kept in memory at most; past it, the cache starts over (the files stay).
 const CACHED: usize = 10_000;
 

@@ -144,9 +144,13 @@ fn sample(key: &str) -> (&'static str, &'static str, Option<&'static str>) {
     match key {
         "bind" => ("\"127.0.0.1:9999\"", "127.0.0.1:9999", None),
         "demo" => ("true", "true", None),
-        "auth_token" => ("\"t\"", "t", None),
+        "auth_token" => ("\"token-0123456789ab\"", "token-0123456789ab", None),
         "cors_origins" => ("[\"https://a.example\"]", "https://a.example", None),
-        "auth_tokens" => ("{ alice = \"t1\" }", "alice=t1", None),
+        "auth_tokens" => (
+            "{ alice = \"alice-token-0123456\" }",
+            "alice=alice-token-0123456",
+            None,
+        ),
         "user_header" => ("\"X-Forwarded-User\"", "X-Forwarded-User", None),
         "insecure_no_auth" => ("true", "true", None),
         "allowed_hosts" => ("[\"app.example\"]", "app.example", None),
@@ -222,7 +226,12 @@ fn sample(key: &str) -> (&'static str, &'static str, Option<&'static str>) {
         "max_threads_per_owner" => ("10", "10", None),
         "max_runs_per_owner" => ("2", "2", None),
         "thread_retention_days" => ("7", "7", None),
-        "proxy_token" => ("\"p\"", "p", Some("user_header")),
+        "proxy_token" => (
+            "\"proxy-token-0123456\"",
+            "proxy-token-0123456",
+            Some("user_header"),
+        ),
+        "metrics_token" => ("\"metrics-token-01234\"", "metrics-token-01234", None),
         other => panic!("no sample value for `{other}`: add one to this test"),
     }
 }
@@ -503,19 +512,31 @@ fn unconfined_agents_with_identities_or_a_public_bind_need_insecure_unconfined()
         args.extend_from_slice(extra);
         ServerConfig::from_args(args)
     };
-    let refused = with(&["--auth-tokens", "alice=t1"])
+    let refused = with(&["--auth-tokens", "alice=alice-token-0123456"])
         .unwrap_err()
         .to_string();
     assert!(refused.contains("insecure_unconfined"), "{refused}");
-    let refused = with(&["--bind", "0.0.0.0:8027", "--auth-token", "t"])
-        .unwrap_err()
-        .to_string();
+    let refused = with(&[
+        "--bind",
+        "0.0.0.0:8027",
+        "--auth-token",
+        "token-0123456789ab",
+    ])
+    .unwrap_err()
+    .to_string();
     assert!(refused.contains("beyond loopback"), "{refused}");
     assert!(
         with(&[]).is_ok(),
         "alone on loopback, off is the operator's choice"
     );
-    assert!(with(&["--auth-tokens", "alice=t1", "--insecure-unconfined"]).is_ok());
+    assert!(
+        with(&[
+            "--auth-tokens",
+            "alice=alice-token-0123456",
+            "--insecure-unconfined"
+        ])
+        .is_ok()
+    );
     let strict = ServerConfig::from_args(["agui-antigravity", "--sandbox", "strict"]).unwrap();
     assert_eq!(
         strict.agents[0].sandbox,

@@ -82,7 +82,7 @@ async fn bad_requests_are_refused_before_a_run_starts() {
         "--max-body-bytes",
         "2000",
         "--auth-token",
-        "s3cret",
+        "s3cret-token-0123",
         "--cors-origins",
         "http://app.example",
     ])
@@ -119,25 +119,37 @@ async fn bad_requests_are_refused_before_a_run_starts() {
         "wrong token",
     );
     check(
-        post(valid.clone().into(), "text/plain", Some("s3cret"))
-            .await
-            .unwrap()
-            .status(),
+        post(
+            valid.clone().into(),
+            "text/plain",
+            Some("s3cret-token-0123"),
+        )
+        .await
+        .unwrap()
+        .status(),
         415,
         "wrong type",
     );
     let too_big = serde_json::to_vec(&input("t1", json!([user("m1", &"x".repeat(5000))]))).unwrap();
     check(
-        post(too_big.into(), "application/json", Some("s3cret"))
-            .await
-            .unwrap()
-            .status(),
+        post(
+            too_big.into(),
+            "application/json",
+            Some("s3cret-token-0123"),
+        )
+        .await
+        .unwrap()
+        .status(),
         413,
         "too large",
     );
-    let response = post("{not json".into(), "application/json", Some("s3cret"))
-        .await
-        .unwrap();
+    let response = post(
+        "{not json".into(),
+        "application/json",
+        Some("s3cret-token-0123"),
+    )
+    .await
+    .unwrap();
     check(response.status(), 422, "not JSON");
     let body: Value = response.json().await.unwrap();
     assert!(
@@ -148,7 +160,7 @@ async fn bad_requests_are_refused_before_a_run_starts() {
     let response = post(
         missing.into(),
         "application/json; charset=utf-8",
-        Some("s3cret"),
+        Some("s3cret-token-0123"),
     )
     .await
     .unwrap();
@@ -161,15 +173,19 @@ async fn bad_requests_are_refused_before_a_run_starts() {
     );
     let bad_thread = serde_json::to_vec(&input("../../etc", json!([]))).unwrap();
     check(
-        post(bad_thread.into(), "application/json", Some("s3cret"))
-            .await
-            .unwrap()
-            .status(),
+        post(
+            bad_thread.into(),
+            "application/json",
+            Some("s3cret-token-0123"),
+        )
+        .await
+        .unwrap()
+        .status(),
         422,
         "bad thread id",
     );
     check(
-        post(valid.into(), "application/json", Some("s3cret"))
+        post(valid.into(), "application/json", Some("s3cret-token-0123"))
             .await
             .unwrap()
             .status(),
@@ -232,7 +248,7 @@ async fn bad_requests_are_refused_before_a_run_starts() {
     let metrics = fx
         .client
         .get(fx.url("/metrics"))
-        .bearer_auth("s3cret")
+        .bearer_auth("s3cret-token-0123")
         .send()
         .await
         .unwrap()

@@ -84,7 +84,8 @@ async fn secrets_read_from_the_environment_leave_the_servers_environment() {
     let secrets = [
         ("GEMINI_API_KEY", "ENV-GEMINI-5b8e"),
         ("GOOGLE_API_KEY", "ENV-GOOGLE-5b8e"),
-        ("AGUI_AUTH_TOKEN", "ENV-TOKEN-5b8e"),
+        ("AGUI_AUTH_TOKEN", "ENV-TOKEN-5b8e-0123"),
+        ("AGUI_METRICS_TOKEN", "ENV-METRICS-5b8e-0123"),
         ("AGUI_MODEL_HEADERS", "x-gateway=ENV-HEADER-5b8e"),
     ];
     let mut command = binary();
@@ -139,7 +140,7 @@ async fn secrets_read_from_the_environment_leave_the_servers_environment() {
     let addr = line.trim().rsplit("http://").next().unwrap().to_owned();
     let run = reqwest::Client::new()
         .post(format!("http://{addr}/"))
-        .bearer_auth("ENV-TOKEN-5b8e")
+        .bearer_auth("ENV-TOKEN-5b8e-0123")
         .json(&serde_json::json!({"threadId": "t", "runId": "r", "messages": [{"id": "m", "role": "user", "content": "hi"}]}))
         .send()
         .await

@@ -15,8 +15,8 @@ impl Owner {
         Self(None)
     }
 
-    /// The owner named by an identity (an `auth_tokens` name, a user named by a proxy). An empty
-    /// identity is the local owner.
+    /// The owner named by an identity (agui-server's `token:<name>` for an `auth_tokens` name,
+    /// `user:<name>` for a user named by a proxy). An empty identity is the local owner.
     pub fn named(identity: &str) -> Self {
         if identity.is_empty() {
             Self::local()

@@ -7,6 +7,8 @@ pub mod upstream;
 
 pub mod served;
 
+pub mod legacy;
+
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -64,7 +66,14 @@ impl Fixture {
 
     /// The same server stopped and started again on the same directories.
     pub async fn restart(self) -> Self {
+        self.restart_after(|_| {}).await
+    }
+
+    /// [`restart`](Self::restart), with `between` done to the directories (the temporary
+    /// directory's path) while the server is stopped.
+    pub async fn restart_after(self, between: impl FnOnce(&std::path::Path)) -> Self {
         self.server.shutdown().await;
+        between(self.dir.path());
         let extra: Vec<String> = self.args[5..].to_vec();
         let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
         Self::start_in(self.dir, &extra).await

@@ -14,7 +14,10 @@ use gemini_script::{Handle, Matcher, Reply, Script, ScriptedModel};
 use serde_json::{Value, json};
 
 /// The two callers of a served agent, by name: their tokens.
-pub const OWNERS: [(&str, &str); 2] = [("alice", "alice-token-7f3a"), ("bob", "bob-token-9c1e")];
+pub const OWNERS: [(&str, &str); 2] = [
+    ("alice", "alice-token-7f3a"),
+    ("bob", "bob-token-9c1e-0123"),
+];
 
 /// A token no test writes literally, so a scan never finds its own command line.
 pub fn secret(what: &str) -> String {
