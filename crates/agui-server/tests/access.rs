@@ -670,16 +670,16 @@ async fn metrics_need_a_credential_whenever_callers_have_identities() {
     };
     let log = CapturedLog::start();
     let fx = Fixture::start(&["--demo", "--user-header", "X-Forwarded-User"]).await;
-    assert!(
-        log.text().contains("WARN") && log.text().contains("metrics_token"),
-        "{}",
-        log.text()
-    );
     for bearer in [None, Some("anything-0123456789")] {
         let response = metrics(&fx, bearer).await.unwrap();
         assert_eq!(response.status(), 401, "{bearer:?}");
         assert!(detail(response).await.contains("metrics_token"));
     }
+    assert!(
+        log.text().contains("WARN") && log.text().contains("metrics_token"),
+        "the operator is told at start: {}",
+        log.text()
+    );
     fx.server.shutdown().await;
 
     const METRICS: &str = "metrics-token-01234";
