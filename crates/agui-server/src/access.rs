@@ -141,7 +141,13 @@ impl AccessPolicy {
                         .into(),
                 );
             }
-            long_enough(&format!("the token of auth_tokens entry `{name}`"), token)?;
+            // A token of a list is named after its digest, which would help guess a short one.
+            let entry = if *name == crate::config::unnamed_token_identity(token) {
+                "an entry of the auth_tokens list".to_owned()
+            } else {
+                format!("auth_tokens entry `{name}`")
+            };
+            long_enough(&format!("the token of {entry}"), token)?;
             if let Some(other) = seen.insert(token.as_str(), name) {
                 return bad(format!(
                     "auth_tokens: `{other}` and `{name}` have the same token; give each identity its own"

@@ -311,6 +311,13 @@ fn tokens_shorter_than_16_characters_are_refused_naming_the_key_and_length_only(
             "the token is not shown: {refused}"
         );
     }
+    let listed = policy(&format!("auth_tokens = [\"{short}\"]")).unwrap_err();
+    assert!(
+        listed.contains("an entry of the auth_tokens list"),
+        "{listed}"
+    );
+    let digest = crate::config::unnamed_token_identity(short);
+    assert!(!listed.contains(&digest), "nor its digest: {listed}");
     assert!(
         policy("auth_token = \"0123456789abcdef\"").is_ok(),
         "16 is enough"
