@@ -2,7 +2,7 @@
 //! `token:alice` or `user:alice`), made from one written now by taking the namespaces out of
 //! every place an identity is stored: the thread owners (`owners/`), the thread records
 //! (`threads/`, two slots each with a sequence and a digest), the trees' markers
-//! (`o/<tree>/owner.json`) and the owners' tree claims (`o/by-owner/<sha256 of "owner:" and the
+//! (then inside each tree, `o/<tree>/owner.json`) and the owners' tree claims (`o/by-owner/<sha256 of "owner:" and the
 //! identity>.json`). A save dir already in that form is left as it is.
 
 use std::path::Path;
@@ -66,13 +66,16 @@ pub fn strip_namespaces(save: &Path) {
     }
     let trees = save.join("o");
     for entry in std::fs::read_dir(&trees).unwrap().flatten() {
-        let marker = entry.path().join("owner.json");
-        if marker.is_file() {
-            let mut content = read(&marker);
-            let bare_owner = bare(content["owner"].as_str().unwrap()).to_owned();
-            content["owner"] = bare_owner.into();
-            std::fs::write(&marker, content.to_string()).unwrap();
-        }
+        // Markers were kept inside their trees then.
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(tree) = name.strip_suffix(".owner.json") else {
+            continue;
+        };
+        let mut content = read(&entry.path());
+        let bare_owner = bare(content["owner"].as_str().unwrap()).to_owned();
+        content["owner"] = bare_owner.into();
+        std::fs::write(trees.join(tree).join("owner.json"), content.to_string()).unwrap();
+        std::fs::remove_file(entry.path()).unwrap();
     }
     let by_owner = trees.join("by-owner");
     for file in json_files(&by_owner) {
