@@ -155,6 +155,73 @@ async fn commands_cannot_read_trace_signal_or_connect_to_their_harness() {
     }
 }
 
+/// Landlock's network rules cover TCP alone: a command's socket of any other kind — MPTCP
+/// (protocol 262) above all, which reached the model listener and the harness's own socket —
+/// must not be creatable. Every family 0..=45, type and protocol is tried, and every socket
+/// made is aimed at every listener inside (the model's, the harness's, the egress proxy's): only
+/// the egress proxy may be reached, by plain TCP.
+#[tokio::test]
+async fn commands_can_make_only_plain_sockets_and_none_reaches_the_model_or_the_harness() {
+    let served = Served::start(Start::default()).await;
+    let script: String = include_str!("support/sockets.py")
+        .bytes()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let out = served
+        .say(
+            "alice",
+            "sockets",
+            &format!("python3 -c \"exec(bytes.fromhex('{script}').decode())\"; echo tried"),
+        )
+        .await;
+    assert!(out.contains("tried"), "{out}");
+    let listening: Vec<u16> = out
+        .lines()
+        .find_map(|l| l.strip_prefix("LISTENING "))
+        .unwrap_or_else(|| panic!("the script ran: {out}"))
+        .split_whitespace()
+        .map(|p| p.parse().unwrap())
+        .collect();
+    assert!(
+        listening.contains(&1) && listening.contains(&3128) && listening.len() >= 3,
+        "the model's, the egress proxy's and the harness's listeners were tried: {out}"
+    );
+    for family in [2, 10] {
+        let mptcp = out
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("MPTCP {family} ")))
+            .unwrap_or_else(|| panic!("MPTCP was tried: {out}"));
+        assert!(
+            mptcp.starts_with("refused"),
+            "an MPTCP socket of family {family} was created: {out}"
+        );
+    }
+    let reached: Vec<&str> = out.lines().filter(|l| l.starts_with("REACHED ")).collect();
+    // What proves the attempts can succeed: plain TCP reaches the egress proxy.
+    assert!(
+        reached
+            .iter()
+            .any(|l| l.starts_with("REACHED 2 STREAM 0 3128 ")),
+        "plain TCP reaches the egress proxy: {out}"
+    );
+    let escaped: Vec<&&str> = reached
+        .iter()
+        .filter(|l| l.split_whitespace().nth(4) != Some("3128"))
+        .collect();
+    assert!(
+        escaped.is_empty(),
+        "sockets reached the model or the harness: {escaped:#?}\n{out}"
+    );
+    let created: Vec<&str> = out.lines().filter(|l| l.starts_with("CREATED ")).collect();
+    for line in &created {
+        let family: u32 = line.split_whitespace().nth(1).unwrap().parse().unwrap();
+        assert!(
+            [1, 2, 10, 16].contains(&family),
+            "a socket of family {family} was created: {line}\n{out}"
+        );
+    }
+}
+
 /// The model is reached only by the harness, only with its process's token, only for the
 /// agent's own models; the egress proxy refuses what `egress_allow` does not list (nothing by
 /// default), naming the setting.

@@ -12,7 +12,8 @@
 //!   the harness reaches the model through a listener the launcher opens inside and hands to
 //!   the host, who serves it ([`NetworkServices`]); an egress proxy for the agent's web access
 //!   is offered the same way. Nothing else goes in or out: no UDP, no other host port, no
-//!   listener inside reachable from outside.
+//!   listener inside reachable from outside. Sockets are Unix, TCP, UDP or routing netlink
+//!   only (seccomp), since Landlock's network rules cover TCP alone (not MPTCP, say).
 //! - **The harness out of its commands' reach**: the harness runs under Landlock and a seccomp
 //!   filter with every capability dropped; each command it starts (through the shell, which is
 //!   the launcher's shell stage) runs in a nested, stricter Landlock domain — it cannot trace,

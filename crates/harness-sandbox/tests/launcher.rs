@@ -260,6 +260,21 @@ fn attacks_from_the_harness_and_its_commands_fail_and_the_services_work(
         ("command: writes a file past the size limit", "blocked"),
         ("command: finds unshare", "reached"),
         ("command: makes a user namespace", "blocked"),
+        // Sockets: plain ones only (seccomp), whatever Landlock's TCP rules do not cover.
+        ("harness: makes a TCP socket", "reached"),
+        ("harness: makes an MPTCP socket", "blocked"),
+        ("command: makes a TCP socket", "reached"),
+        ("command: makes a UDP socket", "reached"),
+        ("command: makes a Unix socket pair", "reached"),
+        ("command: makes a routing netlink socket", "reached"),
+        ("command: makes an MPTCP socket", "blocked"),
+        ("command: makes an SCTP socket", "blocked"),
+        ("command: makes a raw socket", "blocked"),
+        ("command: makes a packet socket", "blocked"),
+        ("command: makes a vsock socket", "blocked"),
+        ("command: makes an AF_ALG socket", "blocked"),
+        ("command: makes another netlink socket", "blocked"),
+        ("command: makes an IPv4 socket pair", "blocked"),
     ];
     let mut wrong = Vec::new();
     for (check, want) in expected {
@@ -416,6 +431,49 @@ fn checks(host_tcp: &str, host_udp: &str, rw: &Path, secret: &Path) -> String {
     );
     put("command: finds unshare", shell("command -v unshare"));
     put("command: makes a user namespace", shell("unshare -U true"));
+    // (family, type, protocol) of each socket tried, made by python3 (`socket(2)` as is).
+    let socket = |family: i32, kind: i32, protocol: i32| {
+        format!("python3 -c 'import socket; socket.socket({family}, {kind}, {protocol})'")
+    };
+    let in_harness = |script: &str| {
+        std::process::Command::new("bash")
+            .args(["-c", script])
+            .env("PATH", "/usr/bin:/bin")
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    put("harness: makes a TCP socket", in_harness(&socket(2, 1, 6)));
+    put(
+        "harness: makes an MPTCP socket",
+        in_harness(&socket(2, 1, 262)),
+    );
+    put("command: makes a TCP socket", shell(&socket(10, 1, 0)));
+    put("command: makes a UDP socket", shell(&socket(2, 2, 17)));
+    put(
+        "command: makes a Unix socket pair",
+        shell("python3 -c 'import socket; socket.socketpair(1, 5)'"),
+    );
+    put(
+        "command: makes a routing netlink socket",
+        shell(&socket(16, 3, 0)),
+    );
+    put("command: makes an MPTCP socket", shell(&socket(10, 1, 262)));
+    put("command: makes an SCTP socket", shell(&socket(2, 5, 132)));
+    put("command: makes a raw socket", shell(&socket(2, 3, 255)));
+    put("command: makes a packet socket", shell(&socket(17, 3, 0)));
+    put("command: makes a vsock socket", shell(&socket(40, 1, 0)));
+    put("command: makes an AF_ALG socket", shell(&socket(38, 5, 0)));
+    put(
+        "command: makes another netlink socket",
+        shell(&socket(16, 3, 9)),
+    );
+    put(
+        "command: makes an IPv4 socket pair",
+        shell("python3 -c 'import socket; socket.socketpair(2, 1)'"),
+    );
     let etc: Vec<String> = std::fs::read_dir("/etc")
         .map(|entries| {
             entries

@@ -179,9 +179,104 @@ fn denied_syscalls() -> Vec<i64> {
     calls
 }
 
-/// Installs the seccomp filter: [`denied_syscalls`] fail with `EPERM`, `clone` creating a user
-/// namespace too, and `clone3` fails with `ENOSYS` (its flags cannot be inspected; C libraries
-/// then fall back to `clone`). Everything else is allowed.
+/// Address families a socket may have: Unix sockets (any type), IPv4 and IPv6 (see
+/// [`INET_TYPES`] and [`INET_PROTOCOLS`]) and routing netlink (see [`NETLINK_PROTOCOLS`]).
+const SOCKET_FAMILIES: &[u64] = &[
+    libc::AF_UNIX as u64,
+    libc::AF_INET as u64,
+    libc::AF_INET6 as u64,
+    libc::AF_NETLINK as u64,
+];
+
+/// The families whose type and protocol are checked against [`INET_TYPES`] and
+/// [`INET_PROTOCOLS`].
+const INET_FAMILIES: &[u64] = &[libc::AF_INET as u64, libc::AF_INET6 as u64];
+
+/// Socket types an IPv4 or IPv6 socket may have (after `SOCK_NONBLOCK`/`SOCK_CLOEXEC` are masked
+/// off): no raw sockets, no `SOCK_SEQPACKET` (SCTP).
+const INET_TYPES: &[u64] = &[libc::SOCK_STREAM as u64, libc::SOCK_DGRAM as u64];
+
+/// Protocols an IPv4 or IPv6 socket may ask for: the default, TCP and UDP. Not MPTCP (262),
+/// which Landlock's TCP rules do not cover, nor SCTP, UDP-Lite or ICMP.
+const INET_PROTOCOLS: &[u64] = &[0, libc::IPPROTO_TCP as u64, libc::IPPROTO_UDP as u64];
+
+/// Netlink protocols a socket may ask for: `NETLINK_ROUTE` alone, which the C library's
+/// `getifaddrs` (Node's `os.networkInterfaces`, `if_nameindex`) and `getaddrinfo` with
+/// `AI_ADDRCONFIG` read the sandbox's own interfaces with; changing them needs a capability
+/// nothing inside has.
+const NETLINK_PROTOCOLS: &[u64] = &[libc::NETLINK_ROUTE as u64];
+
+/// `socket`'s type argument: the type, below the flags.
+const SOCK_TYPE_MASK: u64 = 0xf;
+
+/// A condition on the low 32 bits of argument `arg` (the `int` the kernel reads).
+fn arg(arg: u8, op: SeccompCmpOp, value: u64) -> Result<SeccompCondition, String> {
+    SeccompCondition::new(arg, SeccompCmpArgLen::Dword, op, value)
+        .map_err(|e| format!("seccomp: {e}"))
+}
+
+/// A rule matching when argument `index` is none of `allowed`.
+fn none_of(
+    first: Vec<SeccompCondition>,
+    index: u8,
+    allowed: &[u64],
+) -> Result<SeccompRule, String> {
+    let mut conditions = first;
+    for value in allowed {
+        conditions.push(arg(index, SeccompCmpOp::Ne, *value)?);
+    }
+    SeccompRule::new(conditions).map_err(|e| format!("seccomp: {e}"))
+}
+
+/// The sockets refused with `EAFNOSUPPORT` (as on a kernel without the family, which programs
+/// fall back from): `socket` of a family not in [`SOCKET_FAMILIES`], `socketpair` of any but
+/// `AF_UNIX`.
+fn refused_families() -> Result<std::collections::BTreeMap<i64, Vec<SeccompRule>>, String> {
+    Ok([
+        (
+            libc::SYS_socket,
+            vec![none_of(Vec::new(), 0, SOCKET_FAMILIES)?],
+        ),
+        (
+            libc::SYS_socketpair,
+            vec![none_of(Vec::new(), 0, &[libc::AF_UNIX as u64])?],
+        ),
+    ]
+    .into_iter()
+    .collect())
+}
+
+/// The sockets of an allowed family refused with `EPROTONOSUPPORT` (as for a protocol the kernel
+/// lacks: Go, for one, then falls back from MPTCP to TCP): IPv4 and IPv6 of a type not in
+/// [`INET_TYPES`] or a protocol not in [`INET_PROTOCOLS`], netlink of a protocol not in
+/// [`NETLINK_PROTOCOLS`].
+fn refused_protocols() -> Result<std::collections::BTreeMap<i64, Vec<SeccompRule>>, String> {
+    let mut rules = Vec::new();
+    for family in INET_FAMILIES {
+        let is_family = || arg(0, SeccompCmpOp::Eq, *family);
+        // No "masked not-equal": each refused type is its own rule.
+        for kind in (0..=SOCK_TYPE_MASK).filter(|kind| !INET_TYPES.contains(kind)) {
+            let of_kind = arg(1, SeccompCmpOp::MaskedEq(SOCK_TYPE_MASK), kind)?;
+            rules.push(
+                SeccompRule::new(vec![is_family()?, of_kind])
+                    .map_err(|e| format!("seccomp: {e}"))?,
+            );
+        }
+        rules.push(none_of(vec![is_family()?], 2, INET_PROTOCOLS)?);
+    }
+    rules.push(none_of(
+        vec![arg(0, SeccompCmpOp::Eq, libc::AF_NETLINK as u64)?],
+        2,
+        NETLINK_PROTOCOLS,
+    )?);
+    Ok([(libc::SYS_socket, rules)].into_iter().collect())
+}
+
+/// Installs the seccomp filters: [`denied_syscalls`] fail with `EPERM`, `clone` creating a user
+/// namespace too; `clone3` fails with `ENOSYS` (its flags cannot be inspected; C libraries then
+/// fall back to `clone`); sockets outside the allow-list fail with `EAFNOSUPPORT`
+/// ([`refused_families`]) or `EPROTONOSUPPORT` ([`refused_protocols`]). Everything else is
+/// allowed.
 pub(super) fn install_seccomp() -> Result<(), String> {
     let arch = std::env::consts::ARCH
         .try_into()
@@ -202,24 +297,26 @@ pub(super) fn install_seccomp() -> Result<(), String> {
         libc::SYS_clone,
         vec![SeccompRule::new(vec![new_user]).map_err(fail)?],
     );
-    let eperm = SeccompFilter::new(
-        rules,
-        SeccompAction::Allow,
-        SeccompAction::Errno(libc::EPERM as u32),
-        arch,
-    )
-    .map_err(fail)?;
-    let enosys = SeccompFilter::new(
-        [(libc::SYS_clone3, Vec::new())].into_iter().collect(),
-        SeccompAction::Allow,
-        SeccompAction::Errno(libc::ENOSYS as u32),
-        arch,
-    )
-    .map_err(fail)?;
-    for filter in [eperm, enosys] {
-        let program: BpfProgram = filter
-            .try_into()
-            .map_err(|e: seccompiler::BackendError| format!("seccomp: {e}"))?;
+    let refusing = |rules, errno: i32| {
+        SeccompFilter::new(
+            rules,
+            SeccompAction::Allow,
+            SeccompAction::Errno(errno as u32),
+            arch,
+        )
+        .map_err(fail)
+    };
+    let filters = [
+        refusing(rules, libc::EPERM)?,
+        refusing(
+            [(libc::SYS_clone3, Vec::new())].into_iter().collect(),
+            libc::ENOSYS,
+        )?,
+        refusing(refused_families()?, libc::EAFNOSUPPORT)?,
+        refusing(refused_protocols()?, libc::EPROTONOSUPPORT)?,
+    ];
+    for filter in filters {
+        let program: BpfProgram = filter.try_into().map_err(fail)?;
         seccompiler::apply_filter(&program).map_err(|e| format!("seccomp: {e}"))?;
     }
     Ok(())
