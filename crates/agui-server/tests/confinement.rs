@@ -315,6 +315,72 @@ async fn the_key_file_and_secrets_under_etc_are_out_of_reach() {
     assert!(out.contains("passwd"), "the basics stay: {out}");
 }
 
+/// The launcher's spec names host paths (the key file it masks, the tree, the cgroups): no
+/// stage carries it on its command line, which every process inside reads in
+/// `/proc/<pid>/cmdline` (and every process of the host, for the stages outside).
+#[tokio::test]
+async fn no_command_line_inside_or_outside_shows_the_sandboxs_spec() {
+    let served = Served::start(Start::default()).await;
+    let out = served
+        .say(
+            "alice",
+            "cmdline",
+            "for f in /proc/1/cmdline /proc/[0-9]*/cmdline; do echo \"$f: $(tr '\\0' ' ' < $f)\"; done; \
+             echo scanned $(ls -d /proc/[0-9]* | wc -l) processes",
+        )
+        .await;
+    assert!(out.contains("scanned"), "the scan ran: {out}");
+    assert!(
+        out.contains("/proc/1/cmdline: ") && out.contains("localharness"),
+        "the sandbox's PID 1 and the harness were read: {out}"
+    );
+    let key = served.key_file.display().to_string();
+    let mut inside = Vec::new();
+    for line in out.lines() {
+        for leak in [
+            key.as_str(),
+            "read_write",
+            "agui-sandboxes",
+            "/sys/fs/cgroup",
+        ] {
+            if line.contains(leak) {
+                inside.push(format!("{leak} in {line}"));
+            }
+        }
+    }
+    assert!(
+        inside.is_empty(),
+        "the spec is readable inside: {inside:#?}"
+    );
+    // Outside: every stage the server started (the server's own command line names the key
+    // file: it is not a stage).
+    let harness = descendants(served.pid(), "localharness");
+    assert_eq!(harness.len(), 1, "{harness:?}");
+    let stages: Vec<u32> = descendants(served.pid(), "agui-antigravity")
+        .into_iter()
+        .filter(|pid| *pid != served.pid())
+        .collect();
+    assert!(!stages.is_empty(), "the launcher's stages run");
+    let held: Vec<String> = std::fs::read_dir(format!("/proc/{}/fd", harness[0]))
+        .unwrap()
+        .flatten()
+        .filter_map(|fd| std::fs::read_link(fd.path()).ok())
+        .map(|target| target.display().to_string())
+        .filter(|target| target.contains("memfd:"))
+        .collect();
+    assert!(held.is_empty(), "the harness inherited {held:?}");
+    for pid in stages.into_iter().chain(harness) {
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        for leak in [key.as_str(), "read_write", "agui-sandboxes"] {
+            assert!(
+                !cmdline.contains(leak),
+                "process {pid}'s command line shows the spec ({leak}): {cmdline}"
+            );
+        }
+    }
+}
+
 /// The harness would store its 16.8 MB webm encoder (browser recordings) in every tree's
 /// `HOME`; the sandbox keeps it out, and the agent cannot make room for it.
 #[tokio::test]

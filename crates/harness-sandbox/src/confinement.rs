@@ -1,7 +1,7 @@
 //! What a host asks for: [`Confinement`] (what one harness process may reach, and its limits).
 
 use std::ffi::OsString;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
 use nix::sys::socket::{AddressFamily, SockFlag, SockType, socketpair};
@@ -11,17 +11,18 @@ use crate::cgroups;
 use crate::encoder::{self, WEBM_ENCODER_DIR};
 use crate::host::HostChannel;
 use crate::services::{ProcessLabel, Services};
-use crate::spec::Spec;
+use crate::spec::{RUN_ARG, Spec};
 use crate::{Result, SandboxError};
 
-/// A program that acts as the launcher: started as `program args… <spec>`, it must hand its
+/// A program that acts as the launcher: started as `program args… --run` (its spec comes on its
+/// control channel, never on its command line) or `program args… --probe`, it must hand its
 /// arguments to [`crate::run_if_launcher`] (or those after `args` to [`crate::launcher_main`])
 /// first thing in `main`; inside the sandbox it is started again, as its other stages.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Launcher {
     /// The executable.
     pub program: PathBuf,
-    /// Arguments before the spec (e.g. `__sandbox-exec`).
+    /// Arguments before the launcher's own (e.g. `__sandbox-exec`).
     pub args: Vec<String>,
 }
 
@@ -119,7 +120,8 @@ impl Confinement {
 
     /// The launcher command that starts `binary` confined, working in `storage_dir` with `home`
     /// as `HOME` (both writable), in the cgroups `cgroups` (made by the host), and the host's
-    /// end of its control channel, which becomes the launcher's stdin and stdout. The caller
+    /// end of its control channel, which becomes the launcher's stdin and stdout and carries the
+    /// spec (what the sandbox grants, by host path: never on a command line). The caller
     /// sets the environment, pipes stderr, spawns the command, then starts the channel. Every
     /// path must be absolute.
     pub fn command(
@@ -131,19 +133,11 @@ impl Confinement {
     ) -> Result<(tokio::process::Command, HostChannel)> {
         let spec = self.spec(binary, storage_dir, home, cgroups);
         spec.check().map_err(SandboxError::Spec)?;
-        let json = serde_json::to_string(&spec)
-            .map_err(|e| SandboxError::Spec(format!("cannot encode the spec: {e}")))?;
-        let (host, launcher) = socketpair(
-            AddressFamily::Unix,
-            SockType::SeqPacket,
-            None,
-            SockFlag::SOCK_CLOEXEC,
-        )
-        .map_err(|e| SandboxError::io("create the launcher's control channel")(e.into()))?;
+        let (host, launcher) = channel_with(&spec)?;
         let stdout: OwnedFd = launcher
             .try_clone()
             .map_err(SandboxError::io("duplicate the launcher's control channel"))?;
-        let mut command: tokio::process::Command = self.launcher.std_command(json).into();
+        let mut command: tokio::process::Command = self.launcher.std_command(RUN_ARG).into();
         command.stdin(launcher).stdout(stdout);
         tracing::trace!(fd = host.as_raw_fd(), "launcher control channel created");
         Ok((command, HostChannel::new(host)?))
@@ -184,18 +178,43 @@ impl Confinement {
     }
 }
 
+/// The control channel of a launcher about to start, `(host's end, launcher's end)`, with the spec
+/// as its first message, waiting in the socket's buffer.
+fn channel_with(spec: &Spec) -> Result<(OwnedFd, OwnedFd)> {
+    let (host, launcher) = socketpair(
+        AddressFamily::Unix,
+        SockType::SeqPacket,
+        None,
+        SockFlag::SOCK_CLOEXEC,
+    )
+    .map_err(|e| SandboxError::io("create the launcher's control channel")(e.into()))?;
+    spec.send(host.as_fd()).map_err(SandboxError::Spec)?;
+    Ok((host, launcher))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn spec_of(command: &tokio::process::Command) -> Spec {
+    /// The spec the launcher started by `confinement` would read from its control channel (its
+    /// command line holds none).
+    fn spec_of(
+        confinement: &Confinement,
+        binary: &Path,
+        storage_dir: &Path,
+        home: &Path,
+        cgroups: &[PathBuf],
+    ) -> Result<Spec> {
+        let (command, _channel) = confinement.command(binary, storage_dir, home, cgroups)?;
         let args: Vec<String> = command
             .as_std()
             .get_args()
             .map(|a| a.to_string_lossy().into_owned())
             .collect();
-        assert_eq!(args[0], "__sandbox-exec");
-        serde_json::from_str(&args[1]).unwrap()
+        assert_eq!(args, ["__sandbox-exec", RUN_ARG]);
+        let (_host, launcher) =
+            channel_with(&confinement.spec(binary, storage_dir, home, cgroups)).unwrap();
+        Ok(Spec::receive(launcher.as_raw_fd(), false).unwrap().0)
     }
 
     #[tokio::test]
@@ -205,15 +224,14 @@ mod tests {
             "owner-1",
         );
         confinement.read_write.push("/w/abc".into());
-        let (command, _channel) = confinement
-            .command(
-                Path::new("/opt/localharness"),
-                Path::new("/s/o/abc/save"),
-                Path::new("/s/o/abc/home"),
-                &[PathBuf::from("/sys/fs/cgroup/agui/p1")],
-            )
-            .unwrap();
-        let spec = spec_of(&command);
+        let spec = spec_of(
+            &confinement,
+            Path::new("/opt/localharness"),
+            Path::new("/s/o/abc/save"),
+            Path::new("/s/o/abc/home"),
+            &[PathBuf::from("/sys/fs/cgroup/agui/p1")],
+        )
+        .unwrap();
         assert_eq!(spec.cwd, Path::new("/s/o/abc/save"));
         assert_eq!(
             spec.read_write,
@@ -240,15 +258,15 @@ mod tests {
         let mut confinement =
             Confinement::new(Launcher::new("/bin/launcher", ["__sandbox-exec"]), "t");
         let hidden = |confinement: &Confinement| {
-            let (command, _) = confinement
-                .command(
-                    Path::new("/opt/localharness"),
-                    Path::new("/s"),
-                    home.path(),
-                    &[],
-                )
-                .unwrap();
-            spec_of(&command).hidden
+            spec_of(
+                confinement,
+                Path::new("/opt/localharness"),
+                Path::new("/s"),
+                home.path(),
+                &[],
+            )
+            .unwrap()
+            .hidden
         };
         assert_eq!(hidden(&confinement), [home.path().join(WEBM_ENCODER_DIR)]);
         confinement.webm_encoder = true;

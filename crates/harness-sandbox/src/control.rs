@@ -2,7 +2,8 @@
 //! (the launcher's stdin and stdout), one message per packet, file descriptors passed beside a
 //! message (`SCM_RIGHTS`). It carries the harness's stdio both ways (the harness's own pipes end
 //! at the sandbox's init), the listeners the launcher opens inside for the host's services, and
-//! the sockets it connects inside for the host.
+//! the sockets it connects inside for the host. Its first message is the spec (a sealed memfd
+//! beside it), which the launcher's stages read from there, never from their command lines.
 //!
 //! A message is a tag byte and a payload; this module encodes and decodes them, and sends and
 //! receives them on a raw socket (the host wraps the same calls in tokio's readiness).
@@ -46,6 +47,8 @@ pub(crate) enum ToLauncher {
     /// Connect to this port on the sandbox's loopback and send the socket back
     /// ([`FromLauncher::Connected`] or [`FromLauncher::ConnectFailed`], in request order).
     Connect(u16),
+    /// The launcher's spec, in the memfd passed beside the message: the channel's first message.
+    Spec,
 }
 
 /// What the launcher tells the host.
@@ -68,6 +71,7 @@ pub(crate) enum FromLauncher {
 const STDIN: u8 = 1;
 const CLOSE_STDIN: u8 = 2;
 const CONNECT: u8 = 3;
+const SPEC: u8 = 4;
 
 const STDOUT: u8 = 1;
 const LISTENER: u8 = 2;
@@ -82,6 +86,7 @@ impl ToLauncher {
             Self::Stdin(data) => tagged(STDIN, data),
             Self::CloseStdin => vec![CLOSE_STDIN],
             Self::Connect(port) => tagged(CONNECT, &port.to_le_bytes()),
+            Self::Spec => vec![SPEC],
         }
     }
 
@@ -97,6 +102,7 @@ impl ToLauncher {
                     .map_err(|_| format!("a connect request of {} bytes", payload.len()))?;
                 Ok(Self::Connect(u16::from_le_bytes(port)))
             }
+            SPEC => Ok(Self::Spec),
             other => Err(format!("an unknown request (tag {other})")),
         }
     }
@@ -174,6 +180,17 @@ pub(crate) fn send(socket: RawFd, packet: &[u8], fd: Option<BorrowedFd<'_>>) -> 
 /// Receives one packet and the descriptors passed beside it; `None` at the end of the stream
 /// (the peer closed its end).
 pub(crate) fn receive(socket: RawFd) -> nix::Result<Option<(Vec<u8>, Vec<OwnedFd>)>> {
+    receive_with(socket, MsgFlags::empty())
+}
+
+/// Like [`receive`], but leaves the packet for the next reader (which gets its own copies of the
+/// descriptors).
+#[cfg_attr(not(feature = "launcher"), allow(dead_code))]
+pub(crate) fn peek(socket: RawFd) -> nix::Result<Option<(Vec<u8>, Vec<OwnedFd>)>> {
+    receive_with(socket, MsgFlags::MSG_PEEK)
+}
+
+fn receive_with(socket: RawFd, flags: MsgFlags) -> nix::Result<Option<(Vec<u8>, Vec<OwnedFd>)>> {
     let mut buffer = vec![0u8; MAX_PACKET];
     let mut space = nix::cmsg_space!([RawFd; 4]);
     let (bytes, fds) = {
@@ -182,7 +199,7 @@ pub(crate) fn receive(socket: RawFd) -> nix::Result<Option<(Vec<u8>, Vec<OwnedFd
             socket,
             &mut iov,
             Some(&mut space),
-            MsgFlags::MSG_CMSG_CLOEXEC,
+            flags | MsgFlags::MSG_CMSG_CLOEXEC,
         )?;
         let mut fds = Vec::new();
         for cmsg in message.cmsgs()? {
@@ -220,6 +237,7 @@ mod tests {
             ToLauncher::Stdin(b"\x05\0\0\0hello".to_vec()),
             ToLauncher::CloseStdin,
             ToLauncher::Connect(40123),
+            ToLauncher::Spec,
         ] {
             assert_eq!(ToLauncher::decode(&request.encode()).unwrap(), request);
         }

@@ -1,7 +1,15 @@
-//! What the host tells the launcher: the harness to run, what it may reach, its limits. Sent as
-//! JSON in the launcher's last argument; every stage reads the same spec.
+//! What the host tells the launcher: the harness to run, what it may reach, its limits. JSON in a
+//! sealed memfd, passed beside the control channel's first message and from stage to stage as a
+//! descriptor, never on a command line (which every process of the machine, and every process
+//! of the sandbox, can read in `/proc/<pid>/cmdline`).
 
+use std::fs::File;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd, RawFd};
+use std::os::unix::fs::FileExt as _;
 use std::path::PathBuf;
+
+use nix::fcntl::{FcntlArg, SealFlag, fcntl};
+use nix::sys::memfd::{MFdFlags, memfd_create};
 
 use serde::{Deserialize, Serialize};
 
@@ -14,6 +22,12 @@ pub const MODEL_PORT: u16 = 1;
 /// The port, on the sandbox's own loopback, of the egress proxy the host serves (the harness's
 /// and its commands' `HTTP_PROXY`/`HTTPS_PROXY`).
 pub const EGRESS_PORT: u16 = 3128;
+
+/// The argument that starts the launcher on a harness, its spec on the control channel.
+pub(crate) const RUN_ARG: &str = "--run";
+
+/// The largest spec a stage reads (a spec lists a few dozen paths).
+const MAX_SPEC_BYTES: u64 = 16 << 20;
 
 /// The launcher's instructions.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -60,6 +74,80 @@ impl Spec {
             }
         }
         Ok(())
+    }
+
+    /// The spec in a new memfd, sealed against every change.
+    pub(crate) fn to_memfd(&self) -> Result<OwnedFd, String> {
+        let json = serde_json::to_vec(self).map_err(|e| format!("cannot encode the spec: {e}"))?;
+        let fd = memfd_create(
+            c"agui-sandbox-spec",
+            MFdFlags::MFD_CLOEXEC | MFdFlags::MFD_ALLOW_SEALING,
+        )
+        .map_err(|e| format!("cannot make the spec's memfd: {e}"))?;
+        let file = File::from(fd);
+        file.write_all_at(&json, 0)
+            .map_err(|e| format!("cannot write the spec's memfd: {e}"))?;
+        let seals = SealFlag::F_SEAL_SEAL
+            | SealFlag::F_SEAL_SHRINK
+            | SealFlag::F_SEAL_GROW
+            | SealFlag::F_SEAL_WRITE;
+        fcntl(&file, FcntlArg::F_ADD_SEALS(seals))
+            .map_err(|e| format!("cannot seal the spec's memfd: {e}"))?;
+        Ok(file.into())
+    }
+
+    /// The spec in `fd` (a memfd of [`Spec::to_memfd`]), checked. Reads by position, so the
+    /// stages sharing the descriptor's offset do not disturb each other.
+    #[cfg_attr(not(feature = "launcher"), allow(dead_code))]
+    pub(crate) fn from_fd(fd: BorrowedFd<'_>) -> Result<Self, String> {
+        let file = File::from(
+            fd.try_clone_to_owned()
+                .map_err(|e| format!("cannot read the spec: {e}"))?,
+        );
+        let len = file
+            .metadata()
+            .map_err(|e| format!("cannot read the spec: {e}"))?
+            .len();
+        if len > MAX_SPEC_BYTES {
+            return Err(format!("the spec is too large ({len} bytes)"));
+        }
+        let mut json = vec![0u8; usize::try_from(len).map_err(|e| e.to_string())?];
+        file.read_exact_at(&mut json, 0)
+            .map_err(|e| format!("cannot read the spec: {e}"))?;
+        let spec: Self = serde_json::from_slice(&json).map_err(|e| format!("bad spec: {e}"))?;
+        spec.check()?;
+        Ok(spec)
+    }
+
+    /// Sends the spec as the control channel's first message, from the host's end `socket`.
+    pub(crate) fn send(&self, socket: BorrowedFd<'_>) -> Result<(), String> {
+        let memfd = self.to_memfd()?;
+        crate::control::send(
+            std::os::fd::AsRawFd::as_raw_fd(&socket),
+            &crate::control::ToLauncher::Spec.encode(),
+            Some(memfd.as_fd()),
+        )
+        .map_err(|e| format!("cannot send the spec to the launcher: {e}"))
+    }
+
+    /// The spec the host sent on the control channel `socket` (the launcher's stdin), and its
+    /// memfd; `peek` leaves the message for the next stage.
+    #[cfg_attr(not(feature = "launcher"), allow(dead_code))]
+    pub(crate) fn receive(socket: RawFd, peek: bool) -> Result<(Self, OwnedFd), String> {
+        let received = if peek {
+            crate::control::peek(socket)
+        } else {
+            crate::control::receive(socket)
+        };
+        let (packet, mut fds) = received
+            .map_err(|e| format!("cannot read the spec from the control channel: {e}"))?
+            .ok_or("the control channel closed before the spec came")?;
+        match crate::control::ToLauncher::decode(&packet) {
+            Ok(crate::control::ToLauncher::Spec) => {}
+            _ => return Err("the control channel's first message is not the spec".into()),
+        }
+        let fd = fds.pop().ok_or("the spec came without its memfd")?;
+        Ok((Self::from_fd(fd.as_fd())?, fd))
     }
 
     /// The self-test's spec: a sandbox like a harness's with nothing granted.
@@ -112,5 +200,31 @@ mod tests {
         spec.read_write.clear();
         spec.cgroups.push("cg".into());
         assert!(spec.check().is_err());
+    }
+
+    #[test]
+    fn a_spec_travels_in_a_sealed_memfd_beside_the_channels_first_message() {
+        use nix::sys::socket::{AddressFamily, SockFlag, SockType, socketpair};
+        use std::os::fd::AsRawFd as _;
+        let (host, launcher) = socketpair(
+            AddressFamily::Unix,
+            SockType::SeqPacket,
+            None,
+            SockFlag::SOCK_CLOEXEC,
+        )
+        .unwrap();
+        let mut spec = Spec::probe();
+        spec.read_write.push("/w/tree".into());
+        spec.send(host.as_fd()).unwrap();
+        // Peeked by one stage, then received by the next: the same spec both times.
+        let (peeked, fd) = Spec::receive(launcher.as_raw_fd(), true).unwrap();
+        assert_eq!(peeked, spec);
+        let (received, _) = Spec::receive(launcher.as_raw_fd(), false).unwrap();
+        assert_eq!(received, spec);
+        // Sealed: no stage can change what the next one reads.
+        let file = File::from(fd);
+        assert!(file.write_all_at(b"{}", 0).is_err());
+        assert!(file.set_len(0).is_err());
+        assert_eq!(Spec::from_fd(file.as_fd()).unwrap(), spec);
     }
 }

@@ -1,11 +1,28 @@
-//! The harness stage: the harness's restrictions on this process, the commands' rules in its
-//! environment, then `exec` of the harness itself.
+//! The harness stage: the spec from the descriptor PID 1 passed, the harness's restrictions on
+//! this process, the commands' rules in its environment, then `exec` of the harness itself.
 
+use std::os::fd::{AsFd as _, FromRawFd as _, OwnedFd, RawFd};
 use std::os::unix::process::CommandExt as _;
 
 use super::outside::SHELL_DIR;
 use super::rules::{self, COMMAND_RULES_ENV, CommandRules};
 use crate::spec::{EGRESS_PORT, Spec};
+
+/// The spec in descriptor `fd` (the decimal number PID 1 passed), which is closed: the harness
+/// inherits nothing of it.
+pub(super) fn spec(fd: &str) -> Result<Spec, String> {
+    let fd: RawFd = fd
+        .parse()
+        .ok()
+        .filter(|fd| *fd > 2)
+        .ok_or_else(|| format!("not a spec descriptor: {fd}"))?;
+    #[allow(unsafe_code)]
+    // SAFETY: PID 1 started this stage with the spec's memfd open at `fd` (without
+    // close-on-exec) and named it here; nothing else in this fresh process refers to it, so it
+    // is open and this stage owns it.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    Spec::from_fd(fd.as_fd())
+}
 
 pub(super) fn run(spec: &Spec) -> Result<u8, String> {
     let commands =

@@ -4,28 +4,24 @@
 
 use std::io::{Read as _, Write as _};
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::process::{Child, ChildStdin, ChildStdout, Stdio};
 
+use nix::fcntl::{FcntlArg, FdFlag, fcntl};
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use nix::sys::signal::{SigSet, SigmaskHow, Signal, sigprocmask};
 use nix::sys::signalfd::{SfdFlags, SignalFd};
 use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::Pid;
 
-use super::{HARNESS_ARG, Own, PROBE_COMMAND_ARG, SETUP_FAILED, netdev, rules};
+use super::{CONTROL, HARNESS_ARG, Own, PROBE_COMMAND_ARG, SETUP_FAILED, netdev, rules};
 use crate::control::{self, FromLauncher, STDIO_CHUNK, Service, ToLauncher};
 use crate::spec::{EGRESS_PORT, MODEL_PORT, ProbeReport, Spec};
 
-/// The control channel: the host's socket pair end, this stage's stdin (and stdout).
-const CONTROL: RawFd = 0;
-
-pub(super) fn run(spec: &Spec) -> Result<u8, String> {
-    let private_network = netdev::loopback_up();
-    if spec.probe {
-        return probe(private_network);
-    }
-    private_network.map_err(|e| format!("cannot bring the sandbox's loopback up: {e}"))?;
+/// Runs the sandbox for `spec` (read from `spec_fd`, which the harness stage gets) until the
+/// harness exits; returns its status.
+pub(super) fn run(spec: &Spec, spec_fd: OwnedFd) -> Result<u8, String> {
+    netdev::loopback_up().map_err(|e| format!("cannot bring the sandbox's loopback up: {e}"))?;
     // Bound while this process may still bind privileged ports (the model's is one, so no
     // command can take it first).
     let listeners = if spec.services {
@@ -54,15 +50,19 @@ pub(super) fn run(spec: &Spec) -> Result<u8, String> {
         .map_err(|e| format!("cannot block SIGCHLD: {e}"))?;
     let children = SignalFd::with_flags(&mask, SfdFlags::SFD_NONBLOCK | SfdFlags::SFD_CLOEXEC)
         .map_err(|e| format!("cannot watch the sandbox's children: {e}"))?;
-    let own = Own::find(2)?;
-    let spec_json = serde_json::to_string(spec).map_err(|e| e.to_string())?;
+    let own = Own::find(1)?;
+    // Inherited by the harness stage alone: this process is single-threaded and starts nothing
+    // else until the descriptor is closed.
+    fcntl(&spec_fd, FcntlArg::F_SETFD(FdFlag::empty()))
+        .map_err(|e| format!("cannot pass the spec on: {e}"))?;
     let mut harness = own
-        .command(&[HARNESS_ARG, &spec_json])
+        .command(&[HARNESS_ARG, &spec_fd.as_raw_fd().to_string()])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
         .map_err(|e| format!("could not start the harness stage: {e}"))?;
+    drop(spec_fd);
     let pid = harness.id();
     report(control, &FromLauncher::Started(pid), None)?;
     Relay {
@@ -177,6 +177,8 @@ impl Relay {
                     self.stdin = None;
                 }
             }
+            // The spec comes once, first, and was taken before the relay started.
+            Ok(ToLauncher::Spec) => eprintln!("sandbox: ignored a second spec from the host"),
             Err(e) => eprintln!("sandbox: ignored a malformed request from the host: {e}"),
         }
     }
@@ -215,14 +217,15 @@ fn report(
 }
 
 #[allow(unsafe_code)]
-fn borrowed(fd: RawFd) -> BorrowedFd<'static> {
+fn borrowed(fd: std::os::fd::RawFd) -> BorrowedFd<'static> {
     // SAFETY: the control channel is this stage's stdin, open for the whole life of the
     // process (nothing here closes it).
     unsafe { BorrowedFd::borrow_raw(fd) }
 }
 
 /// The self-test: what took effect, on stdout.
-fn probe(private_network: std::io::Result<()>) -> Result<u8, String> {
+pub(super) fn probe() -> Result<u8, String> {
+    let private_network = netdev::loopback_up();
     let capabilities_dropped = rules::drop_capabilities()?;
     let empty = Spec::probe();
     let landlock = rules::harness_domain(&empty)?;

@@ -1,19 +1,22 @@
 //! The launcher program's stages. Each is a fresh execution of the launcher program (never a
-//! fork of a multi-threaded host):
+//! fork of a multi-threaded host), and none carries the spec on its command line (which any
+//! process can read in `/proc/<pid>/cmdline`): it comes in a sealed memfd.
 //!
-//! 1. `<spec>` — outside (`outside.rs`): joins the process's cgroups, builds the namespaces and
-//!    the filesystem view with `hakoniwa`, and starts stage 2 as their first process.
-//! 2. `--inside <spec>` — the sandbox's PID 1 (`init.rs`): brings the loopback up, opens the
-//!    service listeners and hands them to the host, drops every capability, starts stage 3,
-//!    relays its stdio over the control channel, connects to it for the host, reaps orphans and
-//!    exits with it.
-//! 3. `--harness <spec>` (`harness.rs`): Landlock and seccomp for the harness, then `exec` of the
-//!    harness itself.
+//! 1. `--run` — outside (`outside.rs`): peeks at the spec, the control channel's first message
+//!    (left there for stage 2), joins the process's cgroups, builds the namespaces and the
+//!    filesystem view with `hakoniwa`, and starts stage 2 as their first process.
+//! 2. `--inside` — the sandbox's PID 1 (`init.rs`): takes the spec from the control channel,
+//!    brings the loopback up, opens the service listeners and hands them to the host, drops
+//!    every capability, starts stage 3 with the spec's memfd, relays its stdio over the control
+//!    channel, connects to it for the host, reaps orphans and exits with it.
+//! 3. `--harness <fd>` (`harness.rs`): reads the spec from descriptor `fd` and closes it,
+//!    Landlock and seccomp for the harness, then `exec` of the harness itself.
 //! 4. The shell (`shell.rs`): the harness starts its commands with `bash -c …`; inside the
 //!    sandbox `bash` and `sh` are this program, which puts the command in a nested, stricter
 //!    Landlock domain and a seccomp filter, then `exec`s the real shell.
 //!
-//! `--probe` runs stages 1 and 2 as a self-test that reports what took effect.
+//! `--probe` runs stages 1 and 2 (`--inside --probe`) as a self-test on a spec of its own that
+//! reports what took effect.
 
 mod harness;
 mod init;
@@ -26,24 +29,27 @@ use std::ffi::OsString;
 use std::process::ExitCode;
 
 use crate::probe::PROBE_ARG;
-use crate::spec::Spec;
+use crate::spec::{RUN_ARG, Spec};
 
 /// The launcher's exit status when the sandbox could not be set up (as `env` and container
 /// runtimes use it).
 const SETUP_FAILED: u8 = 125;
 
-/// What the outer stage passes the inner one before the spec.
+/// What the outer stage passes the inner one.
 const INSIDE_ARG: &str = "--inside";
 
-/// What the inner stage passes the harness stage before the spec.
+/// What the inner stage passes the harness stage before the spec's descriptor.
 const HARNESS_ARG: &str = "--harness";
+
+/// The control channel: the host's socket pair end, the outer and inner stages' stdin.
+const CONTROL: std::os::fd::RawFd = 0;
 
 /// What the probe passes its nested-domain check before the pid it tries to trace.
 const PROBE_COMMAND_ARG: &str = "--probe-command";
 
 /// Call first thing in `main`, before any thread starts, with the argument that marks a
 /// launcher invocation (e.g. `__sandbox-exec`, the [`crate::Launcher`]'s last argument before
-/// the spec). When this program was started as a stage of the launcher — with `marker` as its
+/// its own). When this program was started as a stage of the launcher — with `marker` as its
 /// first argument, or as the sandbox's shell — runs that stage and returns its exit code (return
 /// it from `main`); otherwise returns `None`.
 pub fn run_if_launcher(marker: &str) -> Option<ExitCode> {
@@ -59,8 +65,9 @@ pub fn run_if_launcher(marker: &str) -> Option<ExitCode> {
 }
 
 /// The launcher's entry point; `args` are what follows the launcher's own arguments (see
-/// [`crate::Launcher`]): the spec of a harness to run confined, `--probe` for the self-test that
-/// [`crate::probe`] reads, or (in the sandbox) a later stage. Returns the harness's exit status
+/// [`crate::Launcher`]): `--run` to run a harness confined (the spec comes first on the control
+/// channel, its stdin), `--probe` for the self-test that [`crate::probe`] reads, or (in the
+/// sandbox) a later stage. Returns the harness's exit status
 /// (`128 + n` for signal `n`), or 125 with the reason on stderr when the sandbox could not be set
 /// up.
 ///
@@ -71,11 +78,18 @@ pub fn launcher_main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
     let args: Vec<&str> = args.iter().filter_map(|a| a.to_str()).collect();
     let result = match args.as_slice() {
         [PROBE_ARG] => outside::run(&Spec::probe()),
-        [INSIDE_ARG, spec] => parse(spec).and_then(|spec| init::run(&spec)),
-        [HARNESS_ARG, spec] => parse(spec).and_then(|spec| harness::run(&spec)),
+        [RUN_ARG] => Spec::receive(CONTROL, true).and_then(|(spec, fd)| {
+            // The inner stage takes its own copy from the channel.
+            drop(fd);
+            outside::run(&spec)
+        }),
+        [INSIDE_ARG, PROBE_ARG] => init::probe(),
+        [INSIDE_ARG] => Spec::receive(CONTROL, false).and_then(|(spec, fd)| init::run(&spec, fd)),
+        [HARNESS_ARG, fd] => harness::spec(fd).and_then(|spec| harness::run(&spec)),
         [PROBE_COMMAND_ARG, pid] => Ok(init::probe_command(pid)),
-        [spec] => parse(spec).and_then(|spec| outside::run(&spec)),
-        _ => Err("usage: <launcher> <spec JSON> | --probe".into()),
+        _ => {
+            Err("usage: <launcher> --run (the spec on stdin, the control channel) | --probe".into())
+        }
     };
     match result {
         Ok(code) => ExitCode::from(code),
@@ -84,12 +98,6 @@ pub fn launcher_main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
             ExitCode::from(SETUP_FAILED)
         }
     }
-}
-
-fn parse(spec: &str) -> Result<Spec, String> {
-    let spec: Spec = serde_json::from_str(spec).map_err(|e| format!("bad spec: {e}"))?;
-    spec.check()?;
-    Ok(spec)
 }
 
 /// This program, as the later stages start it: the same executable and the arguments it was

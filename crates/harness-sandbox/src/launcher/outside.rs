@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use hakoniwa::{Container, MountOptions, Namespace, Stdio};
 
 use super::{INSIDE_ARG, Own, SETUP_FAILED, text};
-use crate::probe::SIMULATE_UNAVAILABLE_ENV;
+use crate::probe::{PROBE_ARG, SIMULATE_UNAVAILABLE_ENV};
 use crate::spec::Spec;
 
 /// System directories made readable whole (those that exist; symlinks such as a merged-`/usr`
@@ -131,11 +131,17 @@ pub(super) fn run(spec: &Spec) -> Result<u8, String> {
             container.bindmount_ro("/dev/null", text(path)?);
         }
     }
-    let inner = serde_json::to_string(spec).map_err(|e| e.to_string())?;
+    // The inner stage takes the spec from the control channel (its stdin), where this stage
+    // left it; the probe's is its own.
+    let stage: &[&str] = if spec.probe {
+        &[INSIDE_ARG, PROBE_ARG]
+    } else {
+        &[INSIDE_ARG]
+    };
     let mut command = container.command(program);
     command
         .args(&own.args)
-        .args([INSIDE_ARG, inner.as_str()])
+        .args(stage)
         .current_dir(text(&spec.cwd)?)
         .stdin(Stdio::inherit())
         .stdout(Stdio::inherit())
