@@ -410,6 +410,14 @@ impl HarnessProcess {
         *self.inner.live.borrow()
     }
 
+    /// For a confined process, its sandbox's control: what its PID 1 does for the host, such as
+    /// [`SandboxControl::stop_commands`] (kill the commands, the harness goes on) and
+    /// [`SandboxControl::unlinked_bytes`] (the disk its processes hold in unlinked files, which
+    /// a walk of its directories misses). `None` for a process that is not confined.
+    pub fn sandbox(&self) -> Option<SandboxControl> {
+        self.inner.sandbox.clone()
+    }
+
     /// The last lines the harness wrote to stderr.
     pub fn stderr_tail(&self) -> String {
         self.inner.stderr.tail()

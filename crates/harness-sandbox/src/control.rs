@@ -49,6 +49,12 @@ pub(crate) enum ToLauncher {
     Connect(u16),
     /// The launcher's spec, in the memfd passed beside the message: the channel's first message.
     Spec,
+    /// Kill every process of the sandbox but its PID 1 and the harness
+    /// ([`FromLauncher::Stopped`]).
+    StopCommands,
+    /// Measure the disk held by files the sandbox's processes keep open after they were unlinked
+    /// ([`FromLauncher::Unlinked`]).
+    UnlinkedBytes,
 }
 
 /// What the launcher tells the host.
@@ -66,12 +72,18 @@ pub(crate) enum FromLauncher {
     Started(u32),
     /// The sandbox could not be completed; the launcher exits.
     Failed(String),
+    /// The oldest pending `StopCommands` is done: how many processes were killed.
+    Stopped(u32),
+    /// The answer to the oldest pending `UnlinkedBytes`, in bytes.
+    Unlinked(u64),
 }
 
 const STDIN: u8 = 1;
 const CLOSE_STDIN: u8 = 2;
 const CONNECT: u8 = 3;
 const SPEC: u8 = 4;
+const STOP_COMMANDS: u8 = 5;
+const UNLINKED_BYTES: u8 = 6;
 
 const STDOUT: u8 = 1;
 const LISTENER: u8 = 2;
@@ -79,6 +91,8 @@ const CONNECTED: u8 = 3;
 const CONNECT_FAILED: u8 = 4;
 const STARTED: u8 = 5;
 const FAILED: u8 = 6;
+const STOPPED: u8 = 7;
+const UNLINKED: u8 = 8;
 
 impl ToLauncher {
     pub(crate) fn encode(&self) -> Vec<u8> {
@@ -87,6 +101,8 @@ impl ToLauncher {
             Self::CloseStdin => vec![CLOSE_STDIN],
             Self::Connect(port) => tagged(CONNECT, &port.to_le_bytes()),
             Self::Spec => vec![SPEC],
+            Self::StopCommands => vec![STOP_COMMANDS],
+            Self::UnlinkedBytes => vec![UNLINKED_BYTES],
         }
     }
 
@@ -103,6 +119,8 @@ impl ToLauncher {
                 Ok(Self::Connect(u16::from_le_bytes(port)))
             }
             SPEC => Ok(Self::Spec),
+            STOP_COMMANDS => Ok(Self::StopCommands),
+            UNLINKED_BYTES => Ok(Self::UnlinkedBytes),
             other => Err(format!("an unknown request (tag {other})")),
         }
     }
@@ -119,6 +137,8 @@ impl FromLauncher {
             Self::ConnectFailed(why) => tagged(CONNECT_FAILED, why.as_bytes()),
             Self::Started(pid) => tagged(STARTED, &pid.to_le_bytes()),
             Self::Failed(why) => tagged(FAILED, why.as_bytes()),
+            Self::Stopped(count) => tagged(STOPPED, &count.to_le_bytes()),
+            Self::Unlinked(bytes) => tagged(UNLINKED, &bytes.to_le_bytes()),
         }
     }
 
@@ -144,6 +164,18 @@ impl FromLauncher {
                 Ok(Self::Started(u32::from_le_bytes(pid)))
             }
             FAILED => Ok(Self::Failed(text())),
+            STOPPED => {
+                let count: [u8; 4] = payload
+                    .try_into()
+                    .map_err(|_| "a malformed stop report".to_owned())?;
+                Ok(Self::Stopped(u32::from_le_bytes(count)))
+            }
+            UNLINKED => {
+                let bytes: [u8; 8] = payload
+                    .try_into()
+                    .map_err(|_| "a malformed unlinked-bytes report".to_owned())?;
+                Ok(Self::Unlinked(u64::from_le_bytes(bytes)))
+            }
             other => Err(format!("an unknown report (tag {other})")),
         }
     }
@@ -238,6 +270,8 @@ mod tests {
             ToLauncher::CloseStdin,
             ToLauncher::Connect(40123),
             ToLauncher::Spec,
+            ToLauncher::StopCommands,
+            ToLauncher::UnlinkedBytes,
         ] {
             assert_eq!(ToLauncher::decode(&request.encode()).unwrap(), request);
         }
@@ -249,6 +283,8 @@ mod tests {
             FromLauncher::ConnectFailed("refused".into()),
             FromLauncher::Started(7),
             FromLauncher::Failed("no loopback".into()),
+            FromLauncher::Stopped(3),
+            FromLauncher::Unlinked(5 << 20),
         ] {
             assert_eq!(FromLauncher::decode(&report.encode()).unwrap(), report);
         }
@@ -261,6 +297,8 @@ mod tests {
         assert!(ToLauncher::decode(&[99]).is_err());
         assert!(FromLauncher::decode(&[LISTENER, b'x']).is_err());
         assert!(FromLauncher::decode(&[STARTED, 1, 2]).is_err());
+        assert!(FromLauncher::decode(&[STOPPED, 1]).is_err());
+        assert!(FromLauncher::decode(&[UNLINKED, 1, 2, 3, 4]).is_err());
     }
 
     #[test]

@@ -1,5 +1,7 @@
 //! The host's end of a launcher's control channel (see `control`): the harness's stdio, the
-//! services' listeners handed to [`NetworkServices`], and sockets connected inside the sandbox.
+//! services' listeners handed to [`NetworkServices`], sockets connected inside the sandbox, and
+//! what its PID 1 does for the host among its processes (stopping the commands, measuring the
+//! files they hold unlinked).
 
 use std::collections::VecDeque;
 use std::io;
@@ -145,6 +147,10 @@ impl std::fmt::Debug for Shared {
 #[derive(Default)]
 struct State {
     connects: VecDeque<oneshot::Sender<io::Result<std::net::TcpStream>>>,
+    /// Pending `stop_commands`, answered in request order.
+    stops: VecDeque<oneshot::Sender<u32>>,
+    /// Pending `unlinked_bytes`, answered in request order.
+    unlinked: VecDeque<oneshot::Sender<u64>>,
     model_token: Option<String>,
     grants: Vec<ServiceGrant>,
     harness_pid: Option<u32>,
@@ -169,6 +175,41 @@ impl SandboxControl {
             .map_err(|_| ended("the sandbox ended before it connected"))??;
         stream.set_nonblocking(true)?;
         tokio::net::TcpStream::from_std(stream)
+    }
+
+    /// Kills (`SIGKILL`) every process of the sandbox but its PID 1 and the harness — the
+    /// commands the harness started and whatever they left running — and returns how many were
+    /// killed. The harness goes on (a command it waits for ends as killed).
+    pub async fn stop_commands(&self) -> io::Result<u32> {
+        let (reply, answer) = oneshot::channel();
+        let mut reply = Some(reply);
+        self.send(&ToLauncher::StopCommands, |state| {
+            if let Some(reply) = reply.take() {
+                state.stops.push_back(reply);
+            }
+        })
+        .await?;
+        answer
+            .await
+            .map_err(|_| ended("the sandbox ended before it stopped its commands"))
+    }
+
+    /// The bytes of disk (allocated blocks) held by regular files that the sandbox's processes
+    /// keep open after they were unlinked — invisible to a walk of its directories — on the
+    /// file systems of the directories it may write (not its `/tmp`, which is memory and has its
+    /// own size, nor memfds). Each file counts once, however many descriptors hold it.
+    pub async fn unlinked_bytes(&self) -> io::Result<u64> {
+        let (reply, answer) = oneshot::channel();
+        let mut reply = Some(reply);
+        self.send(&ToLauncher::UnlinkedBytes, |state| {
+            if let Some(reply) = reply.take() {
+                state.unlinked.push_back(reply);
+            }
+        })
+        .await?;
+        answer
+            .await
+            .map_err(|_| ended("the sandbox ended before it measured its unlinked files"))
     }
 
     /// The token the model service granted (the harness's model key inside), once its listener
@@ -284,6 +325,16 @@ async fn read_reports(
                 }
             }
             FromLauncher::Started(pid) => shared_state(&shared).harness_pid = Some(pid),
+            FromLauncher::Stopped(count) => {
+                if let Some(reply) = shared_state(&shared).stops.pop_front() {
+                    let _ = reply.send(count);
+                }
+            }
+            FromLauncher::Unlinked(bytes) => {
+                if let Some(reply) = shared_state(&shared).unlinked.pop_front() {
+                    let _ = reply.send(bytes);
+                }
+            }
             FromLauncher::Failed(why) => {
                 tracing::warn!(sandbox = %label, reason = %why, "the sandbox could not be completed");
                 shared_state(&shared).failure = Some(why);
@@ -295,6 +346,9 @@ async fn read_reports(
     let (grants, connects) = {
         let mut state = shared_state(&shared);
         state.ended = true;
+        // Their requesters see the end (the senders dropped).
+        state.stops.clear();
+        state.unlinked.clear();
         (
             std::mem::take(&mut state.grants),
             std::mem::take(&mut state.connects),

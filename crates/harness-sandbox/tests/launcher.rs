@@ -30,7 +30,7 @@ fn main() -> ExitCode {
         return fake_harness();
     }
     let runtime = tokio::runtime::Runtime::new().expect("a runtime");
-    let tests: [Test; 3] = [
+    let tests: [Test; 4] = [
         (
             "the_probe_finds_a_private_network_and_isolated_commands",
             the_probe_finds_a_private_network_and_isolated_commands,
@@ -42,6 +42,10 @@ fn main() -> ExitCode {
         (
             "the_harness_ends_when_its_stdin_closes_and_the_host_sees_its_status",
             the_harness_ends_when_its_stdin_closes_and_the_host_sees_its_status,
+        ),
+        (
+            "the_host_measures_what_commands_hold_unlinked_and_stops_them_but_not_the_harness",
+            the_host_measures_what_commands_hold_unlinked_and_stops_them_but_not_the_harness,
         ),
     ];
     let filter = std::env::args().nth(1).filter(|a| !a.starts_with('-'));
@@ -311,6 +315,94 @@ fn the_harness_ends_when_its_stdin_closes_and_the_host_sees_its_status(
     assert!(run.status.success(), "{:?}", run.status);
 }
 
+/// A fake harness that starts two commands and keeps them running: one appending to a file of
+/// the workspace without end, one holding a 5 MB file of the workspace (and a 1 MB one of
+/// `/tmp`) open after unlinking it. The host measures the unlinked disk, stops the commands,
+/// and the harness goes on.
+fn the_host_measures_what_commands_hold_unlinked_and_stops_them_but_not_the_harness(
+    runtime: &tokio::runtime::Runtime,
+) {
+    let dir = tempfile::tempdir().unwrap();
+    let rw = dir.path().join("workspace");
+    let storage = dir.path().join("save");
+    let home = dir.path().join("home");
+    for d in [&rw, &storage, &home] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    let mut confinement = Confinement::new(launcher(), "control");
+    confinement.read_write.push(rw.clone());
+    confinement.limits.tmp_bytes = 4 << 20;
+    let program = std::env::current_exe().unwrap();
+    runtime.block_on(async {
+        let (mut command, channel) = confinement.command(&program, &storage, &home, &[]).unwrap();
+        command
+            .env_clear()
+            .env("FAKE_HARNESS", "1")
+            .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+            .env("HOME", &home)
+            .current_dir(&storage)
+            .stderr(std::process::Stdio::inherit())
+            .kill_on_drop(true);
+        let mut child = command.spawn().expect("the launcher starts");
+        drop(command);
+        let started = channel.start(None, confinement.label.clone()).unwrap();
+        let mut stdin = started.stdin;
+        let mut stdout = tokio::io::BufReader::new(started.stdout);
+        let mut line = String::new();
+        let mut read_line = async |line: &mut String| {
+            line.clear();
+            tokio::time::timeout(Duration::from_secs(20), stdout.read_line(line))
+                .await
+                .expect("the fake harness answers")
+                .unwrap();
+        };
+        stdin
+            .write_all(format!("hold {}\n", rw.display()).as_bytes())
+            .await
+            .unwrap();
+        read_line(&mut line).await;
+        assert_eq!(line.trim(), "holding", "{line:?}");
+        let control = started.control.clone();
+        let unlinked = control.unlinked_bytes().await.unwrap();
+        assert!(
+            (5_000_000..5_500_000).contains(&unlinked),
+            "the 5 MB unlinked file of the workspace counts, the 1 MB one of /tmp does not: \
+             {unlinked} bytes"
+        );
+        let ticks = rw.join("ticks");
+        let size = || std::fs::metadata(&ticks).map(|m| m.len()).unwrap_or(0);
+        let before = size();
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert!(size() > before, "the writing command runs");
+        let killed = control.stop_commands().await.unwrap();
+        assert!(killed >= 2, "both commands were killed: {killed}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let stopped = size();
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        assert_eq!(size(), stopped, "the writing command was stopped");
+        assert_eq!(
+            control.unlinked_bytes().await.unwrap(),
+            0,
+            "the unlinked file went with its holder"
+        );
+        assert_eq!(control.stop_commands().await.unwrap(), 0, "nothing is left");
+        // The harness goes on.
+        stdin.write_all(b"ping\n").await.unwrap();
+        read_line(&mut line).await;
+        assert_eq!(line.trim(), "pong", "{line:?}");
+        stdin.close().await;
+        let status = tokio::time::timeout(Duration::from_secs(20), child.wait())
+            .await
+            .expect("the launcher exits once the harness's stdin closes")
+            .unwrap();
+        assert!(status.success(), "{status:?}");
+        assert!(
+            control.stop_commands().await.is_err(),
+            "an ended sandbox answers with an error"
+        );
+    });
+}
+
 // ---------------------------------------------------------------- the fake harness, inside
 
 fn fake_harness() -> ExitCode {
@@ -320,6 +412,9 @@ fn fake_harness() -> ExitCode {
         return ExitCode::from(3);
     }
     let words: Vec<&str> = line.split_whitespace().collect();
+    if let ["hold", rw] = words.as_slice() {
+        return hold(Path::new(rw), stdin);
+    }
     let [_, host_tcp, host_udp, rw, secret] = words.as_slice() else {
         return ExitCode::from(4);
     };
@@ -342,6 +437,47 @@ fn fake_harness() -> ExitCode {
     let mut rest = Vec::new();
     let _ = stdin.read_to_end(&mut rest);
     ExitCode::SUCCESS
+}
+
+/// Starts the two commands of the control test (through the sandbox's shell), says `holding`
+/// once the unlinked files are held, then answers each `ping` with `pong` until stdin closes.
+fn hold(rw: &Path, mut stdin: BufReader<std::io::Stdin>) -> ExitCode {
+    let start = |script: String| {
+        std::process::Command::new("bash")
+            .args(["-c", &script])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .spawn()
+    };
+    let rw = rw.display();
+    let writer = start(format!(
+        "while :; do echo tick >> {rw}/ticks; sleep 0.05; done"
+    ));
+    let holder = start(format!(
+        "exec 3>{rw}/big 4>/tmp/small; head -c 5000000 /dev/zero >&3; \
+         head -c 1000000 /dev/zero >&4; rm {rw}/big /tmp/small; touch {rw}/held; exec sleep 600"
+    ));
+    if writer.is_err() || holder.is_err() {
+        return ExitCode::from(5);
+    }
+    let held = Path::new(&rw.to_string()).join("held");
+    while !held.exists() {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    println!("holding");
+    std::io::stdout().flush().unwrap();
+    let mut line = String::new();
+    loop {
+        line.clear();
+        match stdin.read_line(&mut line) {
+            Ok(0) | Err(_) => return ExitCode::SUCCESS,
+            Ok(_) if line.trim() == "ping" => {
+                println!("pong");
+                std::io::stdout().flush().unwrap();
+            }
+            Ok(_) => {}
+        }
+    }
 }
 
 fn checks(host_tcp: &str, host_udp: &str, rw: &Path, secret: &Path) -> String {

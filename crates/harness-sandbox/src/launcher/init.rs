@@ -14,7 +14,7 @@ use nix::sys::signalfd::{SfdFlags, SignalFd};
 use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::Pid;
 
-use super::{CONTROL, HARNESS_ARG, Own, PROBE_COMMAND_ARG, SETUP_FAILED, netdev, rules};
+use super::{CONTROL, HARNESS_ARG, Own, PROBE_COMMAND_ARG, SETUP_FAILED, netdev, procs, rules};
 use crate::control::{self, FromLauncher, STDIO_CHUNK, Service, ToLauncher};
 use crate::spec::{EGRESS_PORT, MODEL_PORT, ProbeReport, Spec};
 
@@ -69,6 +69,8 @@ pub(super) fn run(spec: &Spec, spec_fd: OwnedFd) -> Result<u8, String> {
         stdin: harness.stdin.take(),
         stdout: harness.stdout.take(),
         control_open: true,
+        harness: pid,
+        writable: procs::devices(&spec.read_write),
     }
     .run(&mut harness, &children)
 }
@@ -78,6 +80,10 @@ struct Relay {
     stdin: Option<ChildStdin>,
     stdout: Option<ChildStdout>,
     control_open: bool,
+    /// The harness's pid.
+    harness: u32,
+    /// The devices of the directories the sandbox may write (whose unlinked files count).
+    writable: Vec<u64>,
 }
 
 impl Relay {
@@ -118,6 +124,14 @@ impl Relay {
             if control_ready {
                 self.serve_host(control);
             }
+        }
+    }
+
+    /// Answers the host; a host gone away reads nothing more.
+    fn answer(&mut self, control: BorrowedFd<'_>, message: &FromLauncher) {
+        if report(control, message, None).is_err() {
+            self.control_open = false;
+            self.stdin = None;
         }
     }
 
@@ -176,6 +190,14 @@ impl Relay {
                     self.control_open = false;
                     self.stdin = None;
                 }
+            }
+            Ok(ToLauncher::StopCommands) => {
+                let killed = procs::stop_commands(self.harness);
+                self.answer(control, &FromLauncher::Stopped(killed));
+            }
+            Ok(ToLauncher::UnlinkedBytes) => {
+                let bytes = procs::unlinked_bytes(&self.writable);
+                self.answer(control, &FromLauncher::Unlinked(bytes));
             }
             // The spec comes once, first, and was taken before the relay started.
             Ok(ToLauncher::Spec) => eprintln!("sandbox: ignored a second spec from the host"),

@@ -8,7 +8,8 @@
 //! 2. `--inside` — the sandbox's PID 1 (`init.rs`): takes the spec from the control channel,
 //!    brings the loopback up, opens the service listeners and hands them to the host, drops
 //!    every capability, starts stage 3 with the spec's memfd, relays its stdio over the control
-//!    channel, connects to it for the host, reaps orphans and exits with it.
+//!    channel, connects to it for the host, stops the commands or measures what they hold
+//!    unlinked when the host asks (`procs.rs`), reaps orphans and exits with it.
 //! 3. `--harness <fd>` (`harness.rs`): reads the spec from descriptor `fd` and closes it,
 //!    Landlock and seccomp for the harness, then `exec` of the harness itself.
 //! 4. The shell (`shell.rs`): the harness starts its commands with `bash -c …`; inside the
@@ -22,6 +23,7 @@ mod harness;
 mod init;
 mod netdev;
 mod outside;
+mod procs;
 mod rules;
 mod shell;
 
