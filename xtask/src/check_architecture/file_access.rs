@@ -44,6 +44,14 @@ const ALLOWED: &[(&str, &str)] = &[
         "the sandbox's PID 1, inside the sandbox",
     ),
     (
+        "crates/harness-sandbox/src/launcher/procs.rs",
+        "the sandbox's PID 1: its own /proc (the sandbox's processes and their open files)",
+    ),
+    (
+        "crates/harness-sandbox/src/spec.rs",
+        "the spec's sealed memfd (File from a descriptor)",
+    ),
+    (
         "crates/harness-sandbox/src/launcher/netdev.rs",
         "the sandbox's PID 1: its own /proc/net",
     ),
@@ -58,6 +66,10 @@ const ALLOWED: &[(&str, &str)] = &[
     (
         "crates/agui-session/src/store.rs",
         "the thread store (<save_dir>/threads), out of every sandbox's reach",
+    ),
+    (
+        "crates/agui-session/src/store/rewrite.rs",
+        "the thread store's records, renamed by the identity migration",
     ),
     (
         "crates/agui-session/src/store/slots.rs",
