@@ -439,6 +439,13 @@ fn reach(
                 .sandbox_memory_mb
                 .unwrap_or(defaults::SANDBOX_MEMORY_MB)
                 .max(64))),
+            disk_bytes: Some(
+                settings
+                    .workspace_max_mb
+                    .unwrap_or(defaults::WORKSPACE_MAX_MB),
+            )
+            .filter(|&mb| mb > 0)
+            .map(mib),
         },
     })
 }

@@ -323,3 +323,130 @@ async fn an_identity_at_its_limits_is_told_so() {
             .contains("bob")
     );
 }
+
+/// The size on disk of `file` (0 when it is gone).
+fn disk_size(file: &std::path::Path) -> u64 {
+    use std::os::unix::fs::MetadataExt as _;
+    std::fs::metadata(file).map_or(0, |m| m.blocks() * 512)
+}
+
+/// A command the harness sends to the background (past its `WaitMsBeforeAsync`): the turn ends,
+/// the command goes on writing at full speed (the finding of issue 37: the cap was checked only
+/// while a turn ran). The owner's sandbox lives on, and so must its cap.
+#[tokio::test]
+async fn a_writer_left_running_after_its_turn_is_stopped_at_the_disk_cap() {
+    let served = Served::start(Start {
+        args: &["--workspace-max-mb", "64"],
+        ..Start::default()
+    })
+    .await;
+    let workspace = served.workspace("alice", "bg").await;
+    served
+        .say(
+            "alice",
+            "bg",
+            "echo STARTED; sleep 1; head -c 1000000000 /dev/zero > big; echo done > finished #background",
+        )
+        .await;
+    // The turn is over; the writer starts a second later and would write 1 GB.
+    let big = workspace.join("big");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut largest = 0;
+    loop {
+        largest = largest.max(disk_size(&big));
+        if workspace.join("finished").exists() {
+            panic!("the writer wrote its whole gigabyte: {largest} bytes");
+        }
+        if largest > 0 && descendants(served.pid(), "head").is_empty() {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the writer was never stopped");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let cap = 64u64 << 20;
+    let overshoot = disk_size(&big).saturating_sub(cap);
+    eprintln!(
+        "background writer stopped: file {} MiB, cap {} MiB, overshoot {} MiB",
+        disk_size(&big) >> 20,
+        cap >> 20,
+        overshoot >> 20
+    );
+    assert!(
+        disk_size(&big) < cap + (256 << 20),
+        "stopped far past the cap: {} bytes",
+        disk_size(&big)
+    );
+    // The owner's harness was not stopped, and cleaning up works (from another thread: the
+    // harness answers the stopped command's end with a turn of its own on this one).
+    let events = served
+        .run(
+            "alice",
+            "cleaner",
+            &format!("rm {}; echo CLEANED", big.display()),
+        )
+        .await;
+    let out = support::served::tool_results(&events);
+    assert!(out.contains("CLEANED"), "{out} {events:?}");
+    assert!(!big.exists());
+}
+
+/// A writer that unlinks its file and goes on writing to it takes disk no directory walk sees:
+/// the sandbox counts what its processes hold open.
+#[tokio::test]
+async fn a_writer_to_an_unlinked_file_is_stopped_at_the_disk_cap() {
+    let served = Served::start(Start {
+        args: &["--workspace-max-mb", "64"],
+        ..Start::default()
+    })
+    .await;
+    let workspace = served.workspace("alice", "hidden").await;
+    served
+        .say(
+            "alice",
+            "hidden",
+            "echo STARTED; exec 3>big; rm big; sleep 1; head -c 1000000000 /dev/zero >&3; echo done > finished #background",
+        )
+        .await;
+    // Written to no name, the gigabyte would be done in a second or two; the server says when
+    // it stops the commands, and what they held unlinked.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let stopped = loop {
+        if let Some(line) = served
+            .log()
+            .lines()
+            .find(|l| l.contains("the disk cap was passed while its commands wrote"))
+        {
+            break line.to_owned();
+        }
+        assert!(
+            !workspace.join("finished").exists(),
+            "the writer wrote its whole gigabyte to its unlinked file"
+        );
+        assert!(Instant::now() < deadline, "the writer was never stopped");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let plain: String = {
+        // The log's colours out: `\x1b[…m`.
+        let mut plain = String::new();
+        let mut chars = stopped.chars();
+        while let Some(c) = chars.next() {
+            if c == '\x1b' {
+                chars.by_ref().find(|&c| c == 'm');
+            } else {
+                plain.push(c);
+            }
+        }
+        plain
+    };
+    let unlinked: u64 = plain
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("unlinked="))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("the stop names what was held unlinked: {stopped}"));
+    assert!(unlinked > 0, "{stopped}");
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert!(
+        !workspace.join("finished").exists(),
+        "the writer finished instead of being stopped"
+    );
+}

@@ -40,6 +40,7 @@ mod callbacks;
 mod config;
 mod conversation;
 mod discovery;
+mod disk_watch;
 mod error;
 mod events;
 pub mod input;

@@ -364,20 +364,30 @@ impl HarnessProcess {
             monitor(child, pid, stderr.clone(), stderr_done, exit_tx, cgroup).instrument(span),
         );
         tracing::info!(pid, port, binary = %binary.display(), confined = options.confinement.is_some(), "started localharness");
-        Ok(Self {
-            inner: Arc::new(ProcessInner {
-                binary,
-                pid,
-                port,
-                api_key: output.api_key().to_owned(),
-                stdin: Mutex::new(Some(stdin)),
-                sandbox,
-                exit: exit_rx,
-                stderr,
-                live: watch::channel(0).0,
-                closing: watch::channel(false).0,
-            }),
-        })
+        let inner = Arc::new(ProcessInner {
+            binary,
+            pid,
+            port,
+            api_key: output.api_key().to_owned(),
+            stdin: Mutex::new(Some(stdin)),
+            sandbox,
+            exit: exit_rx,
+            stderr,
+            live: watch::channel(0).0,
+            closing: watch::channel(false).0,
+        });
+        if let (Some(confinement), Some(sandbox)) = (&options.confinement, &inner.sandbox)
+            && let Some(cap) = confinement.limits.disk_bytes
+        {
+            tokio::spawn(crate::disk_watch::watch(
+                Arc::downgrade(&inner),
+                sandbox.clone(),
+                confinement.read_write.clone(),
+                cap,
+                confinement.label.0.clone(),
+            ));
+        }
+        Ok(Self { inner })
     }
 
     /// Process id.

@@ -59,6 +59,10 @@ pub struct Limits {
     pub pids: Option<u64>,
     /// Memory at most (`memory.max`), harness, commands and `/tmp` included.
     pub memory_bytes: Option<u64>,
+    /// Disk at most: what its granted directories take, and what its processes hold open
+    /// after unlinking. Past it, while it grows, the host stops the sandbox's commands (the
+    /// harness lives on); `None`: no cap.
+    pub disk_bytes: Option<u64>,
 }
 
 impl Default for Limits {
@@ -70,6 +74,7 @@ impl Default for Limits {
             cgroups: None,
             pids: None,
             memory_bytes: None,
+            disk_bytes: None,
         }
     }
 }

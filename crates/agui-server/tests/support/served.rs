@@ -28,8 +28,13 @@ pub fn secret(what: &str) -> String {
     format!("{what}-{}x{nanos}", std::process::id())
 }
 
+/// A shell comment that makes the model send the command to the background after 200 ms
+/// (`WaitMsBeforeAsync`): the turn ends while it runs on.
+pub const BACKGROUND: &str = "#background";
+
 /// The model: text after a tool result; `view_file` of a typed path holding `/./`; otherwise
-/// the typed text as a command in the workspace.
+/// the typed text as a command in the workspace (sent to the background after 200 ms when it
+/// holds [`BACKGROUND`]).
 pub fn script() -> Script {
     Script::new()
         .then(
@@ -41,6 +46,14 @@ pub fn script() -> Script {
             Reply::call("view_file", json!({"AbsolutePath": "{{user_text}}"}))
                 .when(Matcher::user_text().user_text_contains("/./"))
                 .forever(),
+        )
+        .then(
+            Reply::call(
+                "run_command",
+                json!({"CommandLine": "{{user_text}}", "Cwd": "{{workspace}}", "WaitMsBeforeAsync": 200}),
+            )
+            .when(Matcher::user_text().user_text_contains(BACKGROUND))
+            .forever(),
         )
         .then(
             Reply::call(
