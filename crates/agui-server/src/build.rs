@@ -234,7 +234,7 @@ pub async fn build(
             (_, None) => return Err(sandbox::no_launcher(&path, mode)),
             (_, Some(launcher)) => {
                 if machine.is_none() {
-                    let support = harness_client::sandbox::probe(launcher).await;
+                    let support = harness_client::sandbox::probe(launcher, None).await;
                     let cgroups = tokio::task::spawn_blocking(cgroups::detect)
                         .await
                         .unwrap_or_else(|e| Err(e.to_string()));

@@ -104,7 +104,8 @@ impl ProcessOptions {
             .as_ref()
             .map(|c| c.read_write.as_slice())
             .unwrap_or_default();
-        AgentDir::below(roots, dir, create)
+        let owner = self.confinement.as_ref().and_then(|c| c.run_as);
+        AgentDir::below(roots, dir, create, owner)
     }
 }
 

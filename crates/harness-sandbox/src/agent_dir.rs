@@ -30,6 +30,7 @@ use std::time::{Duration, SystemTime};
 
 use rustix::fs::{AtFlags, Dir, FileType, Mode, OFlags, RenameFlags};
 
+use crate::confinement::SandboxIdentity;
 use crate::{Result, SandboxError};
 
 /// How deep a walk or a removal holds directory descriptors; deeper, a removal moves the
@@ -40,15 +41,6 @@ const MAX_DEPTH: usize = 128;
 /// How many times a removal reads a directory again that filled up while it was emptied (a
 /// writer still running in it) before it gives up.
 const MAX_REFILLS: usize = 64;
-
-/// The identity that owns what the host creates for a sandbox that runs as a user of its own.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Ownership {
-    /// The host user id.
-    pub uid: u32,
-    /// The host group id.
-    pub gid: u32,
-}
 
 /// Why the door refused an entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -133,7 +125,7 @@ pub struct AgentDir {
     fd: OwnedFd,
     /// Where it is, for messages only (never opened by this path again).
     shown: PathBuf,
-    owner: Option<Ownership>,
+    owner: Option<SandboxIdentity>,
 }
 
 impl AgentDir {
@@ -151,7 +143,7 @@ impl AgentDir {
 
     /// Creates `root` (and its missing parents, which the caller trusts as it trusts `root`)
     /// readable by the host only, then opens it.
-    pub fn create(root: &Path, owner: Option<Ownership>) -> Result<Self> {
+    pub fn create(root: &Path, owner: Option<SandboxIdentity>) -> Result<Self> {
         use std::os::unix::fs::DirBuilderExt as _;
         std::fs::DirBuilder::new()
             .recursive(true)
@@ -167,8 +159,13 @@ impl AgentDir {
     /// such as a sandbox's granted directories) that holds it, every component below the root
     /// checked; made where missing when `create` (what stands in the way and is not a directory
     /// is moved aside). A `dir` under none of `roots` is the caller's own and is opened (or
-    /// made) as named.
-    pub fn below(roots: &[PathBuf], dir: &Path, create: bool) -> Result<Self> {
+    /// made) as named. What it makes (and what the returned directory makes) is `owner`'s.
+    pub fn below(
+        roots: &[PathBuf],
+        dir: &Path,
+        create: bool,
+        owner: Option<SandboxIdentity>,
+    ) -> Result<Self> {
         let root = roots
             .iter()
             .filter(|root| dir.starts_with(root))
@@ -176,22 +173,22 @@ impl AgentDir {
         match root {
             Some(root) => {
                 let rel = dir.strip_prefix(root).unwrap_or(Path::new(""));
-                let root = Self::open(root)?;
+                let root = Self::open(root)?.owned_by(owner);
                 match (rel.as_os_str().is_empty(), create) {
                     (true, _) => Ok(root),
                     (false, true) => root.ensure_dir_all(rel),
                     (false, false) => root.dir(rel),
                 }
             }
-            None if create => Self::create(dir, None),
-            None => Self::open(dir),
+            None if create => Self::create(dir, owner),
+            None => Self::open(dir).map(|dir| dir.owned_by(owner)),
         }
     }
 
     /// What the host creates below this directory is owned by `owner` (a sandbox's own
     /// identity); `None` leaves it the host's.
     #[must_use]
-    pub fn owned_by(mut self, owner: Option<Ownership>) -> Self {
+    pub fn owned_by(mut self, owner: Option<SandboxIdentity>) -> Self {
         self.owner = owner;
         self
     }

@@ -79,6 +79,36 @@ impl Default for Limits {
     }
 }
 
+/// The host identity a sandbox's processes run as, when it is not the host's own (see
+/// [`Confinement::run_as`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub struct SandboxIdentity {
+    /// The host user id.
+    pub uid: u32,
+    /// The host group id.
+    pub gid: u32,
+}
+
+impl SandboxIdentity {
+    /// The id a root host runs its sandboxes as unless told otherwise (`nobody`/`nogroup`).
+    pub const DEFAULT_ID: u32 = 65534;
+
+    /// `uid` for both the user and the group.
+    pub fn same(id: u32) -> Self {
+        Self { uid: id, gid: id }
+    }
+}
+
+/// The identity a host should run its sandboxes as: `Some` (uid and gid
+/// [`SandboxIdentity::DEFAULT_ID`]) when this process is root — a sandbox mapped to host root
+/// would reach whatever its mounts and Landlock leave open to root — and `None` otherwise (a
+/// sandbox then runs as the host's own user, the only one it can map).
+pub fn sandbox_identity() -> Option<SandboxIdentity> {
+    nix::unistd::geteuid()
+        .is_root()
+        .then(|| SandboxIdentity::same(SandboxIdentity::DEFAULT_ID))
+}
+
 /// How to confine a harness process (see the crate documentation). Part of a harness process's
 /// fixed options: processes are shared only between identical confinements.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -106,6 +136,10 @@ pub struct Confinement {
     pub services: Option<Services>,
     /// Resource limits.
     pub limits: Limits,
+    /// The host identity its processes run as (a host running as root must give one, e.g.
+    /// [`sandbox_identity`]); `None`: the host's own. The directories it may write (its
+    /// `read_write` ones, the storage directory and `HOME`) must belong to that identity.
+    pub run_as: Option<SandboxIdentity>,
 }
 
 impl Confinement {
@@ -120,6 +154,7 @@ impl Confinement {
             webm_encoder: false,
             services: None,
             limits: Limits::default(),
+            run_as: None,
         }
     }
 
@@ -162,7 +197,7 @@ impl Confinement {
         read_only.push(binary.to_owned());
         let mut hidden = self.hidden.clone();
         if !self.webm_encoder
-            && AgentDir::below(&self.read_write, home, false)
+            && AgentDir::below(&self.read_write, home, false, self.run_as)
                 .is_ok_and(|home| encoder::is_kept_out(&home))
         {
             // Masked: the agent cannot turn it back into a directory the harness installs into.
@@ -178,6 +213,7 @@ impl Confinement {
             tmp_bytes: self.limits.tmp_bytes,
             file_bytes: self.limits.file_bytes,
             cgroups: cgroups.to_vec(),
+            run_as: self.run_as,
             probe: false,
         }
     }

@@ -18,6 +18,9 @@
 //!   filter with every capability dropped; each command it starts (through the shell, which is
 //!   the launcher's shell stage) runs in a nested, stricter Landlock domain — it cannot trace,
 //!   read the memory of or signal the harness, nor connect to the model listener.
+//! - **Identity**: an unprivileged host user, inside 0 of a user namespace that maps nothing
+//!   else: the host's own, or, for a host running as root, the one it gives
+//!   ([`Confinement::run_as`], [`sandbox_identity`]) — never root.
 //! - **Limits**: a cgroup per process where the machine delegates one (pids, memory), a
 //!   size-limited `/tmp`, and a file-size limit on commands.
 //!
@@ -45,8 +48,8 @@ mod probe;
 mod services;
 mod spec;
 
-pub use agent_dir::{AgentDir, DiskUsage, Entry, EntryKind, Ownership, Refusal, TempName};
-pub use confinement::{Confinement, Launcher, Limits};
+pub use agent_dir::{AgentDir, DiskUsage, Entry, EntryKind, Refusal, TempName};
+pub use confinement::{Confinement, Launcher, Limits, SandboxIdentity, sandbox_identity};
 pub use encoder::{WEBM_ENCODER_DIR, keep_out as keep_webm_encoder_out};
 pub use host::{HostChannel, SandboxControl, SandboxStdin, SandboxStdout, StartedSandbox};
 #[cfg(feature = "launcher")]

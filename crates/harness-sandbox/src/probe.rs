@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::confinement::Launcher;
+use crate::confinement::{Launcher, SandboxIdentity};
 use crate::spec::ProbeReport;
 
 /// Setting this variable (to any text, the reason given) in the environment of a probe makes
@@ -38,21 +38,36 @@ pub struct SandboxSupport {
     pub fix: Option<String>,
 }
 
-/// Finds out whether `launcher` can confine harness processes on this machine: starts it on its
-/// self-test (a sandbox like a harness's, with the same namespaces and rules, that reports what
-/// took effect). Never fails: an unusable launcher or kernel is reported with the reason and
-/// the fix.
-pub async fn probe(launcher: &Launcher) -> SandboxSupport {
+/// Finds out whether `launcher` can confine harness processes on this machine, run as `run_as`
+/// (see [`crate::Confinement::run_as`]): starts it on its self-test (a sandbox like a harness's,
+/// with the same namespaces, identity and rules, that reports what took effect). Never fails: an
+/// unusable launcher or kernel is reported with the reason and the fix.
+pub async fn probe(launcher: &Launcher, run_as: Option<SandboxIdentity>) -> SandboxSupport {
     let launcher = launcher.clone();
-    match tokio::task::spawn_blocking(move || probe_blocking(&launcher)).await {
+    match tokio::task::spawn_blocking(move || probe_blocking(&launcher, run_as)).await {
         Ok(support) => support,
         Err(_) => unavailable("the sandbox probe did not complete".into(), None),
     }
 }
 
-fn probe_blocking(launcher: &Launcher) -> SandboxSupport {
-    let child = launcher
-        .std_command(PROBE_ARG)
+/// `<uid>:<gid>`, as the probe's command line gives the identity.
+#[cfg_attr(not(feature = "launcher"), allow(dead_code))]
+pub(crate) fn parse_identity(text: &str) -> Result<SandboxIdentity, String> {
+    let parsed = text
+        .split_once(':')
+        .and_then(|(uid, gid)| Some((uid.parse().ok()?, gid.parse().ok()?)));
+    match parsed {
+        Some((uid, gid)) => Ok(SandboxIdentity { uid, gid }),
+        None => Err(format!("not a <uid>:<gid>: {text}")),
+    }
+}
+
+fn probe_blocking(launcher: &Launcher, run_as: Option<SandboxIdentity>) -> SandboxSupport {
+    let mut command = launcher.std_command(PROBE_ARG);
+    if let Some(identity) = run_as {
+        command.arg(format!("{}:{}", identity.uid, identity.gid));
+    }
+    let child = command
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -99,7 +114,7 @@ fn probe_blocking(launcher: &Launcher) -> SandboxSupport {
         .rev()
         .find_map(|line| serde_json::from_str(line).ok());
     match report {
-        Some(report) if output.status.success() => support_from(&report),
+        Some(report) if output.status.success() => support_from(&report, run_as),
         _ => {
             let stderr = String::from_utf8_lossy(&output.stderr).trim().to_owned();
             let why = if stderr.is_empty() {
@@ -115,10 +130,24 @@ fn probe_blocking(launcher: &Launcher) -> SandboxSupport {
     }
 }
 
-pub(crate) fn support_from(report: &ProbeReport) -> SandboxSupport {
+pub(crate) fn support_from(
+    report: &ProbeReport,
+    run_as: Option<SandboxIdentity>,
+) -> SandboxSupport {
     if !report.pid_namespace || !report.capabilities_dropped || !report.private_network {
         return unavailable(
             format!("the sandbox did not take effect as expected: {report:?}"),
+            None,
+        );
+    }
+    if let Some(identity) = run_as
+        && report.host_uid != Some(identity.uid)
+    {
+        return unavailable(
+            format!(
+                "the sandbox was to run as host uid {} but ran as {:?}",
+                identity.uid, report.host_uid
+            ),
             None,
         );
     }
@@ -206,18 +235,19 @@ mod tests {
             nested_domain: abi > 0,
             seccomp: true,
             capabilities_dropped: true,
+            host_uid: Some(65534),
         }
     }
 
     #[test]
     fn a_full_probe_is_available_with_nothing_missing() {
-        let full = support_from(&report(7));
+        let full = support_from(&report(7), None);
         assert!(full.available && full.commands_isolated && full.reason.is_none());
     }
 
     #[test]
     fn an_older_landlock_is_available_but_says_what_is_missing() {
-        let old = support_from(&report(4));
+        let old = support_from(&report(4), None);
         assert!(old.available);
         assert!(old.reason.unwrap().contains("signal the harness"));
         assert!(old.fix.unwrap().contains("6.12"));
@@ -225,11 +255,31 @@ mod tests {
 
     #[test]
     fn no_landlock_or_no_private_network_is_unavailable() {
-        assert!(!support_from(&report(0)).available);
+        assert!(!support_from(&report(0), None).available);
         let shared_network = ProbeReport {
             private_network: false,
             ..report(7)
         };
-        assert!(!support_from(&shared_network).available);
+        assert!(!support_from(&shared_network, None).available);
+    }
+
+    #[test]
+    fn a_sandbox_that_did_not_run_as_the_identity_asked_is_unavailable() {
+        assert!(support_from(&report(7), Some(SandboxIdentity::same(65534))).available);
+        let as_root = ProbeReport {
+            host_uid: Some(0),
+            ..report(7)
+        };
+        let support = support_from(&as_root, Some(SandboxIdentity::same(65534)));
+        assert!(!support.available);
+        assert!(support.reason.unwrap().contains("uid 65534"));
+        assert_eq!(
+            parse_identity("1000:100"),
+            Ok(SandboxIdentity {
+                uid: 1000,
+                gid: 100
+            })
+        );
+        assert!(parse_identity("1000").is_err());
     }
 }

@@ -11,6 +11,8 @@ use std::path::PathBuf;
 use nix::fcntl::{FcntlArg, SealFlag, fcntl};
 use nix::sys::memfd::{MFdFlags, memfd_create};
 
+use crate::confinement::SandboxIdentity;
+
 use serde::{Deserialize, Serialize};
 
 /// The port, on the sandbox's own loopback, of the model endpoint the launcher opens and the host
@@ -51,6 +53,9 @@ pub(crate) struct Spec {
     /// Cgroup directories the sandbox joins before it starts (one per hierarchy), created and
     /// limited by the host.
     pub(crate) cgroups: Vec<PathBuf>,
+    /// The host identity the sandbox runs as; `None`: the launcher's own.
+    #[serde(default)]
+    pub(crate) run_as: Option<SandboxIdentity>,
     /// The launcher's self-test: report what took effect instead of starting `program`.
     #[serde(default)]
     pub(crate) probe: bool,
@@ -150,9 +155,9 @@ impl Spec {
         Ok((Self::from_fd(fd.as_fd())?, fd))
     }
 
-    /// The self-test's spec: a sandbox like a harness's with nothing granted.
+    /// The self-test's spec: a sandbox like a harness's with nothing granted, run as `run_as`.
     #[cfg_attr(not(feature = "launcher"), allow(dead_code))]
-    pub(crate) fn probe() -> Self {
+    pub(crate) fn probe(run_as: Option<SandboxIdentity>) -> Self {
         Self {
             program: PathBuf::from("/"),
             cwd: PathBuf::from("/"),
@@ -163,6 +168,7 @@ impl Spec {
             tmp_bytes: 1 << 20,
             file_bytes: None,
             cgroups: Vec::new(),
+            run_as,
             probe: true,
         }
     }
@@ -185,6 +191,9 @@ pub(crate) struct ProbeReport {
     pub(crate) seccomp: bool,
     /// Every capability was dropped.
     pub(crate) capabilities_dropped: bool,
+    /// The host user id the sandbox's processes ran as, from their `/proc/self/uid_map`.
+    #[serde(default)]
+    pub(crate) host_uid: Option<u32>,
 }
 
 #[cfg(test)]
@@ -193,7 +202,7 @@ mod tests {
 
     #[test]
     fn a_spec_with_a_relative_or_non_utf8_path_is_refused() {
-        let mut spec = Spec::probe();
+        let mut spec = Spec::probe(None);
         assert!(spec.check().is_ok());
         spec.read_write.push("relative/dir".into());
         assert!(spec.check().unwrap_err().contains("relative/dir"));
@@ -213,7 +222,7 @@ mod tests {
             SockFlag::SOCK_CLOEXEC,
         )
         .unwrap();
-        let mut spec = Spec::probe();
+        let mut spec = Spec::probe(None);
         spec.read_write.push("/w/tree".into());
         spec.send(host.as_fd()).unwrap();
         // Peeked by one stage, then received by the next: the same spec both times.

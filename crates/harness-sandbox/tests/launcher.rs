@@ -75,10 +75,13 @@ fn launcher() -> Launcher {
 }
 
 fn the_probe_finds_a_private_network_and_isolated_commands(runtime: &tokio::runtime::Runtime) {
-    let support = runtime.block_on(harness_sandbox::probe(&launcher()));
-    assert!(support.available, "{support:?}");
-    assert!(support.commands_isolated, "{support:?}");
-    assert!(support.seccomp, "{support:?}");
+    // As the host's own identity, and (on a root host) as the identity it runs sandboxes as.
+    for run_as in [None, harness_sandbox::sandbox_identity()] {
+        let support = runtime.block_on(harness_sandbox::probe(&launcher(), run_as));
+        assert!(support.available, "{run_as:?}: {support:?}");
+        assert!(support.commands_isolated, "{run_as:?}: {support:?}");
+        assert!(support.seccomp, "{run_as:?}: {support:?}");
+    }
 }
 
 /// Services that answer every connection with their name, and count them.
@@ -130,25 +133,47 @@ impl NetworkServices for Echo {
 /// A confined fake harness, started; what it reports, by check.
 struct Run {
     results: BTreeMap<String, String>,
+    /// The host owner of the file a command wrote in the workspace.
+    written_by: Option<u32>,
     status: std::process::ExitStatus,
     model_token: Option<String>,
     accepted: BTreeMap<&'static str, usize>,
     udp_received: bool,
 }
 
-fn run_fake_harness(runtime: &tokio::runtime::Runtime, close_early: bool) -> Run {
+/// The directories a sandbox run as `run_as` writes, made and given to it, as the host does.
+fn make_writable(dirs: &[&Path], run_as: Option<harness_sandbox::SandboxIdentity>) {
+    for dir in dirs {
+        std::fs::create_dir_all(dir).unwrap();
+        if let Some(identity) = run_as {
+            std::os::unix::fs::chown(dir, Some(identity.uid), Some(identity.gid)).unwrap();
+        }
+    }
+}
+
+fn run_fake_harness(
+    runtime: &tokio::runtime::Runtime,
+    close_early: bool,
+    run_as: Option<harness_sandbox::SandboxIdentity>,
+) -> Run {
     let dir = tempfile::tempdir().unwrap();
     let rw = dir.path().join("workspace");
     let secret = dir.path().join("secret");
-    for d in [&rw, &secret] {
-        std::fs::create_dir_all(d).unwrap();
-    }
+    std::fs::create_dir_all(&secret).unwrap();
     std::fs::write(secret.join("key"), "s3cr3t").unwrap();
+    // A read-only path holding a file only its owner (the host's user) may read.
+    let readable = dir.path().join("readable");
+    std::fs::create_dir_all(&readable).unwrap();
+    let private = readable.join("private");
+    std::fs::write(&private, "owner only").unwrap();
+    std::fs::set_permissions(
+        &private,
+        std::os::unix::fs::PermissionsExt::from_mode(0o600),
+    )
+    .unwrap();
     let storage = dir.path().join("save");
     let home = dir.path().join("home");
-    for d in [&storage, &home] {
-        std::fs::create_dir_all(d).unwrap();
-    }
+    make_writable(&[&rw, &storage, &home], run_as);
     // A host service on loopback, and a UDP one: the sandbox must reach neither.
     let host_tcp = TcpListener::bind("127.0.0.1:0").unwrap();
     let host_udp = UdpSocket::bind("127.0.0.1:0").unwrap();
@@ -160,6 +185,8 @@ fn run_fake_harness(runtime: &tokio::runtime::Runtime, close_early: bool) -> Run
     let services = Services(Arc::new(echo));
     let mut confinement = Confinement::new(launcher(), "test");
     confinement.read_write.push(rw.clone());
+    confinement.read_only.push(readable.clone());
+    confinement.run_as = run_as;
     confinement.services = Some(services.clone());
     confinement.limits.tmp_bytes = 2 << 20;
     confinement.limits.file_bytes = Some(1 << 20);
@@ -182,11 +209,12 @@ fn run_fake_harness(runtime: &tokio::runtime::Runtime, close_early: bool) -> Run
         let mut stdin = started.stdin;
         let mut stdout = tokio::io::BufReader::new(started.stdout);
         let go = format!(
-            "go {} {} {} {}\n",
+            "go {} {} {} {} {}\n",
             host_tcp.local_addr().unwrap().port(),
             host_udp.local_addr().unwrap().port(),
             rw.display(),
-            secret.display()
+            secret.display(),
+            private.display()
         );
         stdin.write_all(go.as_bytes()).await.unwrap();
         let mut line = String::new();
@@ -227,8 +255,12 @@ fn run_fake_harness(runtime: &tokio::runtime::Runtime, close_early: bool) -> Run
         let mut buf = [0u8; 64];
         let udp_received = host_udp.recv(&mut buf).is_ok();
         let accepted = accepted.lock().unwrap().clone();
+        let written_by = std::fs::metadata(rw.join("written"))
+            .ok()
+            .map(|m| std::os::unix::fs::MetadataExt::uid(&m));
         Run {
             results,
+            written_by,
             status,
             model_token,
             accepted,
@@ -240,8 +272,16 @@ fn run_fake_harness(runtime: &tokio::runtime::Runtime, close_early: bool) -> Run
 fn attacks_from_the_harness_and_its_commands_fail_and_the_services_work(
     runtime: &tokio::runtime::Runtime,
 ) {
-    let run = run_fake_harness(runtime, false);
+    // On a root host, as the identity it runs sandboxes as (what a server as root does).
+    let run_as = harness_sandbox::sandbox_identity();
+    let run = run_fake_harness(runtime, false, run_as);
     let results = &run.results;
+    let not_root = if run_as.is_some() {
+        "blocked"
+    } else {
+        // The host's own user owns the file: its sandbox may read it.
+        "reached"
+    };
     let expected = [
         // The harness's own view.
         ("harness: /etc/shadow is not there", "blocked"),
@@ -279,6 +319,15 @@ fn attacks_from_the_harness_and_its_commands_fail_and_the_services_work(
         ("command: makes an AF_ALG socket", "blocked"),
         ("command: makes another netlink socket", "blocked"),
         ("command: makes an IPv4 socket pair", "blocked"),
+        // Another identity than the host's: its user's own files are closed to it.
+        (
+            "harness: reads a file only the host's user may read",
+            not_root,
+        ),
+        (
+            "command: reads a file only the host's user may read",
+            not_root,
+        ),
     ];
     let mut wrong = Vec::new();
     for (check, want) in expected {
@@ -299,6 +348,18 @@ fn attacks_from_the_harness_and_its_commands_fail_and_the_services_work(
         );
     }
     assert!(!run.udp_received, "a UDP datagram left the sandbox");
+    let map = results.get("harness: uid_map").cloned().unwrap_or_default();
+    match run_as {
+        Some(identity) => {
+            assert_eq!(run.written_by, Some(identity.uid), "uid_map: {map}");
+            assert_eq!(
+                map.split_whitespace().collect::<Vec<_>>(),
+                ["0", &identity.uid.to_string(), "1"],
+                "inside 0 is the identity, nothing else is mapped"
+            );
+        }
+        None => assert_eq!(run.written_by, Some(nix::unistd::geteuid().as_raw())),
+    }
     assert_eq!(run.model_token.as_deref(), Some("model-token"));
     assert!(
         run.accepted.get("model").copied().unwrap_or(0) >= 1,
@@ -311,7 +372,7 @@ fn attacks_from_the_harness_and_its_commands_fail_and_the_services_work(
 fn the_harness_ends_when_its_stdin_closes_and_the_host_sees_its_status(
     runtime: &tokio::runtime::Runtime,
 ) {
-    let run = run_fake_harness(runtime, true);
+    let run = run_fake_harness(runtime, true, None);
     assert!(run.status.success(), "{:?}", run.status);
 }
 
@@ -326,10 +387,10 @@ fn the_host_measures_what_commands_hold_unlinked_and_stops_them_but_not_the_harn
     let rw = dir.path().join("workspace");
     let storage = dir.path().join("save");
     let home = dir.path().join("home");
-    for d in [&rw, &storage, &home] {
-        std::fs::create_dir_all(d).unwrap();
-    }
+    let run_as = harness_sandbox::sandbox_identity();
+    make_writable(&[&rw, &storage, &home], run_as);
     let mut confinement = Confinement::new(launcher(), "control");
+    confinement.run_as = run_as;
     confinement.read_write.push(rw.clone());
     confinement.limits.tmp_bytes = 4 << 20;
     let program = std::env::current_exe().unwrap();
@@ -415,21 +476,28 @@ fn fake_harness() -> ExitCode {
     if let ["hold", rw] = words.as_slice() {
         return hold(Path::new(rw), stdin);
     }
-    let [_, host_tcp, host_udp, rw, secret] = words.as_slice() else {
+    let [_, host_tcp, host_udp, rw, secret, private] = words.as_slice() else {
         return ExitCode::from(4);
     };
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     println!("port {}", listener.local_addr().unwrap().port());
     std::io::stdout().flush().unwrap();
-    let (host_tcp, host_udp, rw, secret) = (
+    let (host_tcp, host_udp, rw, secret, private) = (
         host_tcp.to_string(),
         host_udp.to_string(),
         rw.to_string(),
         secret.to_string(),
+        private.to_string(),
     );
     std::thread::spawn(move || {
         if let Ok((mut socket, _)) = listener.accept() {
-            let report = checks(&host_tcp, &host_udp, Path::new(&rw), Path::new(&secret));
+            let report = checks(
+                &host_tcp,
+                &host_udp,
+                Path::new(&rw),
+                Path::new(&secret),
+                Path::new(&private),
+            );
             let _ = socket.write_all(report.as_bytes());
         }
     });
@@ -480,7 +548,7 @@ fn hold(rw: &Path, mut stdin: BufReader<std::io::Stdin>) -> ExitCode {
     }
 }
 
-fn checks(host_tcp: &str, host_udp: &str, rw: &Path, secret: &Path) -> String {
+fn checks(host_tcp: &str, host_udp: &str, rw: &Path, secret: &Path, private: &Path) -> String {
     let mut out = String::new();
     let mut put = |name: &str, reached: bool| {
         out.push_str(&format!(
@@ -610,6 +678,16 @@ fn checks(host_tcp: &str, host_udp: &str, rw: &Path, secret: &Path) -> String {
         "command: makes an IPv4 socket pair",
         shell("python3 -c 'import socket; socket.socketpair(2, 1)'"),
     );
+    put(
+        "harness: reads a file only the host's user may read",
+        std::fs::read(private).is_ok(),
+    );
+    put(
+        "command: reads a file only the host's user may read",
+        shell(&format!("cat {}", private.display())),
+    );
+    let map = std::fs::read_to_string("/proc/self/uid_map").unwrap_or_default();
+    out.push_str(&format!("harness: uid_map={}\n", map.trim()));
     let etc: Vec<String> = std::fs::read_dir("/etc")
         .map(|entries| {
             entries

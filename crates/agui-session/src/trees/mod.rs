@@ -27,7 +27,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use harness_sandbox::{AgentDir, Ownership, SandboxError};
+use harness_sandbox::{AgentDir, SandboxError, SandboxIdentity};
 
 use self::claims::{Claims, Marker, make_exclusive, make_private_dir, remove_empty_root};
 pub(crate) use self::spares::refill_spares;
@@ -83,7 +83,7 @@ pub(crate) struct Trees {
     isolation: Isolation,
     made_by: String,
     /// Who owns what the server makes in a tree: the sandbox's own identity, when it has one.
-    ownership: Option<Ownership>,
+    ownership: Option<SandboxIdentity>,
     claims: Claims,
     /// Owner → tree, as read or claimed (the files are the truth; this saves reading them).
     owners: Mutex<HashMap<Owner, TreeId>>,
@@ -109,7 +109,7 @@ impl Trees {
         workspace_root: &Path,
         isolation: Isolation,
         made_by: &str,
-        ownership: Option<Ownership>,
+        ownership: Option<SandboxIdentity>,
     ) -> Self {
         let trees = Self {
             save_dir: save_dir.to_owned(),

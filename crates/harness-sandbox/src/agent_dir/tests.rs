@@ -318,7 +318,7 @@ fn what_the_host_creates_is_private_and_owned_as_asked() {
     use std::os::unix::fs::PermissionsExt as _;
     let planted = Planted::new();
     let made_by_me = std::fs::metadata(&planted.root).unwrap();
-    let me = Ownership {
+    let me = SandboxIdentity {
         uid: made_by_me.uid(),
         gid: made_by_me.gid(),
     };

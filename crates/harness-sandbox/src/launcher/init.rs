@@ -14,13 +14,16 @@ use nix::sys::signalfd::{SfdFlags, SignalFd};
 use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::Pid;
 
-use super::{CONTROL, HARNESS_ARG, Own, PROBE_COMMAND_ARG, SETUP_FAILED, netdev, procs, rules};
+use super::{
+    CONTROL, HARNESS_ARG, Own, PROBE_COMMAND_ARG, SETUP_FAILED, identity, netdev, procs, rules,
+};
 use crate::control::{self, FromLauncher, STDIO_CHUNK, Service, ToLauncher};
 use crate::spec::{EGRESS_PORT, MODEL_PORT, ProbeReport, Spec};
 
 /// Runs the sandbox for `spec` (read from `spec_fd`, which the harness stage gets) until the
 /// harness exits; returns its status.
 pub(super) fn run(spec: &Spec, spec_fd: OwnedFd) -> Result<u8, String> {
+    begin()?;
     netdev::loopback_up().map_err(|e| format!("cannot bring the sandbox's loopback up: {e}"))?;
     // Bound while this process may still bind privileged ports (the model's is one, so no
     // command can take it first).
@@ -206,6 +209,14 @@ impl Relay {
     }
 }
 
+/// PID 1's first steps: the sandbox's identity for good, and what the harness and its commands
+/// write readable by that identity alone, whatever the host's umask.
+fn begin() -> Result<(), String> {
+    identity::settle()?;
+    nix::sys::stat::umask(nix::sys::stat::Mode::from_bits_truncate(0o077));
+    Ok(())
+}
+
 /// Reaps every child that ended; the harness's exit status once it has.
 fn reap(harness: Pid) -> Result<Option<u8>, String> {
     loop {
@@ -247,9 +258,11 @@ fn borrowed(fd: std::os::fd::RawFd) -> BorrowedFd<'static> {
 
 /// The self-test: what took effect, on stdout.
 pub(super) fn probe() -> Result<u8, String> {
+    begin()?;
+    let host_uid = identity::host_uid();
     let private_network = netdev::loopback_up();
     let capabilities_dropped = rules::drop_capabilities()?;
-    let empty = Spec::probe();
+    let empty = Spec::probe(None);
     let landlock = rules::harness_domain(&empty)?;
     let seccomp = rules::install_seccomp().is_ok();
     // A command's nested domain must keep it from tracing this process.
@@ -268,6 +281,7 @@ pub(super) fn probe() -> Result<u8, String> {
         nested_domain,
         seccomp,
         capabilities_dropped,
+        host_uid,
     };
     println!(
         "{}",

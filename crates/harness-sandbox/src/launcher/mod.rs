@@ -16,10 +16,12 @@
 //!    sandbox `bash` and `sh` are this program, which puts the command in a nested, stricter
 //!    Landlock domain and a seccomp filter, then `exec`s the real shell.
 //!
-//! `--probe` runs stages 1 and 2 (`--inside --probe`) as a self-test on a spec of its own that
-//! reports what took effect.
+//! `--probe [<uid>:<gid>]` runs stages 1 and 2 (`--inside --probe`) as a self-test on a spec of
+//! its own, as that identity, that reports what took effect. `--map-ids` (`identity.rs`) helps
+//! stage 1 run a sandbox as another identity than its own.
 
 mod harness;
+mod identity;
 mod init;
 mod netdev;
 mod outside;
@@ -79,12 +81,15 @@ pub fn launcher_main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
     let args: Vec<OsString> = args.into_iter().collect();
     let args: Vec<&str> = args.iter().filter_map(|a| a.to_str()).collect();
     let result = match args.as_slice() {
-        [PROBE_ARG] => outside::run(&Spec::probe()),
+        [PROBE_ARG] => outside::run(&Spec::probe(None), 1),
+        [PROBE_ARG, identity] => crate::probe::parse_identity(identity)
+            .and_then(|identity| outside::run(&Spec::probe(Some(identity)), 2)),
         [RUN_ARG] => Spec::receive(CONTROL, true).and_then(|(spec, fd)| {
             // The inner stage takes its own copy from the channel.
             drop(fd);
-            outside::run(&spec)
+            outside::run(&spec, 1)
         }),
+        [identity::MAP_IDS_ARG, pid, uid, gid] => identity::map_ids(pid, uid, gid),
         [INSIDE_ARG, PROBE_ARG] => init::probe(),
         [INSIDE_ARG] => Spec::receive(CONTROL, false).and_then(|(spec, fd)| init::run(&spec, fd)),
         [HARNESS_ARG, fd] => harness::spec(fd).and_then(|spec| harness::run(&spec)),

@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use hakoniwa::{Container, MountOptions, Namespace, Stdio};
 
-use super::{INSIDE_ARG, Own, SETUP_FAILED, text};
+use super::{INSIDE_ARG, Own, SETUP_FAILED, identity, text};
 use crate::probe::{PROBE_ARG, SIMULATE_UNAVAILABLE_ENV};
 use crate::spec::Spec;
 
@@ -61,7 +61,8 @@ pub(super) const SHELL_DIR: &str = "/.agui/bin";
 pub(super) const SHELLS: &[&str] = &["bash", "sh"];
 
 /// Builds the sandbox and runs its PID 1 until the harness exits; returns the exit status.
-pub(super) fn run(spec: &Spec) -> Result<u8, String> {
+/// `taken`: how many trailing arguments of this stage's command line are its own.
+pub(super) fn run(spec: &Spec, taken: usize) -> Result<u8, String> {
     if let Ok(reason) = std::env::var(SIMULATE_UNAVAILABLE_ENV) {
         return Err(format!(
             "unshare(CLONE_NEWUSER) failed: Operation not permitted (simulated: \
@@ -76,9 +77,29 @@ pub(super) fn run(spec: &Spec) -> Result<u8, String> {
         std::fs::write(cgroup.join("cgroup.procs"), std::process::id().to_string())
             .map_err(|e| format!("cannot join the cgroup {}: {e}", cgroup.display()))?;
     }
-    let own = Own::find(1)?;
+    let own = Own::find(taken)?;
     let program = text(&own.program)?;
-    let mut container = Container::new();
+    let mut sources = Sources(spec.run_as.map(|_| identity::Stages::default()));
+    let mut container = match spec.run_as {
+        // Its user namespace is made by this stage (`identity.rs`), the others within it.
+        Some(_) => {
+            let mut container = Container::empty();
+            container
+                .unshare(Namespace::Mount)
+                .unshare(Namespace::Pid)
+                .procfsmount("/proc")
+                .rootdir(identity::ROOT_DIR);
+            container
+        }
+        None => {
+            let mut container = Container::new();
+            // Inside, the launcher's own identity is 0, the namespace's root: PID 1 keeps its
+            // capabilities across `exec` (to bring the loopback up, bind the model's port),
+            // whoever the launcher is.
+            container.uidmap(0).gidmap(0);
+            container
+        }
+    };
     container
         .unshare(Namespace::Ipc)
         .unshare(Namespace::Uts)
@@ -91,7 +112,7 @@ pub(super) fn run(spec: &Spec) -> Result<u8, String> {
                 container.symlink(text(&target)?, dir);
             }
             Err(_) if path.is_dir() => {
-                container.bindmount_ro(dir, dir);
+                container.bindmount_ro(&sources.of(dir), dir);
             }
             Err(_) => {}
         }
@@ -102,7 +123,7 @@ pub(super) fn run(spec: &Spec) -> Result<u8, String> {
                 container.symlink(text(target)?, text(link)?);
             }
             Etc::Path(path) => {
-                container.bindmount_ro(text(path)?, text(path)?);
+                container.bindmount_ro(&sources.of(text(path)?), text(path)?);
             }
         }
     }
@@ -115,17 +136,22 @@ pub(super) fn run(spec: &Spec) -> Result<u8, String> {
     );
     for path in spec.read_only.iter().chain([&own.program]) {
         let path = text(path)?;
-        container.bindmount_ro(path, path);
+        container.bindmount_ro(&sources.of(path), path);
     }
     for shell in SHELLS {
-        container.bindmount_ro(program, &format!("{SHELL_DIR}/{shell}"));
+        container.bindmount_ro(&sources.of(program), &format!("{SHELL_DIR}/{shell}"));
     }
     for path in &spec.read_write {
         let path = text(path)?;
-        container.bindmount_rw(path, path);
+        container.bindmount_rw(&sources.of(path), path);
     }
     for path in &spec.hidden {
-        if path.is_dir() {
+        if let Sources(Some(stages)) = &mut sources {
+            // Masked below the stages, before hakoniwa sees them.
+            if path.exists() {
+                stages.mask(path);
+            }
+        } else if path.is_dir() {
             container.tmpfsmount(text(path)?);
         } else if path.exists() {
             container.bindmount_ro("/dev/null", text(path)?);
@@ -151,6 +177,9 @@ pub(super) fn run(spec: &Spec) -> Result<u8, String> {
     }
     // The host's temporary directory does not exist in the sandbox; its own /tmp does.
     command.env("TMPDIR", "/tmp");
+    if let (Some(identity), Sources(Some(stages))) = (spec.run_as, &sources) {
+        identity::become_identity(&own, identity, stages)?;
+    }
     let status = command
         .status()
         .map_err(|e| format!("could not start the sandbox: {e}"))?;
@@ -161,6 +190,19 @@ pub(super) fn run(spec: &Spec) -> Result<u8, String> {
             Ok(u8::try_from(status.code).unwrap_or(SETUP_FAILED))
         }
         None => Err(format!("could not set up the sandbox: {}", status.reason)),
+    }
+}
+
+/// Where hakoniwa binds each source from: the source itself, or, for a sandbox run as another
+/// identity, its stage (which that identity can reach).
+struct Sources(Option<identity::Stages>);
+
+impl Sources {
+    fn of(&mut self, source: &str) -> String {
+        match &mut self.0 {
+            Some(stages) => stages.stage(source),
+            None => source.to_owned(),
+        }
     }
 }
 

@@ -50,7 +50,7 @@ impl CommandRules {
 
 /// The probe's command rules.
 pub(super) fn command_rules_for_probe() -> Result<CommandRules, String> {
-    Ok(CommandRules::for_spec(&Spec::probe()))
+    Ok(CommandRules::for_spec(&Spec::probe(None)))
 }
 
 fn writable(spec: &Spec) -> Vec<PathBuf> {
