@@ -115,7 +115,7 @@ impl Agent {
             &options.workspace_root,
             isolation,
             options.replica_id.as_deref().unwrap_or("local"),
-            None,
+            backend.0.sandbox_identity(),
         ));
         let warm_up = (options.warm_up_endpoint.clone())
             .map(|endpoint| crate::contract::warm_up(&options, &tools, endpoint));

@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use harness_client::sandbox::SandboxIdentity;
 use harness_client::{
     Callbacks, Canceller, Conversation, ConversationEvent, HarnessError, HarnessPool, InitInfo,
     ProcessOptions, WarmUp,
@@ -85,6 +86,12 @@ pub(crate) trait ConversationSource: Send + Sync + 'static {
     /// Which threads share processes.
     fn isolation(&self) -> Isolation {
         Isolation::Shared
+    }
+
+    /// The host identity confined processes run as, when not the server's own: the directories
+    /// they write must be theirs.
+    fn sandbox_identity(&self) -> Option<SandboxIdentity> {
+        None
     }
 
     /// Live harness processes, for metrics (0 for backends without processes).
@@ -182,6 +189,10 @@ impl ConversationSource for HarnessBackend {
 
     fn isolation(&self) -> Isolation {
         self.isolation
+    }
+
+    fn sandbox_identity(&self) -> Option<SandboxIdentity> {
+        self.process.confinement.as_ref().and_then(|c| c.run_as)
     }
 
     fn processes(&self) -> usize {

@@ -450,6 +450,48 @@ impl AgentDir {
         Ok(usage)
     }
 
+    /// Whether this directory belongs to the identity it creates entries for (always, when it
+    /// has none).
+    pub fn is_owned_as_asked(&self) -> Result<bool> {
+        let Some(owner) = self.owner else {
+            return Ok(true);
+        };
+        let stat = rustix::fs::fstat(&self.fd).map_err(|e| self.io_error(e, "", "stat"))?;
+        Ok(stat.st_uid == owner.uid && stat.st_gid == owner.gid)
+    }
+
+    /// Gives this directory and everything below it to the identity it creates entries for
+    /// (links are given, never followed), down to the same depth as [`AgentDir::disk_usage`]:
+    /// for a tree an earlier version made as the host's user. Nothing to do without an
+    /// identity.
+    pub fn give_all(&self) -> Result<()> {
+        if self.owner.is_none() {
+            return Ok(());
+        }
+        self.chown_self()?;
+        let mut stack: Vec<(AgentDir, Vec<OsString>)> = vec![(self.dup()?, self.names()?)];
+        loop {
+            let depth = stack.len();
+            let Some((dir, pending)) = stack.last_mut() else {
+                break;
+            };
+            let Some(name) = pending.pop() else {
+                stack.pop();
+                continue;
+            };
+            dir.chown_at(&name)?;
+            if depth >= MAX_DEPTH {
+                continue;
+            }
+            let Ok(child) = dir.child_dir(&name) else {
+                continue;
+            };
+            let Ok(names) = child.names() else { continue };
+            stack.push((child, names));
+        }
+        Ok(())
+    }
+
     fn make_dirs(&self, rel: &Path, repair: bool) -> Result<AgentDir> {
         let names = components(rel)?;
         let mut current = self.dup()?;

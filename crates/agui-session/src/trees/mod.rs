@@ -151,6 +151,22 @@ impl Trees {
             .map_err(door_error(format!("open {}", root.display())))
     }
 
+    /// A tree's half that an earlier version made as the server's user, given whole to the
+    /// sandbox's identity (once: the root's owner says it is done).
+    fn give_to_sandbox(&self, root: &AgentDir) -> Result<(), TreeError> {
+        let given = root
+            .is_owned_as_asked()
+            .map_err(door_error("read who owns a tree"))?;
+        if !given {
+            tracing::info!(root = %root.path().display(), "giving a tree made as the server's user to the sandbox's identity");
+            root.give_all().map_err(door_error(format!(
+                "give {} to the sandbox",
+                root.path().display()
+            )))?;
+        }
+        Ok(())
+    }
+
     /// The process place of `tree`: its own storage and `HOME`, confined to the tree, unless
     /// threads share processes (then the agent's storage dir and the backend's `HOME`).
     pub(crate) fn process_place(&self, tree: &TreeId) -> ProcessPlace {
@@ -220,10 +236,14 @@ impl Trees {
         }
         let state = self.state_dir(&place.tree);
         let slot = Path::new(&place.slot);
-        self.open_root(&self.workspaces_dir(&place.tree))?
+        let workspaces = self.open_root(&self.workspaces_dir(&place.tree))?;
+        let state_root = self.open_root(&state)?;
+        for root in [&workspaces, &state_root] {
+            self.give_to_sandbox(root)?;
+        }
+        workspaces
             .ensure_dir_all(slot)
             .map_err(door_error("make the thread's workspace"))?;
-        let state_root = self.open_root(&state)?;
         let mut own = vec![Path::new("app").join(slot)];
         if self.isolation != Isolation::Shared {
             own.extend(["save".into(), "home".into()]);

@@ -245,3 +245,63 @@ async fn a_thread_tree_is_removed_whole_without_following_what_was_planted_in_it
         "precious"
     );
 }
+
+/// A tree an earlier version made as the server's user (root) is given whole to the sandbox's
+/// identity when a thread opens in it: every entry, links included (never what they lead to).
+#[tokio::test]
+async fn a_tree_made_as_the_servers_user_is_given_to_the_sandboxs_identity() {
+    use std::os::unix::fs::MetadataExt as _;
+    let dir = tempfile::tempdir().unwrap();
+    let before = open_trees(dir.path(), Isolation::Owner);
+    let alice = Owner::named("alice");
+    let place = before.new_place(&alice, "t1").await.unwrap().place;
+    let placement = before.placement(&alice, "t1", &place).unwrap();
+    std::fs::write(placement.workspace.path().join("notes.md"), "mine").unwrap();
+    std::fs::write(placement.storage_dir.path().join("c.db"), "db").unwrap();
+    let outside = dir.path().join("outside");
+    std::fs::write(&outside, "not the tree's").unwrap();
+    symlink(&outside, placement.workspace.path().join("link")).unwrap();
+    let me = std::fs::metadata(dir.path()).unwrap();
+    let identity = if me.uid() == 0 {
+        SandboxIdentity {
+            uid: 4242,
+            gid: 4243,
+        }
+    } else {
+        SandboxIdentity {
+            uid: me.uid(),
+            gid: me.gid(),
+        }
+    };
+    let after = Arc::new(Trees::open(
+        &dir.path().join("save"),
+        &dir.path().join("w"),
+        Isolation::Owner,
+        "local",
+        Some(identity),
+    ));
+    after.placement(&alice, "t1", &place).unwrap();
+    for root in &placement.process.confine {
+        let mut pending = vec![root.clone()];
+        while let Some(path) = pending.pop() {
+            let meta = std::fs::symlink_metadata(&path).unwrap();
+            assert_eq!(
+                (meta.uid(), meta.gid()),
+                (identity.uid, identity.gid),
+                "{}",
+                path.display()
+            );
+            if meta.is_dir() {
+                pending.extend(std::fs::read_dir(&path).unwrap().map(|e| e.unwrap().path()));
+            }
+        }
+    }
+    let kept = std::fs::metadata(&outside).unwrap();
+    assert_eq!(kept.uid(), me.uid(), "what a link leads to is not given");
+    let marker = after.claims.marker_file(&place.tree);
+    assert_eq!(
+        std::fs::metadata(marker).unwrap().uid(),
+        me.uid(),
+        "the marker stays the server's"
+    );
+}
