@@ -219,6 +219,7 @@ pub async fn build(
                         fix: None,
                     },
                     cgroups: Err("unconfined".into()),
+                    run_as: None,
                 };
                 let unused = sandbox::launcher_at("/");
                 sandbox::apply(
@@ -234,7 +235,15 @@ pub async fn build(
             (_, None) => return Err(sandbox::no_launcher(&path, mode)),
             (_, Some(launcher)) => {
                 if machine.is_none() {
-                    let support = harness_client::sandbox::probe(launcher, None).await;
+                    let run_as = sandbox::identity(config.sandbox_uid);
+                    if let Some(identity) = run_as {
+                        tracing::info!(
+                            uid = identity.uid,
+                            gid = identity.gid,
+                            "confined harness processes run as this host user and group"
+                        );
+                    }
+                    let support = harness_client::sandbox::probe(launcher, run_as).await;
                     let cgroups = tokio::task::spawn_blocking(cgroups::detect)
                         .await
                         .unwrap_or_else(|e| Err(e.to_string()));
@@ -247,7 +256,11 @@ pub async fn build(
                             tracing::warn!(reason = %why, "NO CGROUP LIMITS: confined harness processes get no pids or memory limit (delegate a cgroup v2 subtree to the server, e.g. systemd's Delegate=yes)")
                         }
                     }
-                    machine = Some(Machine { support, cgroups });
+                    machine = Some(Machine {
+                        support,
+                        cgroups,
+                        run_as,
+                    });
                 }
                 let machine = machine.as_ref().expect("probed just above");
                 let egress = egress_proxy(settings, &options.name, &path)?;

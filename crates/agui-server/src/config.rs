@@ -388,6 +388,10 @@ server_keys! {
     /// Seconds a thread lease lasts unless renewed (renewed every third of it).
     #[arg(long, env = "AGUI_LEASE_TTL_SECS")]
     pub lease_ttl_secs: Option<u64>,
+    /// The host user and group id confined harness processes run as when the server runs as
+    /// root (default 65534); `0` runs them as root.
+    #[arg(long, env = "AGUI_SANDBOX_UID")]
+    pub sandbox_uid: Option<u32>,
 }
 
 /// `auth_tokens` in the file: names and their tokens (`{ alice = "…" }`), or a list of tokens,
@@ -467,6 +471,9 @@ pub struct ServerConfig {
     pub replica_id: Option<String>,
     /// How long a thread lease lasts unless renewed.
     pub lease_ttl: Duration,
+    /// The host id confined harness processes run as when the server runs as root, as set
+    /// (`None`: the default, [`crate::defaults::SANDBOX_UID`]).
+    pub sandbox_uid: Option<u32>,
     /// The agents, with paths normalised (`/` or `/a/b`), in mount order.
     pub agents: Vec<AgentSettings>,
     /// The configuration file it was read from (hidden from sandboxed agents).

@@ -66,6 +66,8 @@ pub const SANDBOX_MEMORY_MB: u64 = 4096;
 pub const SANDBOX_TMP_MB: u64 = 512;
 /// The largest file a command may write, in MiB.
 pub const SANDBOX_FILE_MB: u64 = 2048;
+/// The host user and group id confined harness processes run as when the server runs as root.
+pub const SANDBOX_UID: u32 = harness_client::sandbox::SandboxIdentity::DEFAULT_ID;
 /// The disk one owner's (or thread's) workspaces and state may take, in MiB.
 pub const WORKSPACE_MAX_MB: u64 = 10240;
 /// Threads one identity may create.
@@ -200,6 +202,7 @@ pub fn documented() -> Vec<(&'static str, String)> {
         ("sandbox_memory_mb", SANDBOX_MEMORY_MB.to_string()),
         ("sandbox_tmp_mb", SANDBOX_TMP_MB.to_string()),
         ("sandbox_file_mb", SANDBOX_FILE_MB.to_string()),
+        ("sandbox_uid", SANDBOX_UID.to_string()),
         ("workspace_max_mb", WORKSPACE_MAX_MB.to_string()),
         (
             "model_max_request_mb",

@@ -98,6 +98,7 @@ impl ServerConfig {
                     .unwrap_or(defaults::LEASE_TTL_SECS)
                     .max(3),
             ),
+            sandbox_uid: keys.sandbox_uid,
             agents,
             config_file: cli.config.clone(),
         };

@@ -11,8 +11,8 @@ use std::sync::{Arc, OnceLock};
 
 use agui_session::{AgentOptions, Isolation};
 use harness_client::sandbox::{
-    Confinement, Launcher, Limits, NetworkServices, ProcessLabel, SandboxSupport, ServiceGrant,
-    Services, cgroups,
+    Confinement, Launcher, Limits, NetworkServices, ProcessLabel, SandboxIdentity, SandboxSupport,
+    ServiceGrant, Services, cgroups,
 };
 use harness_client::{BuiltinTool, ProcessOptions};
 use serde::Serialize;
@@ -167,6 +167,33 @@ pub(crate) struct Machine {
     pub(crate) support: SandboxSupport,
     /// Where process cgroups go, or why there are none.
     pub(crate) cgroups: Result<cgroups::Parent, String>,
+    /// The host identity confined processes run as (`None`: the server's own).
+    pub(crate) run_as: Option<SandboxIdentity>,
+}
+
+/// The host identity confined harness processes run as: with the server as root, `sandbox_uid`
+/// (its default, [`crate::defaults::SANDBOX_UID`], when unset) for both the user and the group,
+/// or root itself for `0`; otherwise the server's own user (`None`), the only one its sandboxes
+/// can be.
+pub(crate) fn identity(sandbox_uid: Option<u32>) -> Option<SandboxIdentity> {
+    if harness_client::sandbox::sandbox_identity().is_none() {
+        if let Some(uid) = sandbox_uid {
+            tracing::warn!(
+                sandbox_uid = uid,
+                "sandbox_uid is ignored: the server does not run as root, and its confined harness processes run as its own user"
+            );
+        }
+        return None;
+    }
+    match sandbox_uid.unwrap_or(crate::defaults::SANDBOX_UID) {
+        0 => {
+            tracing::warn!(
+                "SANDBOX AS ROOT: sandbox_uid = 0 runs confined harness processes as the host's root user; only read-only mounts and Landlock keep them off root's files (set a sandbox_uid no other process uses)"
+            );
+            None
+        }
+        uid => Some(SandboxIdentity::same(uid)),
+    }
 }
 
 /// The services an agent's sandboxes reach: its model, its egress proxy.
@@ -264,6 +291,7 @@ pub(crate) fn apply(
         }
         Err(why) => (None, Some(why.clone())),
     };
+    confinement.run_as = machine.run_as;
     process.confinement = Some(confinement);
     status.isolation = match isolation {
         Isolation::Owner => "owner",
@@ -306,6 +334,7 @@ mod tests {
                 fix: None,
             },
             cgroups: Err("no cgroups here".into()),
+            run_as: None,
         }
     }
 
@@ -320,6 +349,7 @@ mod tests {
                 fix: Some("sysctl".into()),
             },
             cgroups: Err("no cgroups here".into()),
+            run_as: None,
         }
     }
 
@@ -403,6 +433,29 @@ mod tests {
         assert!(options.workspace_containment);
         assert!(options.builtin_tools.contains(&BuiltinTool::ViewFile));
         assert!(status.fix.unwrap().contains("sandbox = \"off\""));
+    }
+
+    #[test]
+    fn a_root_server_runs_its_sandboxes_as_sandbox_uid_and_another_as_itself() {
+        if harness_client::sandbox::sandbox_identity().is_some() {
+            assert_eq!(identity(None), Some(SandboxIdentity::same(65534)));
+            assert_eq!(identity(Some(4321)), Some(SandboxIdentity::same(4321)));
+            assert_eq!(identity(Some(0)), None, "0: root, as asked");
+        } else {
+            assert_eq!(identity(None), None);
+            assert_eq!(identity(Some(4321)), None, "ignored: only root can");
+        }
+    }
+
+    #[tokio::test]
+    async fn the_confinement_runs_as_the_machines_identity() {
+        let mut machine = works();
+        machine.run_as = Some(SandboxIdentity::same(4321));
+        let (_, _, _, process) = applied(SandboxMode::Owner, &machine).await;
+        assert_eq!(
+            process.confinement.and_then(|c| c.run_as),
+            Some(SandboxIdentity::same(4321))
+        );
     }
 
     #[tokio::test]

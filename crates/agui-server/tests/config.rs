@@ -219,6 +219,7 @@ fn sample(key: &str) -> (&'static str, &'static str, Option<&'static str>) {
         "sandbox_memory_mb" => ("1024", "1024", None),
         "sandbox_tmp_mb" => ("64", "64", None),
         "sandbox_file_mb" => ("100", "100", None),
+        "sandbox_uid" => ("1000", "1000", None),
         "workspace_max_mb" => ("1000", "1000", None),
         "model_max_request_mb" => ("16", "16", None),
         "model_max_concurrent_calls" => ("4", "4", None),
