@@ -140,6 +140,11 @@ pub(crate) trait ConversationHandle: Send + Sync + 'static {
     /// Kills the conversation's harness process at once (it ignored a halt, or froze); its
     /// connections end with the process's exit.
     fn kill_process(&self);
+    /// How many times the disk cap's watcher stopped the commands of its process (0 for a
+    /// process with no cap).
+    fn disk_cap_stops(&self) -> u64 {
+        0
+    }
     /// Closes the connection, then stops the conversation's harness process and waits for it
     /// to exit: the thread is handed to another replica, whose harness must be the only one
     /// holding the conversation. Only for a process of its own ([`Isolation::Thread`]); others
@@ -268,6 +273,10 @@ impl ConversationHandle for Conversation {
         Conversation::close(*self).await;
         let exit = process.shutdown().await;
         tracing::debug!(%exit, "stopped the thread's harness process before handing the thread over");
+    }
+
+    fn disk_cap_stops(&self) -> u64 {
+        self.process().disk_cap_stops()
     }
 
     fn kill_process(&self) {

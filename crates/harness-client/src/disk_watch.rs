@@ -12,7 +12,8 @@
 //! full disk speed overshoots by about what it writes in [`SOONEST`] and one measurement.
 
 use std::path::PathBuf;
-use std::sync::Weak;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use harness_sandbox::{AgentDir, SandboxControl};
@@ -94,9 +95,11 @@ fn next_wait(cap: u64, now: Look, took: Duration) -> Duration {
 }
 
 /// Watches `roots` (a confined process's granted directories) against `cap` until the process
-/// is gone (`alive` no longer upgrades) or its sandbox's control channel ends.
+/// is gone (`alive` no longer upgrades) or its sandbox's control channel ends; counts each stop
+/// in `stops`.
 pub(crate) async fn watch<T: Send + Sync + 'static>(
     alive: Weak<T>,
+    stops: Arc<AtomicU64>,
     sandbox: SandboxControl,
     roots: Vec<PathBuf>,
     cap: u64,
@@ -123,7 +126,9 @@ pub(crate) async fn watch<T: Send + Sync + 'static>(
         };
         let took = started.elapsed();
         if judge(cap, &mut state, now) == Verdict::Stop {
-            match sandbox.stop_commands().await {
+            let stopped = sandbox.stop_commands().await;
+            stops.fetch_add(1, Ordering::SeqCst);
+            match stopped {
                 Ok(stopped) => tracing::warn!(
                     process = %label,
                     used = now.bytes,

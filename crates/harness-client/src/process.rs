@@ -161,6 +161,8 @@ struct ProcessInner {
     stdin: Mutex<Option<Stdin>>,
     /// A confined process's launcher: connections into its sandbox, its services' grants.
     sandbox: Option<SandboxControl>,
+    /// How many times its disk cap's watcher stopped its commands.
+    disk_cap_stops: Arc<std::sync::atomic::AtomicU64>,
     exit: watch::Receiver<Option<ExitInfo>>,
     stderr: Arc<StderrLog>,
     /// Number of open conversation sockets; shutdown waits for it to reach zero before closing
@@ -372,6 +374,7 @@ impl HarnessProcess {
             api_key: output.api_key().to_owned(),
             stdin: Mutex::new(Some(stdin)),
             sandbox,
+            disk_cap_stops: Arc::default(),
             exit: exit_rx,
             stderr,
             live: watch::channel(0).0,
@@ -382,6 +385,7 @@ impl HarnessProcess {
         {
             tokio::spawn(crate::disk_watch::watch(
                 Arc::downgrade(&inner),
+                inner.disk_cap_stops.clone(),
                 sandbox.clone(),
                 confinement.read_write.clone(),
                 cap,
@@ -427,6 +431,14 @@ impl HarnessProcess {
     /// a walk of its directories misses). `None` for a process that is not confined.
     pub fn sandbox(&self) -> Option<SandboxControl> {
         self.inner.sandbox.clone()
+    }
+
+    /// How many times the watcher of its disk cap ([`harness_sandbox::Limits::disk_bytes`])
+    /// stopped its commands: a turn during which this grows filled the disk.
+    pub fn disk_cap_stops(&self) -> u64 {
+        self.inner
+            .disk_cap_stops
+            .load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// The last lines the harness wrote to stderr.

@@ -30,7 +30,7 @@ use std::time::{Duration, SystemTime};
 
 use rustix::fs::{AtFlags, Dir, FileType, Mode, OFlags, RenameFlags};
 
-use crate::confinement::SandboxIdentity;
+use crate::identity::SandboxIdentity;
 use crate::{Result, SandboxError};
 
 /// How deep a walk or a removal holds directory descriptors; deeper, a removal moves the

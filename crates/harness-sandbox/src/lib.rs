@@ -42,6 +42,7 @@ mod confinement;
 mod control;
 mod encoder;
 mod host;
+mod identity;
 #[cfg(feature = "launcher")]
 mod launcher;
 mod probe;
@@ -49,9 +50,10 @@ mod services;
 mod spec;
 
 pub use agent_dir::{AgentDir, DiskUsage, Entry, EntryKind, Refusal, TempName};
-pub use confinement::{Confinement, Launcher, Limits, SandboxIdentity, sandbox_identity};
+pub use confinement::{Confinement, Launcher, Limits};
 pub use encoder::{WEBM_ENCODER_DIR, keep_out as keep_webm_encoder_out};
 pub use host::{HostChannel, SandboxControl, SandboxStdin, SandboxStdout, StartedSandbox};
+pub use identity::{SandboxIdentity, sandbox_identity};
 #[cfg(feature = "launcher")]
 pub use launcher::{launcher_main, run_if_launcher};
 pub use probe::{SIMULATE_UNAVAILABLE_ENV, SandboxSupport, probe};

@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::confinement::{Launcher, SandboxIdentity};
+use crate::confinement::Launcher;
+use crate::identity::SandboxIdentity;
 use crate::spec::ProbeReport;
 
 /// Setting this variable (to any text, the reason given) in the environment of a probe makes

@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use nix::fcntl::{FcntlArg, SealFlag, fcntl};
 use nix::sys::memfd::{MFdFlags, memfd_create};
 
-use crate::confinement::SandboxIdentity;
+use crate::identity::SandboxIdentity;
 
 use serde::{Deserialize, Serialize};
 

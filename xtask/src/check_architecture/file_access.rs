@@ -40,6 +40,10 @@ const ALLOWED: &[(&str, &str)] = &[
         "the launcher's outer stage: /etc links and cgroup.procs on the host",
     ),
     (
+        "crates/harness-sandbox/src/launcher/identity.rs",
+        "the launcher's outer stage, as root: /proc/<pid>/uid_map and the staging mounts on the host",
+    ),
+    (
         "crates/harness-sandbox/src/launcher/init.rs",
         "the sandbox's PID 1, inside the sandbox",
     ),

@@ -171,6 +171,14 @@ impl Conversation {
         }
     }
 
+    /// The open conversation, to read.
+    pub(crate) fn as_open_ref(&self) -> Option<&OpenConversation> {
+        match self {
+            Self::Open(open) => Some(open),
+            _ => None,
+        }
+    }
+
     /// Whether a conversation is open.
     pub(crate) fn is_open(&self) -> bool {
         matches!(self, Self::Open(_))

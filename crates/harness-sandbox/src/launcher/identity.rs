@@ -34,7 +34,7 @@ use nix::sys::stat::{Mode, SFlag, fstat};
 use nix::unistd::{Gid, Uid};
 
 use super::Own;
-use crate::confinement::SandboxIdentity;
+use crate::identity::SandboxIdentity;
 
 /// The stage that writes a user namespace's maps (`--map-ids <pid> <uid> <gid>`).
 pub(super) const MAP_IDS_ARG: &str = "--map-ids";

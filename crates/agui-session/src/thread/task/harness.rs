@@ -130,6 +130,9 @@ impl Task {
             ))
         } else if let Some(error) = &end.error {
             Some(turn_failure(error, turn.last_failure()))
+        } else if self.disk_cap_stopped_commands() {
+            let cap = self.ctx.options.workspace_max_bytes.unwrap_or_default();
+            Some(super::workspace_full(cap, None))
         } else if (end.cancelled || end.halted) && !halted {
             Some(RunFailure::new(
                 RunErrorCode::Cancelled,

@@ -113,6 +113,7 @@ pub(crate) fn spawn(ctx: &Arc<ThreadContext>, thread_id: &str, generation: u64) 
         },
         disk: DiskWatch {
             at_turn_start: None,
+            stops_at_turn_start: 0,
             checked: Instant::now(),
         },
         handed_back: Vec::new(),
@@ -618,6 +619,7 @@ impl Task {
         }
         self.disk = DiskWatch {
             at_turn_start: self.ctx.trees.usage(&place.tree).map(|u| u.bytes),
+            stops_at_turn_start: self.disk_cap_stops(),
             checked: Instant::now(),
         };
         self.ctx.trees.measure(&place.tree);
@@ -631,6 +633,11 @@ impl Task {
         };
         let used = self.ctx.trees.usage(&place.tree);
         self.ctx.trees.measure(&place.tree);
+        if self.disk_cap_stopped_commands() {
+            self.owe_watchers(Verdict::Failed(workspace_full(cap, used.map(|u| u.bytes))));
+            self.halt();
+            return;
+        }
         let Some(measured) = used else { return };
         let used = measured.bytes;
         let baseline = *self.disk.at_turn_start.get_or_insert(used);
@@ -642,16 +649,22 @@ impl Task {
                 too_deep = measured.too_deep,
                 "the turn filled the owner's disk quota; stopping it"
             );
-            self.owe_watchers(Verdict::Failed(RunFailure::new(
-                RunErrorCode::WorkspaceFull,
-                format!(
-                    "The workspace uses {} MiB, more than the {} MiB it may (workspace_max_mb), so the turn was stopped. Ask the agent to delete files to continue.",
-                    used >> 20,
-                    cap >> 20
-                ),
-            )));
+            self.owe_watchers(Verdict::Failed(workspace_full(cap, Some(used))));
             self.halt();
         }
+    }
+
+    /// How many times the watcher of the thread's process stopped its commands at the disk cap.
+    fn disk_cap_stops(&self) -> u64 {
+        self.conversation
+            .as_open_ref()
+            .map_or(0, |open| open.handle.disk_cap_stops())
+    }
+
+    /// Whether the process's watcher stopped commands at the disk cap since the turn began.
+    pub(super) fn disk_cap_stopped_commands(&self) -> bool {
+        self.ctx.options.workspace_max_bytes.is_some()
+            && self.disk_cap_stops() > self.disk.stops_at_turn_start
     }
 
     /// Asks the harness to stop the turn in flight.
@@ -731,4 +744,19 @@ fn busy() -> RunFailure {
 
 fn shutting_down() -> RunFailure {
     RunFailure::new(RunErrorCode::Cancelled, "The server is shutting down.")
+}
+
+/// What a turn that filled the disk ends with.
+pub(super) fn workspace_full(cap: u64, used: Option<u64>) -> RunFailure {
+    let uses = used.map_or_else(
+        || "is past".to_owned(),
+        |used| format!("uses {} MiB, more than", used >> 20),
+    );
+    RunFailure::new(
+        RunErrorCode::WorkspaceFull,
+        format!(
+            "The workspace {uses} the {} MiB it may (workspace_max_mb), so the turn was stopped. Ask the agent to delete files to continue.",
+            cap >> 20
+        ),
+    )
 }

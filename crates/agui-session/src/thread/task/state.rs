@@ -144,10 +144,13 @@ pub(super) struct WaitingConnect {
 }
 
 /// A running turn's tree measured against the disk cap (`workspace_max_bytes`): a turn that
-/// grows it past the cap is stopped; one that shrinks it (cleaning up) is not.
+/// grows it past the cap is stopped; one that shrinks it (cleaning up) is not. The process's
+/// own watcher stops the commands that pass it whenever they run; a turn during which it did
+/// (`stops_at_turn_start` behind) filled the disk too.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct DiskWatch {
     pub(super) at_turn_start: Option<u64>,
+    pub(super) stops_at_turn_start: u64,
     pub(super) checked: Instant,
 }
 
