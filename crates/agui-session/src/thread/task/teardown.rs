@@ -125,11 +125,8 @@ impl Task {
     /// Removes the thread's record and files (its conversation is let go already).
     async fn remove_record_and_files(&mut self) {
         let record = crate::store::ThreadRecord {
-            conversation_id: self.conversation_id.clone(),
-            owner: self.owner.clone(),
-            place: self.place.clone(),
             workspace: self.legacy_workspace(),
-            ..crate::store::ThreadRecord::default()
+            ..self.record.clone()
         };
         self.ctx.records.remove(&self.id).await;
         let trees = self.ctx.trees.clone();
