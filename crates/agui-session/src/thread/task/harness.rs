@@ -119,6 +119,10 @@ impl Task {
         for event in turn.close_turn() {
             self.output.emit(event);
         }
+        if let Some(place) = &self.record.place {
+            // The list shows the workspace's size as the turn left it.
+            self.ctx.trees.measure_slot(place);
+        }
         let exhausted = self.parking.budget_exhausted();
         self.parking.new_turn();
         let halted = turn.halted_at().is_some();

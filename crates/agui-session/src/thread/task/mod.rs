@@ -273,7 +273,10 @@ impl Task {
     async fn command(&mut self, command: Command) -> Flow {
         self.touch();
         match command {
-            Command::Run { .. } | Command::Connect { .. } | Command::Delete { .. }
+            Command::Run { .. }
+            | Command::Connect { .. }
+            | Command::Delete { .. }
+            | Command::Update { .. }
                 if !self.lease.is_ours() =>
             {
                 self.await_lease(command);
@@ -299,6 +302,23 @@ impl Task {
                     let _ = reply.send(false);
                 }
             },
+            Command::Update {
+                owner,
+                patch,
+                reply,
+            } => {
+                let updated = crate::threads::owned_by(&self.record, &owner).then(|| {
+                    if let Some(title) = patch.title {
+                        self.record.title = title;
+                    }
+                    if let Some(archived) = patch.archived {
+                        self.record.archived = archived;
+                    }
+                    self.persist();
+                    self.record.clone()
+                });
+                let _ = reply.send(updated);
+            }
             Command::Hibernate => return self.hibernate().await,
             Command::Shutdown { done } => return Flow::Exit(Exit::Shutdown { done }),
         }
@@ -316,6 +336,7 @@ impl Task {
             return Flow::Exit(Exit::Idle);
         }
         self.conversation.let_go(LetGo::Close).await;
+        self.persist();
         Flow::Continue
     }
 
@@ -455,6 +476,7 @@ impl Task {
         if idle >= options.hibernate_after && self.conversation.is_open() {
             tracing::debug!("hibernating an idle thread");
             self.conversation.let_go(LetGo::Close).await;
+            self.persist();
         }
         Flow::Continue
     }
@@ -471,6 +493,15 @@ impl Task {
         if !self.lease.is_ours() {
             // Never read (its lease was never taken), or another replica may write it now.
             return;
+        }
+        if self.record.created_at == 0 {
+            self.record.created_at = crate::threads::model::now_unix();
+        }
+        self.record.state = self.state();
+        if !matches!(self.harnessed, Harnessed::KnownUnread) {
+            // Until a resumed conversation's history is read, the log is not the thread's.
+            self.record.message_count =
+                u32::try_from(self.output.log_mut().len()).unwrap_or(u32::MAX);
         }
         let record = ThreadRecord {
             turn_in_flight,
@@ -498,7 +529,22 @@ impl Task {
 
     fn touch(&mut self) {
         self.last_activity = Instant::now();
+        self.record.active_at = crate::threads::model::now_unix();
         self.status.touch();
+    }
+
+    /// Where the thread stands, as its list shows it.
+    fn state(&mut self) -> crate::threads::model::ThreadState {
+        use crate::threads::model::ThreadState;
+        if let Some(what) = self.parking.waiting_for() {
+            ThreadState::Waiting(what)
+        } else if self.conversation.turn().is_some() {
+            ThreadState::Running
+        } else if self.conversation.is_open() {
+            ThreadState::Idle
+        } else {
+            ThreadState::Hibernated
+        }
     }
 
     fn publish_status(&mut self) {

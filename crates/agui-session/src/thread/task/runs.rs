@@ -428,6 +428,9 @@ impl Task {
             self.record.forwarded.record(id);
         }
         self.record.awaiting_echo = Some(prompt.message_id);
+        if self.record.title.is_empty() {
+            self.record.title = crate::threads::model::title_from(&prompt.text);
+        }
         self.persist();
     }
 
@@ -558,6 +561,7 @@ fn with_late_results(prompt: Option<Prompt>, notes: &[String], consumed: &[Strin
             message_id: consumed.first().cloned().unwrap_or_default(),
             input: harness_proto::lh::UserInput { parts: vec![text] },
             notes: Vec::new(),
+            text: String::new(),
         },
     }
 }

@@ -144,7 +144,10 @@ impl Task {
         }
         for command in late {
             match command {
-                Command::Run { .. } | Command::Connect { .. } | Command::Delete { .. } => {
+                Command::Run { .. }
+                | Command::Connect { .. }
+                | Command::Delete { .. }
+                | Command::Update { .. } => {
                     self.ctx.registry.hand_back(&self.id, command);
                 }
                 Command::Stop { reply } => {
