@@ -545,6 +545,55 @@ fn unconfined_agents_with_identities_or_a_public_bind_need_insecure_unconfined()
     );
 }
 
+/// A configuration error says which part of the configuration failed as a kind a caller can
+/// match on (a setup screen, a supervisor that must not restart in a loop); its prose is only
+/// for people.
+#[test]
+fn configuration_errors_say_which_part_failed_as_a_kind() {
+    use agui_server::{ConfigProblem, ServerConfig, ServerError};
+    let dir = tempfile::tempdir().unwrap();
+    let unreadable = dir.path().join("missing.toml");
+    let broken = dir.path().join("broken.toml");
+    std::fs::write(&broken, "this is = = not toml").unwrap();
+    let empty_key = dir.path().join("empty-key");
+    std::fs::write(&empty_key, "").unwrap();
+    let path = |p: &std::path::Path| p.to_string_lossy().into_owned();
+    let cases: Vec<(Vec<String>, ConfigProblem)> = vec![
+        (vec!["--no-such-flag".into()], ConfigProblem::Arguments),
+        (vec!["--config".into(), path(&unreadable)], ConfigProblem::File),
+        (vec!["--config".into(), path(&broken)], ConfigProblem::File),
+        (vec!["--auth-token".into(), "short".into()], ConfigProblem::Access),
+        (
+            vec!["--api-key-file".into(), path(&empty_key)],
+            ConfigProblem::Secret,
+        ),
+        (
+            vec![
+                "--sandbox".into(),
+                "off".into(),
+                "--auth-tokens".into(),
+                "alice=alice-token-0123456".into(),
+            ],
+            ConfigProblem::Confinement,
+        ),
+        (
+            vec!["--replica-id".into(), "no spaces allowed".into()],
+            ConfigProblem::Server,
+        ),
+    ];
+    for (extra, kind) in cases {
+        let mut args = vec!["agui-antigravity".to_owned()];
+        args.extend(extra.iter().cloned());
+        match ServerConfig::from_args(args) {
+            Err(ServerError::Config { kind: got, message }) => {
+                assert_eq!(got, kind, "{extra:?}: {message}");
+                assert!(!message.is_empty());
+            }
+            other => panic!("{extra:?}: expected a {kind:?} configuration error, got {other:?}"),
+        }
+    }
+}
+
 /// An embedder whose `main` neither calls `launcher_if_asked` nor gives a launcher would lose
 /// confinement (and with it the agent's commands and write tools): the server refuses to start,
 /// and the error names the one-line fix.
@@ -569,6 +618,16 @@ async fn an_embedding_that_cannot_launch_sandboxes_refuses_to_start_naming_the_f
         let Err(error) = agui_server::Server::new(config).start().await else {
             panic!("a server that cannot confine started in mode {mode}");
         };
+        assert!(
+            matches!(
+                error,
+                agui_server::ServerError::Config {
+                    kind: agui_server::ConfigProblem::NoSandboxLauncher,
+                    ..
+                }
+            ),
+            "{error:?}"
+        );
         let text = error.to_string();
         assert!(
             text.contains(&format!("sandbox = \"{mode}\""))

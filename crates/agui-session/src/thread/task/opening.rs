@@ -159,8 +159,8 @@ impl Task {
                 drop(hold);
                 match opened {
                     Ok(handle) => Ok(handle),
-                    Err(HarnessError::InitFailed { reason })
-                        if known && lost_conversation(&reason) =>
+                    Err(HarnessError::InitFailed { kind, reason })
+                        if known && kind.conversation_lost() =>
                     {
                         Err(BootFailure::Lost(reason))
                     }
@@ -299,13 +299,4 @@ impl Task {
         )
         .with_detail(why)
     }
-}
-
-/// Whether an init failure says the conversation to resume does not exist (or is unreadable).
-fn lost_conversation(reason: &str) -> bool {
-    let reason = reason.to_ascii_lowercase();
-    reason.contains("not found")
-        || reason.contains("cannot resume")
-        || reason.contains("corrupt")
-        || reason.contains("malformed")
 }
