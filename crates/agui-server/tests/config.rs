@@ -560,9 +560,15 @@ fn configuration_errors_say_which_part_failed_as_a_kind() {
     let path = |p: &std::path::Path| p.to_string_lossy().into_owned();
     let cases: Vec<(Vec<String>, ConfigProblem)> = vec![
         (vec!["--no-such-flag".into()], ConfigProblem::Arguments),
-        (vec!["--config".into(), path(&unreadable)], ConfigProblem::File),
+        (
+            vec!["--config".into(), path(&unreadable)],
+            ConfigProblem::File,
+        ),
         (vec!["--config".into(), path(&broken)], ConfigProblem::File),
-        (vec!["--auth-token".into(), "short".into()], ConfigProblem::Access),
+        (
+            vec!["--auth-token".into(), "short".into()],
+            ConfigProblem::Access,
+        ),
         (
             vec!["--api-key-file".into(), path(&empty_key)],
             ConfigProblem::Secret,
