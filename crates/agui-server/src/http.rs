@@ -431,6 +431,9 @@ async fn connect(mut request: PostRequest) -> Response {
             "thread not found",
             format!("there is no thread `{thread}` on this agent"),
         ),
+        Err(agui_session::ThreadError::Workspace(message)) => {
+            workspace_unavailable(&state.metrics, message)
+        }
     }
 }
 
@@ -446,6 +449,9 @@ async fn stop(mut request: PostRequest) -> Response {
     match request.endpoint.agent.stop(&thread_id).await {
         Ok(stopped) => axum::Json(json!({"stopped": stopped})).into_response(),
         Err(agui_session::ThreadError::UnknownThread(thread)) => unknown_thread(&request, &thread),
+        Err(agui_session::ThreadError::Workspace(message)) => {
+            workspace_unavailable(&request.state.metrics, message)
+        }
     }
 }
 
@@ -463,7 +469,21 @@ async fn delete(mut request: PostRequest) -> Response {
         Ok(true) => axum::Json(json!({"deleted": true})).into_response(),
         Ok(false) => unknown_thread(&request, &thread_id),
         Err(agui_session::ThreadError::UnknownThread(thread)) => unknown_thread(&request, &thread),
+        Err(agui_session::ThreadError::Workspace(message)) => {
+            workspace_unavailable(&request.state.metrics, message)
+        }
     }
+}
+
+/// A thread whose workspace could not be reached or made: 503 with the session's message
+/// (it names no host path; the detail is logged under the reference it gives).
+fn workspace_unavailable(metrics: &Metrics, message: String) -> Response {
+    reject(
+        metrics,
+        StatusCode::SERVICE_UNAVAILABLE,
+        "workspace unavailable",
+        message,
+    )
 }
 
 fn unknown_thread(request: &PostRequest, thread: &str) -> Response {

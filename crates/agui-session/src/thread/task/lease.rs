@@ -88,6 +88,9 @@ impl Task {
             Command::Update { reply, .. } => {
                 let _ = reply.send(None);
             }
+            Command::Place { reply, .. } => {
+                let _ = reply.send(Err(failure.clone()));
+            }
             Command::Stop { reply } => {
                 let _ = reply.send(false);
             }

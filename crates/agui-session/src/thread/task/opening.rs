@@ -233,6 +233,7 @@ impl Task {
             Err(BootFailure::Failed(failure)) => return self.open_failed(failure).await,
         };
         let info = handle.init_info();
+        self.opened = true;
         tracing::info!(conversation_id = %handle.id(), resumed_steps = info.history.len(), "conversation open");
         if self.harnessed.is_known() && info.history.is_empty() && !self.record.forwarded.is_empty()
         {
@@ -288,6 +289,7 @@ impl Task {
         tracing::error!(conversation_id = %self.record.conversation_id, why, "the harness lost this thread's conversation; starting a new one");
         self.record.conversation_id = uuid::Uuid::new_v4().simple().to_string();
         self.harnessed = Harnessed::New;
+        self.opened = false;
         self.record.user_steps.clear();
         self.record.lost_turns.clear();
         self.record.awaiting_echo = None;

@@ -66,7 +66,10 @@ fn a_walk_holds_a_bounded_number_of_descriptors_and_says_when_it_went_no_deeper(
     std::fs::create_dir_all(&deep).unwrap();
     let tree = AgentDir::open(&root).unwrap();
     let mut walk = tree.walk(Path::new("")).unwrap();
-    let count = walk.by_ref().inspect(|found| assert!(found.is_ok())).count();
+    let count = walk
+        .by_ref()
+        .inspect(|found| assert!(found.is_ok()))
+        .count();
     assert_eq!(
         count, MAX_DEPTH,
         "every directory down to the bound is listed"
