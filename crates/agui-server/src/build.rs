@@ -635,6 +635,25 @@ pub fn options(
         .workspace_max_mb
         .unwrap_or(defaults::WORKSPACE_MAX_MB);
     options.workspace_max_bytes = (disk_cap > 0).then(|| disk_cap.saturating_mul(1 << 20));
+    if let Some(template) = &settings.workspace_template {
+        // The operator's directory, read as it is when each new thread is placed.
+        match std::fs::metadata(template) {
+            Ok(meta) if meta.is_dir() => {}
+            Ok(_) => {
+                return Err(bad(format!(
+                    "workspace_template `{}` is not a directory",
+                    template.display()
+                )));
+            }
+            Err(e) => {
+                return Err(bad(format!(
+                    "workspace_template `{}`: {e}",
+                    template.display()
+                )));
+            }
+        }
+        options.workspace_template = Some(template.clone());
+    }
     if let Some(tools) = &settings.auto_approve_tools {
         options.auto_approve_tools = tools.iter().cloned().collect();
     }

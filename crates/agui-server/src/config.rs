@@ -230,6 +230,10 @@ agent_settings! {
         /// The disk an owner's (or a thread's) workspaces and state may take, in MiB.
         #[arg(long, env = "AGUI_WORKSPACE_MAX_MB")]
         pub workspace_max_mb: Option<u64>,
+        /// A directory copied into every new thread's workspace (its files and directories;
+        /// links and special files are skipped).
+        #[arg(long, env = "AGUI_WORKSPACE_TEMPLATE")]
+        pub workspace_template: Option<PathBuf>,
         /// The largest model request the model proxy forwards, in MiB.
         #[arg(long, env = "AGUI_MODEL_MAX_REQUEST_MB")]
         pub model_max_request_mb: Option<u64>,

@@ -34,6 +34,7 @@ pub mod demo;
 mod egress;
 mod endpoint;
 mod error;
+mod files;
 mod http;
 mod identities;
 mod ids;

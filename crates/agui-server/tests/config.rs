@@ -221,6 +221,7 @@ fn sample(key: &str) -> (&'static str, &'static str, Option<&'static str>) {
         "sandbox_file_mb" => ("100", "100", None),
         "sandbox_uid" => ("1000", "1000", None),
         "workspace_max_mb" => ("1000", "1000", None),
+        "workspace_template" => ("\"/usr\"", "/usr", None),
         "model_max_request_mb" => ("16", "16", None),
         "model_max_concurrent_calls" => ("4", "4", None),
         "model_calls_per_minute" => ("60", "60", None),
@@ -697,4 +698,37 @@ fn a_switch_turned_on_below_can_be_turned_off_above() {
     ] {
         assert!(printed.contains(expected), "{expected} in {printed}");
     }
+}
+
+/// A workspace template must be a directory that exists: anything else is refused at start,
+/// naming the key (a missing template would leave every new thread without its files).
+#[test]
+fn a_workspace_template_that_is_not_a_directory_is_refused_at_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = Key {
+        key: "workspace_template".into(),
+        flag: Some("--workspace-template".into()),
+        env: Some("AGUI_WORKSPACE_TEMPLATE".into()),
+        default: "none".into(),
+    };
+    let file = dir.path().join("a-file");
+    std::fs::write(&file, "x").unwrap();
+    let missing = dir.path().join("missing").display().to_string();
+    let file = file.display().to_string();
+    for (value, why) in [(&missing, "No such file"), (&file, "is not a directory")] {
+        let out = check_config(dir.path(), &[(&key, value, Via::Flag)]);
+        let text = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{value} was accepted");
+        assert!(
+            text.contains("workspace_template") && text.contains(why),
+            "{value}: {text}"
+        );
+    }
+    let template = dir.path().join("template");
+    std::fs::create_dir(&template).unwrap();
+    let out = check_config(
+        dir.path(),
+        &[(&key, &template.display().to_string(), Via::Flag)],
+    );
+    assert!(out.status.success(), "{out:?}");
 }
