@@ -796,3 +796,23 @@ async fn a_new_thread_starts_with_the_workspace_template_its_links_left_out() {
         .await;
     assert_eq!(printed(&out, "LS"), "README.md src");
 }
+
+#[tokio::test]
+async fn a_thread_made_by_an_upload_starts_its_conversation_after_its_task_ended() {
+    let served = Served::start(Start {
+        args: &["--session-timeout-secs", "1", "--parked-timeout-secs", "1"],
+        ..Start::default()
+    })
+    .await;
+    let thread = "seeded-then-idle";
+    assert_eq!(
+        put(&served, "alice", thread, "notes.txt", "seeded")
+            .await
+            .status(),
+        201
+    );
+    // Its task ends idle; the next one reads the record back.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let out = served.say("alice", thread, "cat notes.txt").await;
+    assert!(out.contains("seeded"), "{out}");
+}
