@@ -340,8 +340,8 @@ fn relative_path(raw: Option<&str>) -> Result<PathBuf, String> {
     Ok(rel)
 }
 
-/// Whether the query asks for an archive (`archive=zip`); any other query key or value is
-/// refused.
+/// Whether the query asks for an archive (`archive=zip`); another archive format is refused,
+/// other keys (a client's cache-busting) are ignored.
 fn archive_asked(query: Option<&str>) -> Result<bool, String> {
     let mut archive = false;
     for pair in query
@@ -354,7 +354,7 @@ fn archive_asked(query: Option<&str>) -> Result<bool, String> {
             ("archive", other) => {
                 return Err(format!("archive=`{other}` is not offered: use archive=zip"));
             }
-            (key, _) => return Err(format!("the query key `{key}` is not known")),
+            _ => {}
         }
     }
     Ok(archive)
@@ -562,8 +562,9 @@ mod tests {
     fn only_a_zip_archive_is_asked_for() {
         assert_eq!(archive_asked(None), Ok(false));
         assert_eq!(archive_asked(Some("archive=zip")), Ok(true));
+        assert_eq!(archive_asked(Some("v=2&archive=zip")), Ok(true));
         assert!(archive_asked(Some("archive=tar")).is_err());
-        assert!(archive_asked(Some("x=1")).is_err());
+        assert_eq!(archive_asked(Some("v=1")), Ok(false));
     }
 
     #[test]

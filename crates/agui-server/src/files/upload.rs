@@ -73,7 +73,15 @@ pub(super) async fn put(target: Target, headers: &HeaderMap, body: Body) -> Resp
         && allocated(declared) > limit
     {
         tracing::info!(thread_id = %target.thread_id, declared, limit, "refused an upload past the disk cap before reading it");
-        return too_large(&target, body.into_data_stream(), declared).await;
+        // A client waiting for `100 Continue` has sent nothing yet, and never will.
+        let waits = headers
+            .get(header::EXPECT)
+            .and_then(|value| value.to_str().ok())
+            .is_some_and(|value| value.trim().eq_ignore_ascii_case("100-continue"));
+        let rest = body
+            .into_data_stream()
+            .take(if waits { 0 } else { usize::MAX });
+        return too_large(&target, rest, declared).await;
     }
     // The parents and the temporary file, made now; what is made is undone on any failure.
     let made = target
@@ -319,9 +327,11 @@ async fn too_large<E>(
     )
 }
 
+/// A size for people: bytes, or MiB with one decimal.
 fn human(bytes: u64) -> String {
     if bytes >= 1 << 20 {
-        format!("{} MiB", bytes >> 20)
+        let tenths = bytes * 10 / (1 << 20);
+        format!("{}.{} MiB", tenths / 10, tenths % 10)
     } else {
         format!("{bytes} bytes")
     }
