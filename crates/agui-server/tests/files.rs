@@ -816,3 +816,46 @@ async fn a_thread_made_by_an_upload_starts_its_conversation_after_its_task_ended
     let out = served.say("alice", thread, "cat notes.txt").await;
     assert!(out.contains("seeded"), "{out}");
 }
+
+#[tokio::test]
+async fn with_a_tree_per_thread_an_upload_makes_the_thread_s_own_tree() {
+    let served = Served::start(Start {
+        args: &["--sandbox", "thread"],
+        ..Start::default()
+    })
+    .await;
+    assert_eq!(
+        put(&served, "alice", "own-1", "a.txt", "one")
+            .await
+            .status(),
+        201
+    );
+    assert_eq!(
+        put(&served, "alice", "own-2", "b.txt", "two")
+            .await
+            .status(),
+        201
+    );
+    let out = served
+        .say(
+            "alice",
+            "own-1",
+            "cat a.txt; echo; echo LS=$(ls -A | tr '\\n' ' ')",
+        )
+        .await;
+    assert!(out.contains("one"), "{out}");
+    assert_eq!(
+        printed(&out, "LS"),
+        "a.txt",
+        "each thread has its own workspace"
+    );
+    assert_eq!(
+        get(&served, "alice", "own-2", "b.txt")
+            .await
+            .text()
+            .await
+            .unwrap(),
+        "two"
+    );
+    assert_eq!(get(&served, "bob", "own-2", "b.txt").await.status(), 404);
+}
