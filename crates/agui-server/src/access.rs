@@ -1,6 +1,6 @@
 //! Who may use the server: the decisions every request passes before a handler runs — its
 //! `Host`, its `Origin`, its credentials — and the identity they give the caller. `http.rs`
-//! applies them as layers over the routes; `owners.rs` binds threads to identities.
+//! applies them as layers over the routes; agui-session's thread store binds threads to identities.
 //!
 //! - **Host** (against DNS rebinding, where a web page's own name is made to resolve to this
 //!   server): loopback names (`localhost`, `127.0.0.1`, `[::1]`) and the bind address, with any
