@@ -7,11 +7,11 @@
 //! goes with the first sweep after a day — so a forgotten thread never counts against its owner.
 //! Claims kept by an earlier version in `<save_dir>/owners/` are moved in when the store opens.
 
+use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::fs;
 use std::io::{self, Write as _};
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, SystemTime};
 
 use serde::{Deserialize, Serialize};
@@ -75,7 +75,7 @@ impl ThreadStore {
         if let Some(owner) = read_claim(&path)? {
             return Ok(verdict(&owner, identity));
         }
-        let mut counts = self.claims.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut counts = self.claims.0.lock();
         let counts = counts.get_or_insert_with(|| self.count_claims());
         if counts.get(identity).copied().unwrap_or(0) >= max {
             return Ok(Admission::LimitReached(max));
@@ -107,12 +107,7 @@ impl ThreadStore {
         match fs::remove_file(&path) {
             Ok(()) => {
                 if let Some(owner) = owner
-                    && let Some(counts) = self
-                        .claims
-                        .0
-                        .lock()
-                        .unwrap_or_else(PoisonError::into_inner)
-                        .as_mut()
+                    && let Some(counts) = self.claims.0.lock().as_mut()
                     && let Some(n) = counts.get_mut(&owner)
                 {
                     *n = n.saturating_sub(1);
@@ -210,7 +205,7 @@ impl ThreadStore {
             moved += 1;
         }
         fs::remove_dir(legacy)?;
-        *self.claims.0.lock().unwrap_or_else(PoisonError::into_inner) = None;
+        *self.claims.0.lock() = None;
         Ok(moved)
     }
 }
