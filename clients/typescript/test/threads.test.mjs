@@ -67,7 +67,8 @@ const rejectsWith = (promise, status, what) =>
   });
 
 describe("AntigravityThreads", () => {
-  const handles = useServer({ args: ["--auth-tokens", `alice=${ALICE},bob=${BOB}`] });
+  // Threads idle for 2 s hibernate: a change of status alone.
+  const handles = useServer({ args: ["--auth-tokens", `alice=${ALICE},bob=${BOB}`, "--hibernate-after-secs", "2"] });
   const url = () => `${handles.server.url}/`;
   const alice = (log = []) => Object.assign(new AntigravityThreads({ url: url(), authToken: ALICE, fetch: recording(log) }), { log });
   const bob = () => new AntigravityThreads({ url: url(), authToken: BOB });
@@ -93,16 +94,15 @@ describe("AntigravityThreads", () => {
     for (const agent of [first, second, third]) assert.ok(ids.includes(agent.threadId), `${agent.threadId} listed`);
     assert.ok(!ids.includes(bobs.threadId), "another caller's thread is not listed");
     assert.equal(new Set(ids).size, ids.length, "no thread twice across pages");
-    const order = all.map((t) => t.updatedAt);
-    assert.deepEqual(order, [...order].sort().reverse(), "newest activity first");
-    assert.deepEqual(ids.indexOf(third.threadId) < ids.indexOf(second.threadId), true);
+    const sorted = [...all].sort((a, b) => (a.updatedAt === b.updatedAt ? (a.id < b.id ? -1 : 1) : a.updatedAt < b.updatedAt ? 1 : -1));
+    assert.deepEqual(ids, sorted.map((t) => t.id), "newest activity first, then by id");
     const iterated = [];
     for await (const thread of threads.iterateThreads({ limit: 1 })) iterated.push(thread.id);
     assert.deepEqual(iterated, ids, "iterateThreads walks the same pages");
 
     const summary = await threads.getThread(first.threadId);
     assert.equal(summary.title, long.slice(0, 80), "the first line, 80 characters at most");
-    assert.equal(summary.status, "idle");
+    assert.ok(["idle", "hibernated"].includes(summary.status), `idle or asleep: ${summary.status}`);
     assert.equal(summary.archived, false);
     assert.equal(summary.waitingFor, undefined);
     assert.ok(summary.messageCount >= 2, `messageCount ${summary.messageCount}`);
@@ -143,7 +143,7 @@ describe("AntigravityThreads", () => {
     assert.equal((await threads.getThread(threadId)).title, "Renamed thread", "unchanged by the refused ones");
   });
 
-  test("watchThreads sees a thread created, its status change and its deletion; it ends when aborted", async () => {
+  test("watchThreads sees a thread created, running, idle, asleep (a status change) and deleted; it ends when aborted", async () => {
     const threads = alice();
     const watch = follow(threads);
     await eventually(() => watch.opens.length === 1, 10_000, "the stream to open");
@@ -152,8 +152,9 @@ describe("AntigravityThreads", () => {
     await eventually(() => mine().some((c) => c.thread.status === "idle" && c.thread.messageCount >= 2), 10_000, "the thread idle, its reply counted");
     assert.equal(mine()[0].type, "created", "first its creation");
     assert.ok(mine().some((c) => c.thread.status === "running"), "then running");
-    assert.ok(mine().some((c) => c.type === "status"), `a status change (types: ${mine().map((c) => c.type).join(", ")})`);
     assert.equal(mine().at(-1).thread.title, "c-hello: watch me");
+    // Idle for hibernate_after_secs, its conversation is put to sleep: only its status changes.
+    await eventually(() => mine().some((c) => c.type === "status" && c.thread.status === "hibernated"), 15_000, "a status change to hibernated");
 
     assert.equal(await threads.deleteThread(agent.threadId), true);
     await eventually(() => mine().some((c) => c.type === "deleted"), 10_000, "its deletion");
