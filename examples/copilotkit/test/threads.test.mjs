@@ -91,7 +91,9 @@ describe("CopilotKit example: the server's threads and the thread's files", () =
     await row(page, own).locator(".thread-title", { hasText: "pg-text: a thread of this page" }).waitFor();
     assert.match(await row(page, own).getAttribute("class"), /active/, "the page's own thread is marked");
     const order = await page.locator('[data-testid="thread-row"]').evaluateAll((rows) => rows.map((r) => r.dataset.threadId));
-    assert.ok(order.indexOf(own) < order.indexOf(second) && order.indexOf(second) < order.indexOf(first), `newest first: ${order.join(", ")}`);
+    const serverOrder = (await serverThreads().listThreads({ limit: 200 })).threads.map((t) => t.id);
+    const ours = (ids) => ids.filter((id) => [own, first, second].includes(id));
+    assert.deepEqual(ours(order), ours(serverOrder), "the server's order: newest activity first (to the second), then by id");
 
     await row(page, first).getByTestId("thread-rename").click();
     await row(page, first).getByTestId("thread-rename-input").fill("Renamed in the page");
