@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agui_session::Agent;
-use agui_types::{AgentCapabilities, Encoding, RunAgentInput};
+use agui_types::{Encoding, RunAgentInput};
 use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::Path;
@@ -29,79 +29,12 @@ use tower_http::cors::{AllowOrigin, CorsLayer};
 
 use crate::access::{AccessPolicy, Caller, Refusal};
 use crate::build::MountedAgent;
+use crate::endpoint::{AppState, Endpoint, HttpOptions, RunSlot, RunsInFlight, owner_of, reject};
 use crate::ids::valid_thread_id;
 use crate::metrics::Metrics;
 use crate::owners::{Admission, ThreadOwners};
 use crate::routing::RoutedThread;
 use crate::stream::EventBody;
-
-/// Request handling settings.
-#[derive(Debug, Clone)]
-pub(crate) struct HttpOptions {
-    /// Which hosts, pages (also the CORS headers) and credentials are accepted.
-    pub(crate) access: AccessPolicy,
-    /// Largest request body.
-    pub(crate) max_body_bytes: usize,
-    /// SSE keep-alive interval.
-    pub(crate) keep_alive: Duration,
-}
-
-/// One mounted agent, as its routes see it.
-pub(crate) struct Endpoint {
-    agent: Agent,
-    capabilities: AgentCapabilities,
-    /// Who owns which thread, when callers have identities.
-    owners: Option<Arc<ThreadOwners>>,
-    /// Runs in flight per identity (bounded), when callers have identities.
-    runs: Option<Arc<RunsInFlight>>,
-}
-
-/// The runs (and connects) each identity has in flight, at most `max` each.
-pub(crate) struct RunsInFlight {
-    max: usize,
-    counts: std::sync::Mutex<std::collections::HashMap<String, usize>>,
-}
-
-/// One run counted against its identity until dropped (its stream ended).
-pub(crate) struct RunSlot {
-    runs: Arc<RunsInFlight>,
-    identity: String,
-}
-
-impl RunsInFlight {
-    fn new(max: usize) -> Arc<Self> {
-        Arc::new(Self {
-            max: max.max(1),
-            counts: Default::default(),
-        })
-    }
-
-    /// A slot for one more run of `identity`; `None` at its limit.
-    fn take(self: &Arc<Self>, identity: &str) -> Option<RunSlot> {
-        let mut counts = self.counts.lock().unwrap_or_else(|p| p.into_inner());
-        let n = counts.entry(identity.to_owned()).or_default();
-        if *n >= self.max {
-            return None;
-        }
-        *n += 1;
-        Some(RunSlot {
-            runs: self.clone(),
-            identity: identity.to_owned(),
-        })
-    }
-}
-
-impl Drop for RunSlot {
-    fn drop(&mut self) {
-        let mut counts = self.runs.counts.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(n) = counts.get_mut(&self.identity) {
-            *n = n.saturating_sub(1);
-            if *n == 0 {
-                counts.remove(&self.identity);
-            }
-        }
-    }
-}
 
 /// A run's events with its slot held until the stream ends.
 struct Counted<S> {
@@ -118,13 +51,6 @@ impl<S: futures_util::Stream + Unpin> futures_util::Stream for Counted<S> {
     ) -> std::task::Poll<Option<S::Item>> {
         std::pin::Pin::new(&mut self.events).poll_next(cx)
     }
-}
-
-#[derive(Clone)]
-pub(crate) struct AppState {
-    options: Arc<HttpOptions>,
-    metrics: Arc<Metrics>,
-    agents: Arc<Vec<(String, Agent)>>,
 }
 
 /// The router serving `agents`.
@@ -220,6 +146,22 @@ fn agent_routes(mounted: &MountedAgent, access: &AccessPolicy) -> Router<AppStat
             &threads(""),
             method_route(&endpoint, axum::routing::MethodFilter::DELETE, delete),
         )
+        .route(&sub_path("threads"), {
+            let endpoint = endpoint.clone();
+            get(move |state, caller, query| crate::threads::list(endpoint, state, caller, query))
+        })
+        .route(&sub_path("threads/events"), {
+            let endpoint = endpoint.clone();
+            get(move |state, caller| crate::threads::events(endpoint, state, caller))
+        })
+        .route(&threads(""), {
+            let (one, change) = (endpoint.clone(), endpoint.clone());
+            get(move |state, caller, path| crate::threads::get_one(one, state, caller, path)).patch(
+                move |state, caller, path, body| {
+                    crate::threads::patch(change, state, caller, path, body)
+                },
+            )
+        })
         .route(
             &sub_path("capabilities"),
             get(move || async move { axum::Json(endpoint.capabilities.clone()).into_response() }),
@@ -287,7 +229,14 @@ fn cors(access: &AccessPolicy) -> Option<CorsLayer> {
     Some(
         CorsLayer::new()
             .allow_origin(allow)
-            .allow_methods([Method::GET, Method::POST, Method::OPTIONS])
+            .allow_methods([
+                Method::GET,
+                Method::POST,
+                Method::PUT,
+                Method::PATCH,
+                Method::DELETE,
+                Method::OPTIONS,
+            ])
             .allow_headers([
                 header::CONTENT_TYPE,
                 header::ACCEPT,
@@ -296,23 +245,6 @@ fn cors(access: &AccessPolicy) -> Option<CorsLayer> {
             ])
             .max_age(Duration::from_secs(600)),
     )
-}
-
-/// An error before a run started: the status and a JSON body saying what to fix.
-fn reject(metrics: &Metrics, status: StatusCode, error: &str, detail: String) -> Response {
-    metrics.rejected(status.as_u16());
-    tracing::info!(status = status.as_u16(), error, %detail, "request refused");
-    let mut response = (
-        status,
-        axum::Json(json!({"error": error, "detail": detail})),
-    )
-        .into_response();
-    if status == StatusCode::UNAUTHORIZED {
-        response
-            .headers_mut()
-            .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
-    }
-    response
 }
 
 fn refused(metrics: &Metrics, refusal: Refusal) -> Response {
@@ -468,14 +400,6 @@ fn run_slot(request: &PostRequest) -> Result<Option<RunSlot>, Box<Response>> {
             ),
         ))),
     }
-}
-
-/// The owner a caller's threads belong to: its identity, or the local owner.
-fn owner_of(caller: &Caller) -> agui_session::Owner {
-    caller
-        .identity
-        .as_deref()
-        .map_or_else(agui_session::Owner::local, agui_session::Owner::named)
 }
 
 /// `POST <path>/connect`: the thread restated, then its live turn; 404 for a thread the agent

@@ -32,6 +32,7 @@ pub mod config;
 pub mod defaults;
 pub mod demo;
 mod egress;
+mod endpoint;
 mod error;
 mod http;
 mod identities;
@@ -45,6 +46,7 @@ mod playground;
 mod routing;
 pub mod sandbox;
 mod stream;
+mod threads;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -190,7 +192,7 @@ impl Server {
         .await?;
         let metrics =
             Arc::new(metrics::Metrics::new().with_model_calls(runtime.model_proxy.calls()));
-        let options = http::HttpOptions {
+        let options = endpoint::HttpOptions {
             access,
             max_body_bytes: self.config.max_body_bytes,
             keep_alive: self.config.keep_alive,

@@ -22,6 +22,9 @@ use crate::thread::context::ThreadContext;
 use crate::thread::output::{RunChannel, negotiate};
 use crate::thread::registry::Returned;
 use crate::thread::status::ThreadHandle;
+use crate::threads::{
+    ThreadChanges, ThreadPage, ThreadPatch, ThreadQuery, ThreadSummary, ThreadWatch, ThreadsError,
+};
 use crate::tools::ToolRegistry;
 use crate::trees::Trees;
 
@@ -32,6 +35,8 @@ const STORE_SWEEP: Duration = Duration::from_secs(60);
 #[derive(Clone)]
 pub struct Agent {
     ctx: Arc<ThreadContext>,
+    /// The scan behind [`Agent::watch_threads_as`].
+    watch: Arc<ThreadWatch>,
 }
 
 impl std::fmt::Debug for Agent {
@@ -132,7 +137,10 @@ impl Agent {
         tokio::spawn(sweep_store(Arc::downgrade(&ctx)));
         tokio::spawn(redeliver(Arc::downgrade(&ctx), returns));
         get_ready(&ctx);
-        Ok(Self { ctx })
+        Ok(Self {
+            ctx,
+            watch: Arc::new(ThreadWatch::new()),
+        })
     }
 
     /// The agent's configuration.
@@ -249,6 +257,75 @@ impl Agent {
         )
         .await;
         Ok(deleted.await.unwrap_or(false))
+    }
+
+    /// A page of `owner`'s threads, newest activity first, as the store holds them (written by
+    /// this server or any replica sharing it).
+    pub async fn list_threads_as(
+        &self,
+        owner: &Owner,
+        query: &ThreadQuery,
+    ) -> Result<ThreadPage, ThreadsError> {
+        let mine: Vec<ThreadSummary> = crate::threads::all_summaries(&self.ctx)
+            .await
+            .into_iter()
+            .filter(|(who, _)| who == owner)
+            .map(|(_, summary)| summary)
+            .collect();
+        crate::threads::page(mine, query)
+    }
+
+    /// `owner`'s thread `thread_id`; `None` when it is unknown or someone else's.
+    pub async fn thread_as(&self, owner: &Owner, thread_id: &str) -> Option<ThreadSummary> {
+        let record = self.ctx.records.get(thread_id).await?;
+        crate::threads::owned_by(&record, owner).then(|| self.summary(thread_id, &record))
+    }
+
+    /// Changes the title or archiving of `owner`'s thread `thread_id`; `Ok(None)` when it is
+    /// unknown or someone else's. Goes through the thread's task (which alone writes its
+    /// record, holding its lease when replicas share the store).
+    pub async fn update_thread_as(
+        &self,
+        owner: &Owner,
+        thread_id: &str,
+        patch: ThreadPatch,
+    ) -> Result<Option<ThreadSummary>, ThreadsError> {
+        let patch = crate::threads::check_patch(patch)?;
+        if !knows(&self.ctx, thread_id).await {
+            return Ok(None);
+        }
+        let (reply, updated) = oneshot::channel();
+        send(
+            &self.ctx,
+            thread_id,
+            Command::Update {
+                owner: owner.clone(),
+                patch,
+                reply,
+            },
+        )
+        .await;
+        Ok(updated
+            .await
+            .ok()
+            .flatten()
+            .map(|record| self.summary(thread_id, &record)))
+    }
+
+    /// `owner`'s thread changes from now on (made on this server or any replica sharing the
+    /// store, the latter within about a second), for live lists. Subscribe before listing, so
+    /// that nothing falls between the list and the first change.
+    pub fn watch_threads_as(&self, owner: &Owner) -> ThreadChanges {
+        self.watch.subscribe(&self.ctx, owner.clone())
+    }
+
+    fn summary(&self, thread_id: &str, record: &crate::store::ThreadRecord) -> ThreadSummary {
+        let live = self.ctx.registry.lock().contains_key(thread_id);
+        let bytes = record
+            .place
+            .as_ref()
+            .map_or(0, |place| self.ctx.trees.slot_usage(place));
+        crate::threads::summary(thread_id, record, live, self.ctx.leases.is_some(), bytes)
     }
 
     /// Whether the agent knows the thread (live, or remembered in its store).

@@ -47,6 +47,7 @@ mod store;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 mod thread;
+pub mod threads;
 mod tools;
 mod trees;
 mod turn;

@@ -97,7 +97,7 @@ pub(crate) fn valid_slot(slot: &str) -> bool {
 }
 
 /// Where a thread works: its tree and its slot in it (kept in its record).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub(crate) struct Place {
     /// The tree.
     pub(crate) tree: TreeId,

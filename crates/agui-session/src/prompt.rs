@@ -110,6 +110,8 @@ pub(crate) struct Prompt {
     pub(crate) input: UserInput,
     /// Warnings to log, one per attachment that was not forwarded.
     pub(crate) notes: Vec<String>,
+    /// The message's text (its text parts joined), for a thread's title.
+    pub(crate) text: String,
 }
 
 /// A user message converted to harness parts.
@@ -180,6 +182,7 @@ pub(crate) fn newest_unforwarded_with(
                 message_id: user.id.clone(),
                 input: UserInput { parts },
                 notes,
+                text: message_text(user),
             });
         }
     }
@@ -218,6 +221,21 @@ pub(crate) fn convert_user_message_with(message: &UserMessage, limits: &PromptLi
         }
     }
     builder.finish()
+}
+
+/// A user message's text: its text, or its text parts joined with `"\n"`.
+fn message_text(message: &UserMessage) -> String {
+    match &message.content {
+        Content::Text(text) => text.clone(),
+        Content::Parts(parts) => parts
+            .iter()
+            .filter_map(|part| match part {
+                ContentPart::Text(text) => Some(text.text.as_str()),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+            .join("\n"),
+    }
 }
 
 /// The text a frontend tool's `ToolMessage` returns to the model.

@@ -30,9 +30,11 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 
 use crate::error::SessionError;
+use crate::threads::model::ThreadState;
 use slots::{Head, Slot, Stored};
 
 mod rewrite;
+mod scan;
 mod slots;
 #[cfg(test)]
 mod tests;
@@ -272,6 +274,26 @@ pub(crate) struct ThreadRecord {
     /// When the record was last written (Unix seconds); set by [`ThreadStore::put`].
     #[serde(default)]
     pub(crate) updated_at: u64,
+    /// The thread's title: the first line of its first user message until its owner renames
+    /// it; empty before any.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub(crate) title: String,
+    /// When the thread was made (Unix seconds; 0 in a record written before this was kept).
+    #[serde(default)]
+    pub(crate) created_at: u64,
+    /// When something last happened on the thread (Unix seconds): a run, a connect, a turn's
+    /// end, a rename.
+    #[serde(default)]
+    pub(crate) active_at: u64,
+    /// Its owner archived it (it leaves the default list).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub(crate) archived: bool,
+    /// Where the thread stood when the record was written.
+    #[serde(default)]
+    pub(crate) state: ThreadState,
+    /// The messages `connect` restates (when last known).
+    #[serde(default)]
+    pub(crate) message_count: u32,
 }
 
 fn is_empty_path(path: &Path) -> bool {
@@ -286,6 +308,8 @@ pub(crate) struct ThreadStore {
     index: Mutex<Index>,
     /// Records a read found expired, for the next sweep to report.
     expired_on_read: Mutex<Vec<(String, ThreadRecord)>>,
+    /// What the last [`ThreadStore::scan`] read.
+    scanned: scan::ScanCache,
 }
 
 impl fmt::Debug for ThreadStore {
@@ -322,6 +346,7 @@ impl ThreadStore {
             clock: Box::new(clock),
             index: Mutex::new(Index::default()),
             expired_on_read: Mutex::new(Vec::new()),
+            scanned: scan::ScanCache::default(),
         };
         let mut stems = BTreeSet::new();
         let entries =

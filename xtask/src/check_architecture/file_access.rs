@@ -76,6 +76,10 @@ const ALLOWED: &[(&str, &str)] = &[
         "the thread store's records, renamed by the identity migration",
     ),
     (
+        "crates/agui-session/src/store/scan.rs",
+        "the thread store's directory, scanned for the thread lists",
+    ),
+    (
         "crates/agui-session/src/store/slots.rs",
         "the thread store's record slots",
     ),

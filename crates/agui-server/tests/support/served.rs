@@ -89,6 +89,8 @@ pub struct Start<'a> {
     pub env: &'a [(&'a str, &'a str)],
     /// Serve without identities (a single local owner).
     pub anonymous: bool,
+    /// Share this server's save dir and workspace root (another replica of it).
+    pub replica_of: Option<&'a Served>,
 }
 
 impl Served {
@@ -109,7 +111,11 @@ impl Served {
         let harness = harness_client::find_binary(None).unwrap_or_else(|e| {
             panic!("these tests run the real harness and did not find it: {e}\nRun `cargo xtask fetch-harness` first.")
         });
-        let path = |name: &str| dir.path().join(name).display().to_string();
+        let base = start.replica_of.map_or_else(
+            || dir.path().to_owned(),
+            |other| other.dir.path().to_owned(),
+        );
+        let path = |name: &str| base.join(name).display().to_string();
         let tokens = OWNERS
             .iter()
             .map(|(name, token)| format!("{name}={token}"))

@@ -25,7 +25,7 @@ const SLOT_A_SUFFIX: &str = ".json";
 const SLOT_B_SUFFIX: &str = ".b.json";
 
 /// One of a thread's two record files.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub(super) enum Slot {
     A,
     B,

@@ -21,6 +21,8 @@ pub(crate) struct RecordWriter {
     wake: Arc<Notify>,
     /// Held while records are written, so a flush waits for a write in progress.
     writing: tokio::sync::Mutex<()>,
+    /// Counts the writes and removals done, for those who follow the store's changes.
+    written: tokio::sync::watch::Sender<u64>,
 }
 
 impl RecordWriter {
@@ -33,6 +35,7 @@ impl RecordWriter {
             next_version: Mutex::new(0),
             wake: Arc::new(Notify::new()),
             writing: tokio::sync::Mutex::new(()),
+            written: tokio::sync::watch::channel(0).0,
         });
         tokio::spawn(write_behind(Arc::downgrade(&writer), writer.wake.clone()));
         writer
@@ -100,6 +103,29 @@ impl RecordWriter {
                 waiting.remove(&id);
             }
         }
+        drop(waiting);
+        self.written.send_modify(|n| *n += 1);
+    }
+
+    /// Changes whenever records were written or removed.
+    pub(crate) fn written(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.written.subscribe()
+    }
+
+    /// Every thread's newest record: those still waiting, else the files' (written by this
+    /// server or by another sharing the store).
+    pub(crate) async fn scan(&self) -> Vec<(String, ThreadRecord)> {
+        let store = self.store.clone();
+        let mut records: std::collections::HashMap<String, ThreadRecord> =
+            tokio::task::spawn_blocking(move || store.scan())
+                .await
+                .unwrap_or_default()
+                .into_iter()
+                .collect();
+        for (id, (_, record)) in lock(&self.waiting).iter() {
+            records.insert(id.clone(), record.clone());
+        }
+        records.into_iter().collect()
     }
 
     /// Drops expired records (blocking I/O, off the async threads); returns them.
@@ -122,6 +148,7 @@ impl RecordWriter {
             }
             Err(e) => tracing::warn!(thread_id, error = %e, "could not remove the thread record"),
         }
+        self.written.send_modify(|n| *n += 1);
     }
 
     /// How many threads are remembered (written or waiting).
@@ -224,6 +251,7 @@ mod tests {
             next_version: Mutex::new(0),
             wake: Arc::new(Notify::new()),
             writing: tokio::sync::Mutex::new(()),
+            written: tokio::sync::watch::channel(0).0,
         };
         writer.put("t", record("dropped"));
         assert!(store(dir.path()).get("t").is_none(), "not written yet");

@@ -27,6 +27,13 @@ pub(crate) enum Command {
         owner: Owner,
         reply: oneshot::Sender<bool>,
     },
+    /// Change the thread's title or archiving (a checked patch), if it is `owner`'s; the
+    /// answer is its record after the change (`None` when it is not `owner`'s).
+    Update {
+        owner: Owner,
+        patch: crate::threads::model::ThreadPatch,
+        reply: oneshot::Sender<Option<crate::store::ThreadRecord>>,
+    },
     /// Close the conversation if the thread is idle (another thread needs the slot).
     Hibernate,
     /// End everything and exit (the server shuts down).

@@ -117,6 +117,23 @@ impl Parking {
         !self.frontend.is_empty() || !self.interrupts.is_empty()
     }
 
+    /// What the thread waits for, if anything: an approval before a question or a custom
+    /// interrupt, before a frontend tool.
+    pub(crate) fn waiting_for(&mut self) -> Option<crate::threads::model::WaitingFor> {
+        use crate::threads::model::WaitingFor;
+        self.prune();
+        let kinds = || self.interrupts.iter().map(|p| p.kind);
+        if kinds().any(|k| k == InterruptKind::Approval) {
+            Some(WaitingFor::Approval)
+        } else if !self.interrupts.is_empty() {
+            Some(WaitingFor::Question)
+        } else if !self.frontend.is_empty() {
+            Some(WaitingFor::FrontendTool)
+        } else {
+            None
+        }
+    }
+
     /// The trajectories with parked requests, and what each waits for.
     pub(crate) fn blocked(&mut self) -> HashMap<String, Blocked> {
         self.prune();

@@ -32,7 +32,7 @@ use harness_sandbox::{AgentDir, SandboxError, SandboxIdentity};
 use self::claims::{Claims, Marker, make_exclusive, make_private_dir, remove_empty_root};
 pub(crate) use self::spares::refill_spares;
 use self::spares::{Spare, Spares};
-use self::usage::UsageCache;
+use self::usage::{SlotUsage, UsageCache};
 use crate::owner::Owner;
 use crate::places::{
     Beneath, Isolation, Place, Placement, ProcessPlace, TreeId, random_slot, valid_slot,
@@ -91,6 +91,7 @@ pub(crate) struct Trees {
     claiming: tokio::sync::Mutex<()>,
     spares: Spares,
     usage: UsageCache,
+    slot_usage: SlotUsage,
 }
 
 /// A place for a new thread, and the hold on a spare's process if it claimed one (drop it once
@@ -122,6 +123,7 @@ impl Trees {
             claiming: tokio::sync::Mutex::new(()),
             spares: Spares::default(),
             usage: UsageCache::default(),
+            slot_usage: SlotUsage::default(),
         };
         trees.remove_own_unclaimed();
         trees

@@ -7,11 +7,23 @@ use std::sync::{Arc, Mutex, PoisonError};
 use harness_sandbox::{AgentDir, DiskUsage};
 
 use super::Trees;
-use crate::places::TreeId;
+use crate::places::{Place, TreeId};
 
 /// The last measurement of each tree, and whether one runs.
 #[derive(Default)]
 pub(super) struct UsageCache(Arc<Mutex<HashMap<TreeId, Measured>>>);
+
+/// The last measurement of each thread's workspace (its place), and the places waiting for
+/// one (measured one after another by a single background job).
+#[derive(Default)]
+pub(super) struct SlotUsage(Arc<Mutex<SlotUsageState>>);
+
+#[derive(Default)]
+struct SlotUsageState {
+    bytes: HashMap<Place, u64>,
+    queued: Vec<Place>,
+    measuring: bool,
+}
 
 #[derive(Debug, Clone, Copy, Default)]
 struct Measured {
@@ -64,6 +76,67 @@ impl Trees {
                     measuring: false,
                 },
             );
+        });
+    }
+
+    /// The disk `place`'s workspace took when last measured; 0, and measured soon in the
+    /// background, when never.
+    pub(crate) fn slot_usage(&self, place: &Place) -> u64 {
+        let known = {
+            let state = self
+                .slot_usage
+                .0
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            state.bytes.get(place).copied()
+        };
+        match known {
+            Some(bytes) => bytes,
+            None => {
+                self.measure_slot(place);
+                0
+            }
+        }
+    }
+
+    /// Measures `place`'s workspace in the background (after a turn, an upload, a delete).
+    pub(crate) fn measure_slot(&self, place: &Place) {
+        let start = {
+            let mut state = self
+                .slot_usage
+                .0
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            if !state.queued.contains(place) {
+                state.queued.push(place.clone());
+            }
+            !std::mem::replace(&mut state.measuring, true)
+        };
+        if !start {
+            return;
+        }
+        let (cache, root) = (self.slot_usage.0.clone(), self.workspace_root.clone());
+        tokio::task::spawn_blocking(move || {
+            loop {
+                let next = {
+                    let mut state = cache.lock().unwrap_or_else(PoisonError::into_inner);
+                    let next = state.queued.pop();
+                    if next.is_none() {
+                        state.measuring = false;
+                    }
+                    next
+                };
+                let Some(place) = next else { return };
+                let bytes = AgentDir::open(&root.join(place.tree.as_str()))
+                    .and_then(|tree| tree.dir(std::path::Path::new(&place.slot)))
+                    .and_then(|workspace| workspace.disk_usage())
+                    .map_or(0, |usage| usage.bytes);
+                cache
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .bytes
+                    .insert(place, bytes);
+            }
         });
     }
 }

@@ -25,10 +25,10 @@ impl Task {
         match event {
             Some(ConversationEvent::Step(step)) => {
                 if step.source == StepSource::User
-                    && step.key.trajectory_id == self.conversation_id
-                    && let Some(message_id) = self.pending_echo.take()
+                    && step.key.trajectory_id == self.record.conversation_id
+                    && let Some(message_id) = self.record.awaiting_echo.take()
                 {
-                    self.user_steps.insert(step.key.index, message_id);
+                    self.record.user_steps.insert(step.key.index, message_id);
                 }
                 let Some(turn) = self.conversation.turn_mut() else {
                     return;
@@ -44,7 +44,7 @@ impl Task {
             Some(ConversationEvent::Trajectory(change)) => {
                 // The harness can start a turn of its own (a backgrounded tool finishing, a
                 // trigger): it is translated like ours.
-                let root = change.trajectory_id == self.conversation_id
+                let root = change.trajectory_id == self.record.conversation_id
                     && change.parent_trajectory_id.is_none();
                 if root
                     && change.status == harness_client::TrajectoryStatus::Running
@@ -118,6 +118,10 @@ impl Task {
         }
         for event in turn.close_turn() {
             self.output.emit(event);
+        }
+        if let Some(place) = &self.record.place {
+            // The list shows the workspace's size as the turn left it.
+            self.ctx.trees.measure_slot(place);
         }
         let exhausted = self.parking.budget_exhausted();
         self.parking.new_turn();
@@ -343,7 +347,7 @@ impl Task {
             &self.ctx.options,
             names,
             self.link.tool_call_ids.clone(),
-            &self.conversation_id,
+            &self.record.conversation_id,
         );
         if let Some(open) = self.conversation.as_open() {
             open.turn = Some(Turn::new(translator));

@@ -85,6 +85,9 @@ impl Task {
             Command::Delete { reply, .. } => {
                 let _ = reply.send(false);
             }
+            Command::Update { reply, .. } => {
+                let _ = reply.send(None);
+            }
             Command::Stop { reply } => {
                 let _ = reply.send(false);
             }

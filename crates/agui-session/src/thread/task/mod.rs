@@ -41,9 +41,7 @@ use super::shared::Shared;
 use super::status::{ThreadHandle, ThreadStatus};
 use crate::backend::ConversationHandle;
 use crate::error::{RunErrorCode, RunFailure};
-use crate::owner::Owner;
-use crate::places::Place;
-use crate::store::{ForwardedIds, LostTurns, PendingTool, UserSteps};
+use crate::store::ThreadRecord;
 use state::{
     ActiveRun, DiskWatch, Exit, Flow, Harnessed, Lease, Moving, Owed, Verdict, WaitingConnect,
     WaitingRun,
@@ -80,16 +78,12 @@ pub(crate) fn spawn(ctx: &Arc<ThreadContext>, thread_id: &str, generation: u64) 
         requests,
         span: span.clone(),
         conversation: Conversation::Closed,
-        conversation_id: uuid::Uuid::new_v4().simple().to_string(),
+        record: ThreadRecord {
+            conversation_id: uuid::Uuid::new_v4().simple().to_string(),
+            ..ThreadRecord::default()
+        },
         harnessed: Harnessed::New,
-        owner: None,
-        place: None,
         moving: None,
-        forwarded: ForwardedIds::default(),
-        user_steps: UserSteps::default(),
-        lost_turns: LostTurns::default(),
-        awaited_turn_lost: false,
-        restart_pending: Vec::new(),
         usage: None,
         parking: Parking::default(),
         output: Output::new(
@@ -101,7 +95,6 @@ pub(crate) fn spawn(ctx: &Arc<ThreadContext>, thread_id: &str, generation: u64) 
         waiting: VecDeque::new(),
         history_waiters: Vec::new(),
         owed: None,
-        pending_echo: None,
         last_activity: Instant::now(),
         lease: if ctx.leases.is_some() {
             Lease::Missing {
@@ -138,24 +131,15 @@ pub(super) struct Task {
     span: tracing::Span,
 
     conversation: Conversation,
-    conversation_id: String,
+    /// What is persisted of the thread, as one value: loaded from the store, written back
+    /// (`persist_as`) and torn down whole. Its `pendingFrontendTools` here are only the calls
+    /// an earlier server left pending (the live ones are the parking's, added on write), and
+    /// `awaitingEcho` is the message whose echo step is awaited.
+    record: ThreadRecord,
     harnessed: Harnessed,
-    /// Whom the thread belongs to (its first run or connect says, or its record).
-    owner: Option<Owner>,
-    /// Where it works (allocated when its first conversation opens).
-    place: Option<Place>,
     /// The workspace of a thread recorded before places existed, or of an earlier owner's
     /// tree: what is moved into its place when it next opens.
     moving: Option<Moving>,
-    forwarded: ForwardedIds,
-    user_steps: UserSteps,
-    /// The root user steps whose turns were lost with the server that ran them.
-    lost_turns: LostTurns,
-    /// The turn of `pending_echo` was lost, and the history that says which step echoed it is
-    /// not read yet.
-    awaited_turn_lost: bool,
-    /// Frontend tool calls that were parked when the server last stopped.
-    restart_pending: Vec<PendingTool>,
     /// The conversation's cumulative usage at the last report.
     usage: Option<UsageMetadata>,
 
@@ -166,8 +150,6 @@ pub(super) struct Task {
     /// Connects waiting for the open that brings the thread's history back.
     history_waiters: Vec<WaitingConnect>,
     owed: Option<Owed>,
-    /// The message id of the prompt whose echo step is awaited.
-    pending_echo: Option<String>,
     last_activity: Instant,
     lease: Lease,
     /// The disk the thread's tree used when the turn began, and when it was last measured.
@@ -260,32 +242,25 @@ impl Task {
             return;
         };
         tracing::info!(conversation_id = %record.conversation_id, "thread returned; resuming its conversation");
-        self.conversation_id = record.conversation_id;
-        self.owner = record.owner;
-        match record.place {
-            Some(place) => self.place = Some(place),
-            None if !record.workspace.as_os_str().is_empty() => {
-                self.moving = Some(Moving::Legacy(record.workspace));
-            }
-            None => {}
+        if record.place.is_none() && !record.workspace.as_os_str().is_empty() {
+            self.moving = Some(Moving::Legacy(record.workspace.clone()));
         }
         self.harnessed = Harnessed::KnownUnread;
-        self.forwarded = record.forwarded;
-        self.user_steps = record.user_steps;
-        self.pending_echo = record.awaiting_echo;
-        self.lost_turns = record.lost_turns;
-        self.awaited_turn_lost = record.awaited_turn_lost;
-        self.restart_pending = record.pending_frontend_tools;
-        if record.turn_in_flight && self.restart_pending.is_empty() {
+        let turn_in_flight = record.turn_in_flight;
+        self.record = record;
+        if turn_in_flight && self.record.pending_frontend_tools.is_empty() {
             // The server that drove the turn stopped (crashed, or a replica died) before it
             // ended. It is not driven again: the model would get the same message twice and
             // its commands would run twice. The next run says so.
             tracing::warn!("the turn in flight when this thread was last served was lost");
             // Its messages in the history are marked: those after its prompt's echo, known now
             // if it was recorded, else once the history is read.
-            match (&self.pending_echo, self.user_steps.newest_step()) {
-                (Some(_), _) => self.awaited_turn_lost = true,
-                (None, Some(step)) => self.lost_turns.insert(step),
+            match (
+                &self.record.awaiting_echo,
+                self.record.user_steps.newest_step(),
+            ) {
+                (Some(_), _) => self.record.awaited_turn_lost = true,
+                (None, Some(step)) => self.record.lost_turns.insert(step),
                 (None, None) => {}
             }
             self.owed = Some(Owed::NextRun(RunFailure::new(
@@ -298,7 +273,10 @@ impl Task {
     async fn command(&mut self, command: Command) -> Flow {
         self.touch();
         match command {
-            Command::Run { .. } | Command::Connect { .. } | Command::Delete { .. }
+            Command::Run { .. }
+            | Command::Connect { .. }
+            | Command::Delete { .. }
+            | Command::Update { .. }
                 if !self.lease.is_ours() =>
             {
                 self.await_lease(command);
@@ -324,6 +302,23 @@ impl Task {
                     let _ = reply.send(false);
                 }
             },
+            Command::Update {
+                owner,
+                patch,
+                reply,
+            } => {
+                let updated = crate::threads::owned_by(&self.record, &owner).then(|| {
+                    if let Some(title) = patch.title {
+                        self.record.title = title;
+                    }
+                    if let Some(archived) = patch.archived {
+                        self.record.archived = archived;
+                    }
+                    self.persist();
+                    self.record.clone()
+                });
+                let _ = reply.send(updated);
+            }
             Command::Hibernate => return self.hibernate().await,
             Command::Shutdown { done } => return Flow::Exit(Exit::Shutdown { done }),
         }
@@ -341,6 +336,7 @@ impl Task {
             return Flow::Exit(Exit::Idle);
         }
         self.conversation.let_go(LetGo::Close).await;
+        self.persist();
         Flow::Continue
     }
 
@@ -480,6 +476,7 @@ impl Task {
         if idle >= options.hibernate_after && self.conversation.is_open() {
             tracing::debug!("hibernating an idle thread");
             self.conversation.let_go(LetGo::Close).await;
+            self.persist();
         }
         Flow::Continue
     }
@@ -497,26 +494,27 @@ impl Task {
             // Never read (its lease was never taken), or another replica may write it now.
             return;
         }
-        let record = crate::store::ThreadRecord {
+        if self.record.created_at == 0 {
+            self.record.created_at = crate::threads::model::now_unix();
+        }
+        self.record.state = self.state();
+        if !matches!(self.harnessed, Harnessed::KnownUnread) {
+            // Until a resumed conversation's history is read, the log is not the thread's.
+            self.record.message_count =
+                u32::try_from(self.output.log_mut().len()).unwrap_or(u32::MAX);
+        }
+        let record = ThreadRecord {
             turn_in_flight,
-            conversation_id: self.conversation_id.clone(),
-            forwarded: self.forwarded.clone(),
             // Calls an earlier server left pending stay recorded until answered, so their late
             // result is recognised on whichever replica the thread moves to next.
             pending_frontend_tools: self
                 .parking
                 .pending_tool_calls()
                 .into_iter()
-                .chain(self.restart_pending.iter().cloned())
+                .chain(self.record.pending_frontend_tools.iter().cloned())
                 .collect(),
-            user_steps: self.user_steps.clone(),
-            awaiting_echo: self.pending_echo.clone(),
-            awaited_turn_lost: self.awaited_turn_lost,
-            lost_turns: self.lost_turns.clone(),
-            owner: self.owner.clone(),
-            place: self.place.clone(),
             workspace: self.legacy_workspace(),
-            ..crate::store::ThreadRecord::default()
+            ..self.record.clone()
         };
         self.ctx.records.put(&self.id, record);
     }
@@ -531,7 +529,22 @@ impl Task {
 
     fn touch(&mut self) {
         self.last_activity = Instant::now();
+        self.record.active_at = crate::threads::model::now_unix();
         self.status.touch();
+    }
+
+    /// Where the thread stands, as its list shows it.
+    fn state(&mut self) -> crate::threads::model::ThreadState {
+        use crate::threads::model::ThreadState;
+        if let Some(what) = self.parking.waiting_for() {
+            ThreadState::Waiting(what)
+        } else if self.conversation.turn().is_some() {
+            ThreadState::Running
+        } else if self.conversation.is_open() {
+            ThreadState::Idle
+        } else {
+            ThreadState::Hibernated
+        }
     }
 
     fn publish_status(&mut self) {
@@ -613,7 +626,9 @@ impl Task {
 
     /// A turn begins: the tree's use now is its baseline (and is measured afresh).
     fn start_disk_watch(&mut self) {
-        let Some(place) = &self.place else { return };
+        let Some(place) = &self.record.place else {
+            return;
+        };
         if self.ctx.options.workspace_max_bytes.is_none() {
             return;
         }
@@ -628,7 +643,8 @@ impl Task {
     /// Stops the turn when it grew the thread's tree past the disk cap.
     fn check_disk(&mut self) {
         self.disk.checked = Instant::now();
-        let (Some(place), Some(cap)) = (&self.place, self.ctx.options.workspace_max_bytes) else {
+        let (Some(place), Some(cap)) = (&self.record.place, self.ctx.options.workspace_max_bytes)
+        else {
             return;
         };
         let used = self.ctx.trees.usage(&place.tree);

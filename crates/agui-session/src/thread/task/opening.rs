@@ -83,8 +83,8 @@ impl Task {
     /// Starts opening the conversation: a thread that needs a new tree waits for a spare
     /// being booted first, if one is.
     async fn start_opening(&mut self, contract: Contract) -> Readiness {
-        if self.place.is_none() {
-            let owner = self.owner.clone().unwrap_or_default();
+        if self.record.place.is_none() {
+            let owner = self.record.owner.clone().unwrap_or_default();
             if self.ctx.trees.should_await_spare(&owner) {
                 let trees = self.ctx.trees.clone();
                 let wait = tokio::spawn(async move { trees.await_spare().await });
@@ -129,7 +129,7 @@ impl Task {
                 &self.ctx.tools,
                 &placement.workspace.path(),
                 &placement.app_data_dir.path(),
-                &self.conversation_id,
+                &self.record.conversation_id,
                 known,
             )
             .build()
@@ -234,7 +234,8 @@ impl Task {
         };
         let info = handle.init_info();
         tracing::info!(conversation_id = %handle.id(), resumed_steps = info.history.len(), "conversation open");
-        if self.harnessed.is_known() && info.history.is_empty() && !self.forwarded.is_empty() {
+        if self.harnessed.is_known() && info.history.is_empty() && !self.record.forwarded.is_empty()
+        {
             // Resumed, yet with none of the turns the thread sent: the harness lost it.
             handle.close().await;
             let failure = self.conversation_lost("it came back with no history");
@@ -246,13 +247,17 @@ impl Task {
             // Resolved here either way: a message the history does not echo never reached the
             // harness, and the next user step belongs to the next message sent.
             let echoes = history::Echoes {
-                user_steps: &mut self.user_steps,
-                lost_turns: &mut self.lost_turns,
-                awaiting_echo: self.pending_echo.take(),
-                awaited_turn_lost: std::mem::take(&mut self.awaited_turn_lost),
+                user_steps: &mut self.record.user_steps,
+                lost_turns: &mut self.record.lost_turns,
+                awaiting_echo: self.record.awaiting_echo.take(),
+                awaited_turn_lost: std::mem::take(&mut self.record.awaited_turn_lost),
             };
-            let rebuilt =
-                history::rebuild(&self.conversation_id, &info.history, translation, echoes);
+            let rebuilt = history::rebuild(
+                &self.record.conversation_id,
+                &info.history,
+                translation,
+                echoes,
+            );
             self.output.adopt_history(rebuilt);
             self.harnessed = Harnessed::Known;
         }
@@ -280,13 +285,13 @@ impl Task {
     /// The conversation the thread knew could not be resumed: said loudly, and the thread
     /// starts a new one (the model no longer knows the earlier turns, and the user is told).
     fn conversation_lost(&mut self, why: &str) -> RunFailure {
-        tracing::error!(conversation_id = %self.conversation_id, why, "the harness lost this thread's conversation; starting a new one");
-        self.conversation_id = uuid::Uuid::new_v4().simple().to_string();
+        tracing::error!(conversation_id = %self.record.conversation_id, why, "the harness lost this thread's conversation; starting a new one");
+        self.record.conversation_id = uuid::Uuid::new_v4().simple().to_string();
         self.harnessed = Harnessed::New;
-        self.user_steps.clear();
-        self.lost_turns.clear();
-        self.pending_echo = None;
-        self.awaited_turn_lost = false;
+        self.record.user_steps.clear();
+        self.record.lost_turns.clear();
+        self.record.awaiting_echo = None;
+        self.record.awaited_turn_lost = false;
         self.persist();
         RunFailure::new(
             RunErrorCode::ConversationLost,

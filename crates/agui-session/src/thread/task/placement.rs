@@ -15,9 +15,9 @@ impl Task {
     pub(super) async fn place_thread(
         &mut self,
     ) -> Result<(Placement, Option<Box<dyn Send + Sync>>), RunFailure> {
-        let owner = self.owner.clone().unwrap_or_default();
+        let owner = self.record.owner.clone().unwrap_or_default();
         let trees = self.ctx.trees.clone();
-        if let Some(place) = self.place.clone() {
+        if let Some(place) = self.record.place.clone() {
             let (owner, id) = (owner.clone(), self.id.clone());
             let placement = off_runtime(move || trees.placement(&owner, &id, &place)).await?;
             return placement
@@ -56,7 +56,7 @@ impl Task {
                     }
                 }
             };
-            let (to, conversation) = (placement.clone(), self.conversation_id.clone());
+            let (to, conversation) = (placement.clone(), self.record.conversation_id.clone());
             off_runtime(move || migrate::move_into(&from, &to, &conversation))
                 .await?
                 .map_err(|e| {
@@ -69,7 +69,7 @@ impl Task {
             self.moving = None;
         }
         tracing::info!(tree = %place.tree, slot = %place.slot, %owner, spare = hold.is_some(), "the thread has its place");
-        self.place = Some(place);
+        self.record.place = Some(place);
         self.persist();
         Ok((placement, hold))
     }

@@ -45,18 +45,18 @@ impl Task {
     /// before callers had identities) passes to the first identity that uses it, its
     /// directories with it. Any other owner is refused.
     fn adopt_owner(&mut self, owner: &Owner) -> Result<(), RunFailure> {
-        match &self.owner {
+        match &self.record.owner {
             None => {
-                self.owner = Some(owner.clone());
+                self.record.owner = Some(owner.clone());
                 Ok(())
             }
             Some(current) if current == owner => Ok(()),
             Some(current) if current.is_local() => {
                 tracing::info!(%owner, "a thread of the local owner now belongs to an identity; its directories move to that identity's tree");
-                if let Some(place) = self.place.take() {
+                if let Some(place) = self.record.place.take() {
                     self.moving = Some(Moving::From(place, current.clone()));
                 }
-                self.owner = Some(owner.clone());
+                self.record.owner = Some(owner.clone());
                 Ok(())
             }
             Some(current) => Err(RunFailure::new(
@@ -121,24 +121,25 @@ impl Task {
             .shared
             .adopt(input.state.as_ref(), input.context.clone());
         let deduplicate = self.ctx.options.deduplicate_tool_calls;
-        let forwarded = &self.forwarded;
+        let forwarded = &self.record.forwarded;
         let applied = answers::apply(
             &mut self.parking,
             &input,
-            &self.restart_pending,
+            &self.record.pending_frontend_tools,
             |id| forwarded.contains(id),
             deduplicate,
         );
         // A call left pending by an earlier server gets one result: once answered it is
         // forgotten, so a second message for it (from a rebuilt history) is not delivered again.
-        self.restart_pending
+        self.record
+            .pending_frontend_tools
             .retain(|p| !applied.answered_calls.contains(&p.tool_call_id));
         let limits = PromptLimits {
             max_attachment_bytes: self.ctx.options.max_attachment_bytes,
         };
         let mut prompt = prompt::newest_unforwarded_with(
             &input.messages,
-            |id| self.forwarded.contains(id),
+            |id| self.record.forwarded.contains(id),
             &limits,
         );
         if !applied.late_results.is_empty() {
@@ -156,7 +157,7 @@ impl Task {
         if prompt.is_some() && applied.resolved == 0 && applied.late_results.is_empty() {
             // A new message instead of an answer: a call an earlier server left pending is
             // given up with the parked ones.
-            self.restart_pending.clear();
+            self.record.pending_frontend_tools.clear();
         }
         let mut released = applied.resolved;
         if prompt.is_some() && applied.resolved == 0 {
@@ -422,11 +423,14 @@ impl Task {
         if self.harnessed == Harnessed::New {
             self.harnessed = Harnessed::Known;
         }
-        self.forwarded.record(prompt.message_id.clone());
+        self.record.forwarded.record(prompt.message_id.clone());
         for id in consumed {
-            self.forwarded.record(id);
+            self.record.forwarded.record(id);
         }
-        self.pending_echo = Some(prompt.message_id);
+        self.record.awaiting_echo = Some(prompt.message_id);
+        if self.record.title.is_empty() {
+            self.record.title = crate::threads::model::title_from(&prompt.text);
+        }
         self.persist();
     }
 
@@ -557,6 +561,7 @@ fn with_late_results(prompt: Option<Prompt>, notes: &[String], consumed: &[Strin
             message_id: consumed.first().cloned().unwrap_or_default(),
             input: harness_proto::lh::UserInput { parts: vec![text] },
             notes: Vec::new(),
+            text: String::new(),
         },
     }
 }

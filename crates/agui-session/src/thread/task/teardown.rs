@@ -125,11 +125,8 @@ impl Task {
     /// Removes the thread's record and files (its conversation is let go already).
     async fn remove_record_and_files(&mut self) {
         let record = crate::store::ThreadRecord {
-            conversation_id: self.conversation_id.clone(),
-            owner: self.owner.clone(),
-            place: self.place.clone(),
             workspace: self.legacy_workspace(),
-            ..crate::store::ThreadRecord::default()
+            ..self.record.clone()
         };
         self.ctx.records.remove(&self.id).await;
         let trees = self.ctx.trees.clone();
@@ -147,7 +144,10 @@ impl Task {
         }
         for command in late {
             match command {
-                Command::Run { .. } | Command::Connect { .. } | Command::Delete { .. } => {
+                Command::Run { .. }
+                | Command::Connect { .. }
+                | Command::Delete { .. }
+                | Command::Update { .. } => {
                     self.ctx.registry.hand_back(&self.id, command);
                 }
                 Command::Stop { reply } => {

@@ -1,0 +1,140 @@
+//! What every route of the server shares: its state ([`AppState`]), each mounted agent as its
+//! routes see it ([`Endpoint`], with the runs each identity has in flight), the caller's owner,
+//! and how a request is refused before anything runs.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use agui_session::Agent;
+use agui_types::AgentCapabilities;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde_json::json;
+
+use crate::access::{AccessPolicy, Caller};
+use crate::metrics::Metrics;
+use crate::owners::ThreadOwners;
+
+/// Request handling settings.
+#[derive(Debug, Clone)]
+pub(crate) struct HttpOptions {
+    /// Which hosts, pages (also the CORS headers) and credentials are accepted.
+    pub(crate) access: AccessPolicy,
+    /// Largest request body.
+    pub(crate) max_body_bytes: usize,
+    /// SSE keep-alive interval.
+    pub(crate) keep_alive: Duration,
+}
+
+/// One mounted agent, as its routes see it.
+pub(crate) struct Endpoint {
+    pub(crate) agent: Agent,
+    pub(crate) capabilities: AgentCapabilities,
+    /// Who owns which thread, when callers have identities.
+    pub(crate) owners: Option<Arc<ThreadOwners>>,
+    /// Runs in flight per identity (bounded), when callers have identities.
+    pub(crate) runs: Option<Arc<RunsInFlight>>,
+}
+
+impl Endpoint {
+    /// The agent it serves.
+    pub(crate) fn agent(&self) -> &Agent {
+        &self.agent
+    }
+}
+
+/// The runs (and connects) each identity has in flight, at most `max` each.
+pub(crate) struct RunsInFlight {
+    pub(crate) max: usize,
+    counts: std::sync::Mutex<std::collections::HashMap<String, usize>>,
+}
+
+/// One run counted against its identity until dropped (its stream ended).
+pub(crate) struct RunSlot {
+    runs: Arc<RunsInFlight>,
+    identity: String,
+}
+
+impl RunsInFlight {
+    pub(crate) fn new(max: usize) -> Arc<Self> {
+        Arc::new(Self {
+            max: max.max(1),
+            counts: Default::default(),
+        })
+    }
+
+    /// A slot for one more run of `identity`; `None` at its limit.
+    pub(crate) fn take(self: &Arc<Self>, identity: &str) -> Option<RunSlot> {
+        let mut counts = self.counts.lock().unwrap_or_else(|p| p.into_inner());
+        let n = counts.entry(identity.to_owned()).or_default();
+        if *n >= self.max {
+            return None;
+        }
+        *n += 1;
+        Some(RunSlot {
+            runs: self.clone(),
+            identity: identity.to_owned(),
+        })
+    }
+}
+
+impl Drop for RunSlot {
+    fn drop(&mut self) {
+        let mut counts = self.runs.counts.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(n) = counts.get_mut(&self.identity) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                counts.remove(&self.identity);
+            }
+        }
+    }
+}
+
+#[derive(Clone)]
+pub(crate) struct AppState {
+    pub(crate) options: Arc<HttpOptions>,
+    pub(crate) metrics: Arc<Metrics>,
+    pub(crate) agents: Arc<Vec<(String, Agent)>>,
+}
+
+impl AppState {
+    /// The request metrics (refusals are counted there).
+    pub(crate) fn metrics(&self) -> &Metrics {
+        &self.metrics
+    }
+
+    /// How often a stream with nothing to send says so.
+    pub(crate) fn keep_alive(&self) -> Duration {
+        self.options.keep_alive
+    }
+}
+
+/// An error before a run started: the status and a JSON body saying what to fix.
+pub(crate) fn reject(
+    metrics: &Metrics,
+    status: StatusCode,
+    error: &str,
+    detail: String,
+) -> Response {
+    metrics.rejected(status.as_u16());
+    tracing::info!(status = status.as_u16(), error, %detail, "request refused");
+    let mut response = (
+        status,
+        axum::Json(json!({"error": error, "detail": detail})),
+    )
+        .into_response();
+    if status == StatusCode::UNAUTHORIZED {
+        response
+            .headers_mut()
+            .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+    }
+    response
+}
+
+/// The owner a caller's threads belong to: its identity, or the local owner.
+pub(crate) fn owner_of(caller: &Caller) -> agui_session::Owner {
+    caller
+        .identity
+        .as_deref()
+        .map_or_else(agui_session::Owner::local, agui_session::Owner::named)
+}

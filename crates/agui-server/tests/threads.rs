@@ -1,0 +1,258 @@
+//! Threads as resources of their owner (issue 38), against a real `agui-antigravity serve` with
+//! the real harness, the scripted model and two owners, alice and bob: the list (paged, titled by
+//! the first message), one thread, renaming and archiving, deletion, another owner's 404, the
+//! stream of changes, and the same list from another replica sharing the save dir.
+//!
+//! Needs the harness binary (`ANTIGRAVITY_HARNESS_PATH` or `cargo xtask fetch-harness`).
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use futures_util::StreamExt as _;
+use serde_json::{Value, json};
+use support::served::{Served, Start, token};
+
+fn client() -> reqwest::Client {
+    reqwest::Client::new()
+}
+
+async fn get(served: &Served, owner: &str, path: &str) -> (u16, Value) {
+    let response = client()
+        .get(format!("http://{}{path}", served.addr))
+        .bearer_auth(token(owner))
+        .send()
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap_or(Value::Null))
+}
+
+async fn patch(served: &Served, owner: &str, thread: &str, body: Value) -> (u16, Value) {
+    let response = client()
+        .patch(format!("http://{}/threads/{thread}", served.addr))
+        .bearer_auth(token(owner))
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap_or(Value::Null))
+}
+
+fn ids(list: &Value) -> Vec<String> {
+    list["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["id"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[tokio::test]
+async fn an_owner_lists_reads_renames_archives_and_deletes_their_threads_and_another_gets_404() {
+    let served = Served::start(Start::default()).await;
+    served.say("alice", "a1", "echo first > notes.txt").await;
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    served.say("alice", "a2", "echo second").await;
+    served.say("bob", "b1", "echo bob").await;
+
+    let (status, list) = get(&served, "alice", "/threads").await;
+    assert_eq!(status, 200, "{list}");
+    assert_eq!(ids(&list), ["a2", "a1"], "newest activity first: {list}");
+    assert_eq!(list["nextCursor"], Value::Null);
+    let a1 = &list["threads"][1];
+    assert_eq!(a1["title"], "echo first > notes.txt");
+    assert_eq!(a1["archived"], false);
+    assert!(a1["messageCount"].as_u64().unwrap() >= 2, "{a1}");
+    assert!(
+        ["idle", "hibernated"].contains(&a1["status"].as_str().unwrap()),
+        "{a1}"
+    );
+    assert!(a1["createdAt"].as_str().unwrap().ends_with('Z'), "{a1}");
+    // The workspace's size shows once measured (after the turn, in the background).
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while get(&served, "alice", "/threads/a1").await.1["workspaceBytes"] == 0 {
+        assert!(
+            Instant::now() < deadline,
+            "the workspace was never measured"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    // Paged: one at a time, each once.
+    let (_, first) = get(&served, "alice", "/threads?limit=1").await;
+    assert_eq!(ids(&first), ["a2"]);
+    let cursor = first["nextCursor"].as_str().unwrap().to_owned();
+    let (_, second) = get(
+        &served,
+        "alice",
+        &format!("/threads?limit=1&cursor={cursor}"),
+    )
+    .await;
+    assert_eq!(ids(&second), ["a1"]);
+    assert_eq!(second["nextCursor"], Value::Null);
+    for bad in [
+        "/threads?limit=0",
+        "/threads?limit=201",
+        "/threads?cursor=nope",
+        "/threads?archived=maybe",
+        "/threads?colour=red",
+    ] {
+        assert_eq!(get(&served, "alice", bad).await.0, 400, "{bad}");
+    }
+
+    // Bob sees his own only, and none of alice's.
+    assert_eq!(ids(&get(&served, "bob", "/threads").await.1), ["b1"]);
+    assert_eq!(get(&served, "bob", "/threads/a1").await.0, 404);
+    assert_eq!(
+        patch(&served, "bob", "a1", json!({"title": "bob's"}))
+            .await
+            .0,
+        404
+    );
+    assert_eq!(get(&served, "alice", "/threads/nope").await.0, 404);
+
+    // Rename and archive.
+    let (status, renamed) = patch(&served, "alice", "a1", json!({"title": "  Notes  "})).await;
+    assert_eq!(status, 200, "{renamed}");
+    assert_eq!(renamed["title"], "Notes");
+    for bad in [
+        json!({}),
+        json!({"title": ""}),
+        json!({"title": "x".repeat(201)}),
+        json!({"colour": "red"}),
+    ] {
+        assert_eq!(
+            patch(&served, "alice", "a1", bad.clone()).await.0,
+            422,
+            "{bad}"
+        );
+    }
+    let (_, archived) = patch(&served, "alice", "a1", json!({"archived": true})).await;
+    assert_eq!(archived["archived"], true);
+    assert_eq!(ids(&get(&served, "alice", "/threads").await.1), ["a2"]);
+    assert_eq!(
+        ids(&get(&served, "alice", "/threads?archived=true").await.1),
+        ["a1"]
+    );
+    assert_eq!(
+        ids(&get(&served, "alice", "/threads?archived=all").await.1).len(),
+        2
+    );
+    assert_eq!(
+        get(&served, "alice", "/threads/a1").await.1["title"],
+        "Notes"
+    );
+
+    // Delete: gone from the list.
+    let deleted = client()
+        .delete(format!("http://{}/threads/a2", served.addr))
+        .bearer_auth(token("alice"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(deleted.status(), 200);
+    assert!(ids(&get(&served, "alice", "/threads?archived=all").await.1) == ["a1"]);
+}
+
+/// The `event: thread` events of a stream, as JSON, until `stop` says so or 30 s pass.
+async fn watch(served: &Served, owner: &str) -> impl futures_util::Stream<Item = Value> {
+    let response = client()
+        .get(format!("http://{}/threads/events", served.addr))
+        .bearer_auth(token(owner))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(
+        response.headers()["content-type"].to_str().unwrap(),
+        "text/event-stream"
+    );
+    let mut buffer = String::new();
+    response
+        .bytes_stream()
+        .map(move |chunk| {
+            buffer.push_str(&String::from_utf8_lossy(&chunk.unwrap()));
+            let mut events = Vec::new();
+            while let Some(end) = buffer.find("\n\n") {
+                let event: String = buffer.drain(..end + 2).collect();
+                if let Some(data) = event
+                    .lines()
+                    .find_map(|l| l.strip_prefix("data: "))
+                    .filter(|_| event.starts_with("event: thread"))
+                {
+                    events.push(serde_json::from_str::<Value>(data).unwrap());
+                }
+            }
+            futures_util::stream::iter(events)
+        })
+        .flatten()
+}
+
+#[tokio::test]
+async fn the_event_stream_tells_its_owner_of_threads_made_running_and_deleted_and_nothing_of_others()
+ {
+    let served = Served::start(Start::default()).await;
+    let events = watch(&served, "alice").await;
+    tokio::pin!(events);
+    served.say("bob", "b1", "echo bob").await;
+    served.say("alice", "a1", "sleep 1; echo done").await;
+    let deleted = client()
+        .delete(format!("http://{}/threads/a1", served.addr))
+        .bearer_auth(token("alice"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(deleted.status(), 200);
+    let mut seen = Vec::new();
+    while !seen.contains(&"deleted".to_owned()) {
+        let event = tokio::time::timeout(Duration::from_secs(30), events.next())
+            .await
+            .expect("an event within 30 s")
+            .expect("the stream goes on");
+        assert_eq!(event["thread"]["id"], "a1", "only alice's: {event}");
+        let kind = event["type"].as_str().unwrap().to_owned();
+        if let Some(status) = event["thread"]["status"].as_str() {
+            seen.push(format!("{kind}:{status}"));
+        }
+        seen.push(kind);
+    }
+    assert!(seen.iter().any(|s| s == "created"), "{seen:?}");
+    assert!(
+        seen.iter().any(|s| s.ends_with(":running")),
+        "the turn was seen running: {seen:?}"
+    );
+    assert!(seen.iter().any(|s| s == "deleted"), "{seen:?}");
+}
+
+#[tokio::test]
+async fn another_replica_lists_and_reads_the_threads_the_first_served() {
+    let first = Served::start(Start {
+        args: &["--replica-id", "r1"],
+        ..Start::default()
+    })
+    .await;
+    let second = Served::start(Start {
+        args: &["--replica-id", "r2"],
+        replica_of: Some(&first),
+        ..Start::default()
+    })
+    .await;
+    first
+        .say("alice", "a1", "echo from the first replica")
+        .await;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let (status, list) = get(&second, "alice", "/threads").await;
+        assert_eq!(status, 200);
+        if ids(&list) == ["a1"] && list["threads"][0]["title"] == "echo from the first replica" {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{list}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let (status, one) = get(&second, "alice", "/threads/a1").await;
+    assert_eq!(status, 200, "{one}");
+    assert_eq!(get(&second, "bob", "/threads/a1").await.0, 404);
+}
