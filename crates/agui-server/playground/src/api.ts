@@ -2,7 +2,7 @@
 // bearer token on every request and one retry after the user enters a token on a 401.
 import { subRoute, token } from "./agent";
 
-/** An HTTP failure with the server's message (`{"error": "…"}`) when it sent one. */
+/** An HTTP failure with the server's message (`{"error": "…", "detail"?: "…"}`) when it sent one. */
 export class ApiError extends Error {
   constructor(
     readonly status: number,
@@ -41,8 +41,9 @@ export async function ensureOk(res: Response, what: string): Promise<Response> {
   if (res.ok) return res;
   let message = `${what}: HTTP ${res.status}`;
   try {
-    const body = (await res.json()) as { error?: unknown };
-    if (typeof body?.error === "string" && body.error) message = `${what}: ${body.error}`;
+    const body = (await res.json()) as { error?: unknown; detail?: unknown };
+    const said = [body?.error, body?.detail].filter((part) => typeof part === "string" && part);
+    if (said.length) message = `${what}: ${said.join(": ")}`;
   } catch {
     // Not JSON: the status says enough.
   }

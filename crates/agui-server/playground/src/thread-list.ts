@@ -54,6 +54,8 @@ export class ThreadListView {
   private query = "";
   private editing: { id: string; input: HTMLInputElement } | undefined;
   private menu: HTMLElement | undefined;
+  /** The thread whose menu is open. */
+  private menuFor: string | undefined;
   private readonly more: HTMLElement;
   private readonly moreButton: HTMLButtonElement;
   private readonly moreNote: HTMLElement;
@@ -93,15 +95,12 @@ export class ThreadListView {
       if (event.key === "Escape") this.closeMenu();
     });
     // "5 min ago" grows old.
-    setInterval(() => {
-      if (!this.menu) this.render();
-    }, 60_000);
+    setInterval(() => this.render(), 60_000);
   }
 
   render(): void {
     // Not while a title is edited (it would lose its input): editing ends with a render.
     if (this.editing) return;
-    this.menu = undefined;
     const all = this.index.visible();
     const shown = this.query ? all.filter((t) => (t.title || "untitled").toLowerCase().includes(this.query)) : all;
     const items: HTMLElement[] = shown.map((t) => this.item(t));
@@ -119,6 +118,10 @@ export class ThreadListView {
           : "";
     this.moreNote.classList.toggle("error", Boolean(this.index.error));
     items.push(this.more);
+    // An open menu stays open on its thread's new row (live events re-render the list).
+    const menuRow = this.menu && items.find((li) => li.dataset.threadId === this.menuFor);
+    if (this.menu && menuRow) menuRow.append(this.menu);
+    else this.closeMenu();
     this.list.replaceChildren(...items);
     // Observed afresh: its first report says whether it is in view now (a page that did not fill
     // the list loads the next one).
@@ -167,7 +170,7 @@ export class ThreadListView {
     const open = this.menu?.parentElement === li;
     this.closeMenu();
     if (open) return;
-    const item = (label: string, run: () => void, danger = false) =>
+    const item = (label: string, run: (row: HTMLElement, current: ThreadSummary) => void, danger = false) =>
       h(
         "button",
         {
@@ -176,8 +179,10 @@ export class ThreadListView {
           class: danger ? "danger-text" : "",
           onclick: (event: Event) => {
             event.stopPropagation();
+            // The row may have been drawn again since the menu opened: its current one.
+            const row = this.menu?.parentElement;
             this.closeMenu();
-            run();
+            run(row ?? li, this.index.get(thread.id) ?? thread);
           },
         },
         label,
@@ -185,10 +190,11 @@ export class ThreadListView {
     this.menu = h(
       "div",
       { class: "thread-menu", role: "menu" },
-      item("Rename", () => this.startRename(li, thread)),
-      item(thread.archived ? "Unarchive" : "Archive", () => void this.archive(thread)),
-      item("Delete…", () => void this.remove(thread), true),
+      item("Rename", (row, current) => this.startRename(row, current)),
+      item(thread.archived ? "Unarchive" : "Archive", (_, current) => void this.archive(current)),
+      item("Delete…", (_, current) => void this.remove(current), true),
     );
+    this.menuFor = thread.id;
     li.append(this.menu);
     this.menu.querySelector("button")?.focus();
   }
@@ -196,6 +202,7 @@ export class ThreadListView {
   private closeMenu(): void {
     this.menu?.remove();
     this.menu = undefined;
+    this.menuFor = undefined;
   }
 
   private startRename(li: HTMLElement, thread: ThreadSummary): void {

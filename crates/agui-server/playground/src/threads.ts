@@ -208,6 +208,8 @@ export class ThreadIndex {
         }
         await ensureOk(res, "Could not follow the threads");
         opened = true;
+        // Says the list is live (tests wait for it before another client acts).
+        document.body.dataset.threadsLive = "true";
         if (!first) await this.reload();
         first = false;
         pause = 1_000;
@@ -217,6 +219,7 @@ export class ThreadIndex {
       } catch {
         // The stream broke (server restarted, network): try again below.
       }
+      delete document.body.dataset.threadsLive;
       if (!opened) pause = Math.min(pause * 2, 15_000);
       await new Promise((resolve) => setTimeout(resolve, pause));
     }
