@@ -1,6 +1,7 @@
 //! The Debian packages the test suites need beside the harness and the Node packages: headless
 //! Chromium and its driver (the browser suite and the CopilotKit example's tests), a font for
-//! its screenshots, and nginx (the replicas end-to-end test).
+//! its screenshots, nginx (the replicas end-to-end test) and libfaketime (a server started days
+//! later, for the retention tests).
 //!
 //! `cargo xtask test` installs what is missing with apt-get when it runs as root, as it installs
 //! the harness with pip and the Node packages with npm, so the README's test command works on a
@@ -32,6 +33,10 @@ const PACKAGES: &[Package] = &[
     Package {
         name: "fonts-dejavu-core",
         installs: &["/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"],
+    },
+    Package {
+        name: "faketime",
+        installs: &["/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"],
     },
     Package {
         name: "nginx-light",

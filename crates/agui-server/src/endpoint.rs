@@ -13,7 +13,6 @@ use serde_json::json;
 
 use crate::access::{AccessPolicy, Caller};
 use crate::metrics::Metrics;
-use crate::owners::ThreadOwners;
 
 /// Request handling settings.
 #[derive(Debug, Clone)]
@@ -30,8 +29,9 @@ pub(crate) struct HttpOptions {
 pub(crate) struct Endpoint {
     pub(crate) agent: Agent,
     pub(crate) capabilities: AgentCapabilities,
-    /// Who owns which thread, when callers have identities.
-    pub(crate) owners: Option<Arc<ThreadOwners>>,
+    /// The threads one identity may own, when callers have identities (who owns which
+    /// thread is the agent's to say: `Agent::admit_as`).
+    pub(crate) max_threads: Option<usize>,
     /// Runs in flight per identity (bounded), when callers have identities.
     pub(crate) runs: Option<Arc<RunsInFlight>>,
 }

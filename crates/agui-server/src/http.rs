@@ -32,9 +32,9 @@ use crate::build::MountedAgent;
 use crate::endpoint::{AppState, Endpoint, HttpOptions, RunSlot, RunsInFlight, owner_of, reject};
 use crate::ids::valid_thread_id;
 use crate::metrics::Metrics;
-use crate::owners::{Admission, ThreadOwners};
 use crate::routing::RoutedThread;
 use crate::stream::EventBody;
+use agui_session::Admission;
 
 /// A run's events with its slot held until the stream ends.
 struct Counted<S> {
@@ -111,16 +111,9 @@ fn agent_routes(mounted: &MountedAgent, access: &AccessPolicy) -> Router<AppStat
     let endpoint = Arc::new(Endpoint {
         agent: mounted.agent.clone(),
         capabilities: crate::capabilities::derive(&mounted.agent, mounted.demo, &mounted.sandbox),
-        owners: access.has_identities().then(|| {
-            Arc::new(ThreadOwners::new(
-                mounted
-                    .agent
-                    .options()
-                    .save_dir
-                    .join(crate::owners::OWNERS_DIR),
-                mounted.owner_limits.max_threads,
-            ))
-        }),
+        max_threads: access
+            .has_identities()
+            .then_some(mounted.owner_limits.max_threads),
         runs: access
             .has_identities()
             .then(|| RunsInFlight::new(mounted.owner_limits.max_runs)),
@@ -298,7 +291,7 @@ pub(crate) async fn admit_thread(
     caller: &Caller,
     thread_id: &str,
 ) -> Result<(), Response> {
-    let Some(owners) = &endpoint.owners else {
+    let Some(max_threads) = endpoint.max_threads else {
         return Ok(());
     };
     let Some(identity) = caller.identity.as_deref() else {
@@ -310,7 +303,12 @@ pub(crate) async fn admit_thread(
             "this server needs to know who is calling".into(),
         ));
     };
-    match owners.admit(thread_id, identity).await {
+    let owner = owner_of(caller);
+    match endpoint
+        .agent
+        .admit_as(&owner, thread_id, max_threads)
+        .await
+    {
         Ok(Admission::Yours) => Ok(()),
         Ok(Admission::LimitReached(limit)) => Err(reject(
             &state.metrics,
@@ -462,12 +460,7 @@ async fn delete(mut request: PostRequest) -> Response {
     };
     let owner = owner_of(&request.caller);
     match request.endpoint.agent.delete_as(&owner, &thread_id).await {
-        Ok(true) => {
-            if let Some(owners) = &request.endpoint.owners {
-                owners.forget(&thread_id).await;
-            }
-            axum::Json(json!({"deleted": true})).into_response()
-        }
+        Ok(true) => axum::Json(json!({"deleted": true})).into_response(),
         Ok(false) => unknown_thread(&request, &thread_id),
         Err(agui_session::ThreadError::UnknownThread(thread)) => unknown_thread(&request, &thread),
     }

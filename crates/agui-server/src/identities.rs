@@ -42,9 +42,7 @@ pub(crate) async fn migrate(
 ) -> Result<(), ServerError> {
     let (dir, tokens) = (save_dir.to_owned(), auth_tokens.clone());
     let migrated = tokio::task::spawn_blocking(move || {
-        agui_session::migrate_identities(&dir, &[crate::owners::OWNERS_DIR], &|bare| {
-            namespaced(bare, &tokens)
-        })
+        agui_session::migrate_identities(&dir, &|bare| namespaced(bare, &tokens))
     })
     .await
     .map_err(|e| ServerError::Config(format!("the identity migration stopped: {e}")))??;

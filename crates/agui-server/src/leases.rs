@@ -16,6 +16,7 @@
 //! hands an idle thread over; a request older than a lease's lifetime is forgotten (its asker
 //! gave up), and the asker removes it once it holds the lease.
 
+use sha2::Digest as _;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -87,7 +88,8 @@ impl FileLeases {
     }
 
     fn path_of(&self, thread_id: &str) -> PathBuf {
-        self.dir.join(crate::owners::file_name(thread_id))
+        let digest = sha2::Sha256::digest(thread_id.as_bytes());
+        self.dir.join(format!("{}.json", hex::encode(digest)))
     }
 
     fn wanted_path_of(&self, thread_id: &str) -> PathBuf {

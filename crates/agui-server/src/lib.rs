@@ -41,7 +41,6 @@ mod layers;
 mod leases;
 mod metrics;
 pub mod model_proxy;
-mod owners;
 mod playground;
 mod routing;
 pub mod sandbox;

@@ -450,3 +450,69 @@ async fn a_writer_to_an_unlinked_file_is_stopped_at_the_disk_cap() {
         "the writer finished instead of being stopped"
     );
 }
+
+/// libfaketime, which the test command installs (Debian's `faketime`).
+const LIBFAKETIME: &str = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1";
+
+/// Issue 39's reproduction: an identity at its thread limit whose threads passed their
+/// retention may make new ones — the retention sweep releases each thread's owner with its
+/// record (the owner files stayed before, and the identity got 429 with no thread left).
+#[tokio::test]
+async fn threads_forgotten_past_their_retention_no_longer_count_against_their_owner() {
+    assert!(
+        std::path::Path::new(LIBFAKETIME).exists(),
+        "{LIBFAKETIME} is missing: `apt-get install faketime` (cargo xtask test installs it)"
+    );
+    let limits = [
+        "--max-threads-per-owner",
+        "2",
+        "--thread-retention-days",
+        "1",
+    ];
+    let mut first = Served::start(Start {
+        args: &limits,
+        ..Start::default()
+    })
+    .await;
+    first.say("alice", "a1", "echo one").await;
+    first.say("alice", "a2", "echo two").await;
+    let third = || {
+        let addr = first.addr.clone();
+        async move {
+            reqwest::Client::new()
+                .post(format!("http://{addr}/"))
+                .bearer_auth(token("alice"))
+                .json(&serde_json::json!({"threadId": "a3", "runId": "r", "messages": [{"id": "m3", "role": "user", "content": "echo three"}]}))
+                .send()
+                .await
+                .unwrap()
+                .status()
+                .as_u16()
+        }
+    };
+    assert_eq!(third().await, 429, "alice is at her limit");
+    first.stop();
+    // Three days on: the retention sweep of the next server forgets both threads.
+    let later = Served::start(Start {
+        args: &limits,
+        env: &[("LD_PRELOAD", LIBFAKETIME), ("FAKETIME", "+3d")],
+        replica_of: Some(&first),
+        ..Start::default()
+    })
+    .await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while later
+        .log()
+        .matches("removing a thread past its retention")
+        .count()
+        < 2
+    {
+        assert!(Instant::now() < deadline, "{}", later.log());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let out = later.say("alice", "a3", "echo three").await;
+    assert!(
+        out.contains("three"),
+        "a new thread once the old ones are forgotten: {out}"
+    );
+}

@@ -16,6 +16,7 @@ use crate::lease::ThreadLeases;
 use crate::options::AgentOptions;
 use crate::owner::Owner;
 use crate::places::Isolation;
+use crate::store::owners::Admission;
 use crate::store::{RecordWriter, StoreLimits, ThreadStore};
 use crate::thread::command::Command;
 use crate::thread::context::ThreadContext;
@@ -114,6 +115,23 @@ impl Agent {
                 ttl: options.remember_threads_for,
             },
         )?;
+        let records = RecordWriter::start(store);
+        let legacy = options
+            .save_dir
+            .join(crate::store::owners::LEGACY_OWNERS_DIR);
+        match records.adopt_legacy_claims(&legacy) {
+            Ok(0) => {}
+            Ok(moved) => tracing::info!(
+                moved,
+                "moved the thread owners an earlier version kept beside the thread records"
+            ),
+            Err(source) => {
+                return Err(SessionError::Io {
+                    action: format!("move the thread owners of {}", legacy.display()),
+                    source,
+                });
+            }
+        }
         let isolation = backend.0.isolation();
         let trees = Arc::new(Trees::open(
             &options.save_dir,
@@ -124,15 +142,8 @@ impl Agent {
         ));
         let warm_up = (options.warm_up_endpoint.clone())
             .map(|endpoint| crate::contract::warm_up(&options, &tools, endpoint));
-        let (ctx, returns) = ThreadContext::new(
-            options,
-            backend,
-            tools,
-            trees,
-            RecordWriter::start(store),
-            leases,
-            warm_up,
-        );
+        let (ctx, returns) =
+            ThreadContext::new(options, backend, tools, trees, records, leases, warm_up);
         let ctx = Arc::new(ctx);
         tokio::spawn(sweep_store(Arc::downgrade(&ctx)));
         tokio::spawn(redeliver(Arc::downgrade(&ctx), returns));
@@ -244,6 +255,16 @@ impl Agent {
     /// someone else.
     pub async fn delete_as(&self, owner: &Owner, thread_id: &str) -> Result<bool, ThreadError> {
         if !knows(&self.ctx, thread_id).await {
+            // Claimed by its owner, but its first run never wrote a record: its id is freed.
+            if let Some(identity) = owner.identity()
+                && self
+                    .ctx
+                    .records
+                    .release_unrecorded(thread_id, identity)
+                    .await
+            {
+                return Ok(true);
+            }
             return Err(ThreadError::UnknownThread(thread_id.to_owned()));
         }
         let (reply, deleted) = oneshot::channel();
@@ -326,6 +347,30 @@ impl Agent {
             .as_ref()
             .map_or(0, |place| self.ctx.trees.slot_usage(place));
         crate::threads::summary(thread_id, record, live, self.ctx.leases.is_some(), bytes)
+    }
+
+    /// Whether `owner` may use `thread_id`: it owns it, or nobody does and `owner` claims it
+    /// now — unless `owner` holds `max_threads` threads already. The one record of who owns a
+    /// thread, kept beside the thread's record (so every replica agrees, and a claim goes with
+    /// its thread when the thread is deleted or forgotten past its retention). The local owner
+    /// (no identity) owns every thread.
+    pub async fn admit_as(
+        &self,
+        owner: &Owner,
+        thread_id: &str,
+        max_threads: usize,
+    ) -> Result<Admission, SessionError> {
+        let Some(identity) = owner.identity() else {
+            return Ok(Admission::Yours);
+        };
+        self.ctx
+            .records
+            .admit(thread_id, identity, max_threads)
+            .await
+            .map_err(|source| SessionError::Io {
+                action: format!("claim the thread `{thread_id}` for `{owner}`"),
+                source,
+            })
     }
 
     /// Whether the agent knows the thread (live, or remembered in its store).

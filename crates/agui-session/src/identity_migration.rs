@@ -67,8 +67,9 @@ pub struct IdentityMigration {
 }
 
 /// Renames every identity stored under `save_dir` by `rename`, once: in thread records, tree
-/// markers, tree claims and the JSON files (objects with an `owner` field) of each folder of
-/// `owner_files` (relative to `save_dir`). The local owner (no identity) stays as it is.
+/// markers, tree claims and the thread owners an earlier version kept in `owners/` (moved
+/// beside the thread records by the next [`Agent`](crate::Agent)). The local owner (no
+/// identity) stays as it is.
 ///
 /// Call it at start, before an [`Agent`](crate::Agent) opens `save_dir`, and with the same
 /// `rename` on every replica sharing it. `rename` must give each identity a new one, never
@@ -76,9 +77,9 @@ pub struct IdentityMigration {
 /// blocks (file I/O, and waiting for another process's migration of the same save dir).
 pub fn migrate_identities(
     save_dir: &Path,
-    owner_files: &[&str],
     rename: &dyn Fn(&str) -> String,
 ) -> Result<IdentityMigration, SessionError> {
+    let owner_files = &[crate::store::owners::LEGACY_OWNERS_DIR];
     if let Some(journal) = read_journal(save_dir)?
         && journal.state == Progress::Done
     {

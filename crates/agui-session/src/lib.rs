@@ -67,5 +67,6 @@ pub use lease::{LeaseDenied, ThreadLeases};
 pub use options::{AgentOptions, HarnessSettings};
 pub use owner::Owner;
 pub use places::Isolation;
+pub use store::owners::Admission;
 pub use thread::{APP_CONTEXT_TOOL, APP_STATE_TOOL};
 pub use tools::{FnTool, InterruptRequest, ServerTool, ToolContext, ToolError, ToolRegistry};

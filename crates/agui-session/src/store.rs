@@ -33,6 +33,7 @@ use crate::error::SessionError;
 use crate::threads::model::ThreadState;
 use slots::{Head, Slot, Stored};
 
+pub(crate) mod owners;
 mod rewrite;
 mod scan;
 mod slots;
@@ -310,6 +311,8 @@ pub(crate) struct ThreadStore {
     expired_on_read: Mutex<Vec<(String, ThreadRecord)>>,
     /// What the last [`ThreadStore::scan`] read.
     scanned: scan::ScanCache,
+    /// The claims each identity holds (`owners.rs`).
+    claims: owners::ClaimCounts,
 }
 
 impl fmt::Debug for ThreadStore {
@@ -347,6 +350,7 @@ impl ThreadStore {
             index: Mutex::new(Index::default()),
             expired_on_read: Mutex::new(Vec::new()),
             scanned: scan::ScanCache::default(),
+            claims: owners::ClaimCounts::default(),
         };
         let mut stems = BTreeSet::new();
         let entries =
@@ -422,6 +426,7 @@ impl ThreadStore {
                 self.lock_expired().push((thread_id.to_owned(), *record));
             }
             remove_thread_files(&self.dir, &stem, "expired");
+            self.release_claim(thread_id);
             return None;
         }
         match slots::read_thread(&self.dir, &stem) {
@@ -512,6 +517,9 @@ impl ThreadStore {
                 Err(source) => return Err(store_io("remove the thread record", &path, source)),
             }
         }
+        // After the record: a crash between the two leaves a claim without a record, which the
+        // sweep removes, never a record without its claim (another identity could take it).
+        self.release_claim(thread_id);
         Ok(removed)
     }
 
@@ -553,8 +561,11 @@ impl ThreadStore {
                 _ => None,
             };
             remove_thread_files(&self.dir, &stem, "expired");
+            self.release_claim(&thread_id);
             dropped.extend(record.map(|record| (thread_id, record)));
         }
+        drop(index);
+        self.sweep_claims();
         dropped
     }
 

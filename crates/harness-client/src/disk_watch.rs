@@ -2,9 +2,10 @@
 //! the sandbox lives, turn or no turn, a command sent to the background included. Its granted
 //! directories are measured through the door (links not followed, each inode once), plus what
 //! its processes hold open after unlinking (which no walk sees, counted by the sandbox's PID 1);
-//! when that goes over the cap, or grows while over it (by more than the harness's own
-//! bookkeeping, [`slack`]), the sandbox's commands are stopped (killed; the harness lives on). A
-//! tree over its cap that shrinks — the agent cleaning up — is left alone.
+//! when that goes over the cap and is still growing a moment later, or grows while over it (by
+//! more than the harness's own bookkeeping, [`slack`]), the sandbox's commands are stopped
+//! (killed; the harness lives on). A tree over its cap that shrinks — the agent cleaning up —
+//! is left alone.
 //!
 //! How often: the closer to the cap, the sooner the next look (the headroom at a write rate of
 //! [`FAST_WRITER`]), between [`SOONEST`] and [`LATEST`], and never more often than one look in
@@ -42,6 +43,10 @@ struct Look {
 enum Verdict {
     /// Under the cap, or over it and not growing.
     Fine,
+    /// It just went over the cap: look again at once, to tell a writer still at work from a
+    /// tree that only grew before (whose writer is gone, or was a turn the turn's own check
+    /// stopped) — killing then would only hit whatever command runs next, the agent's cleanup.
+    Confirm,
     /// Over the cap and growing: stop the commands.
     Stop,
 }
@@ -54,7 +59,13 @@ struct Watch {
     /// While over the cap: the least the tree took since it went over (or since its commands
     /// were last stopped).
     floor: Option<u64>,
+    /// What the tree took when it was found over the cap, waiting for a second look.
+    confirming: Option<u64>,
 }
+
+/// How much a tree found over its cap must grow before the second look for its writer to count
+/// as still at work (the harness's own bookkeeping writes a few KiB).
+const STILL_WRITING: u64 = 64 << 10;
 
 /// How much a tree over its cap may grow before its commands are stopped: the harness's own
 /// bookkeeping (its conversation database, transcripts) goes on while the agent cleans up, and
@@ -63,20 +74,34 @@ fn slack(cap: u64) -> u64 {
     (cap / 100).max(1 << 20)
 }
 
-/// Judges `now` against `cap`: a tree that goes over the cap, or grows by more than [`slack`]
-/// above the least it took while over it, has its commands stopped.
+/// Judges `now` against `cap`: a tree that goes over the cap and is still growing a moment
+/// later, or grows by more than [`slack`] above the least it took while over it, has its
+/// commands stopped.
 fn judge(cap: u64, watch: &mut Watch, now: Look) -> Verdict {
     let over = now.too_deep || now.bytes > cap;
     let before = watch.before.replace(now);
     if !over {
         watch.floor = None;
+        watch.confirming = None;
         return Verdict::Fine;
+    }
+    if let Some(found) = watch.confirming.take() {
+        let verdict = if now.bytes > found.saturating_add(STILL_WRITING) {
+            Verdict::Stop
+        } else {
+            Verdict::Fine
+        };
+        watch.floor = Some(now.bytes);
+        return verdict;
     }
     let verdict = match (before, watch.floor) {
         // The first look: a sandbox started over its cap has no command yet.
         (None, _) => Verdict::Fine,
         // It went over since the last look.
-        (Some(_), None) => Verdict::Stop,
+        (Some(_), None) => {
+            watch.confirming = Some(now.bytes);
+            return Verdict::Confirm;
+        }
         (Some(_), Some(floor)) if now.bytes > floor.saturating_add(slack(cap)) => Verdict::Stop,
         (Some(_), Some(_)) => Verdict::Fine,
     };
@@ -125,7 +150,8 @@ pub(crate) async fn watch<T: Send + Sync + 'static>(
             too_deep: walked.too_deep,
         };
         let took = started.elapsed();
-        if judge(cap, &mut state, now) == Verdict::Stop {
+        let verdict = judge(cap, &mut state, now);
+        if verdict == Verdict::Stop {
             let stopped = sandbox.stop_commands().await;
             stops.fetch_add(1, Ordering::SeqCst);
             match stopped {
@@ -141,7 +167,11 @@ pub(crate) async fn watch<T: Send + Sync + 'static>(
                 Err(_) => return,
             }
         }
-        tokio::time::sleep(next_wait(cap, now, took)).await;
+        let wait = match verdict {
+            Verdict::Confirm => SOONEST,
+            Verdict::Fine | Verdict::Stop => next_wait(cap, now, took),
+        };
+        tokio::time::sleep(wait).await;
     }
 }
 
@@ -177,7 +207,7 @@ mod tests {
     }
 
     #[test]
-    fn commands_are_stopped_when_the_tree_goes_over_its_cap_or_grows_while_over_it() {
+    fn commands_are_stopped_when_the_tree_goes_over_its_cap_still_writing_or_grows_while_over_it() {
         let cap = 100 << 20;
         let slack = slack(cap);
         let mb = |n: u64| look(n << 20);
@@ -185,9 +215,15 @@ mod tests {
         for (looks, expected) in [
             (vec![mb(50)], Verdict::Fine),
             (vec![mb(150)], Verdict::Fine),
-            (vec![mb(90), mb(120)], Verdict::Stop),
-            (vec![mb(90), mb(120), mb(120)], Verdict::Fine),
-            (vec![mb(90), mb(120), mb(110), mb(110)], Verdict::Fine),
+            (vec![mb(90), mb(120)], Verdict::Confirm),
+            // Still writing a moment later: stopped.
+            (vec![mb(90), mb(120), mb(125)], Verdict::Stop),
+            // Grown only before (the turn's own check stopped it): nothing to stop.
+            (
+                vec![mb(90), mb(120), look((120 << 20) + 1024)],
+                Verdict::Fine,
+            ),
+            (vec![mb(90), mb(120), mb(120), mb(120)], Verdict::Fine),
             (
                 vec![mb(150), mb(150), look((150 << 20) + slack / 2)],
                 Verdict::Fine,
@@ -218,7 +254,7 @@ mod tests {
                         too_deep: true,
                     },
                 ],
-                Verdict::Stop,
+                Verdict::Confirm,
             ),
             (vec![mb(150), mb(50), mb(60)], Verdict::Fine),
         ] {

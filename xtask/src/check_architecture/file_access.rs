@@ -72,6 +72,10 @@ const ALLOWED: &[(&str, &str)] = &[
         "the thread store (<save_dir>/threads), out of every sandbox's reach",
     ),
     (
+        "crates/agui-session/src/store/owners.rs",
+        "thread owners, claimed beside the thread records (and those of <save_dir>/owners moved in)",
+    ),
+    (
         "crates/agui-session/src/store/rewrite.rs",
         "the thread store's records, renamed by the identity migration",
     ),
@@ -98,10 +102,6 @@ const ALLOWED: &[(&str, &str)] = &[
     (
         "crates/agui-server/src/config.rs",
         "the operator's configuration and key files",
-    ),
-    (
-        "crates/agui-server/src/owners.rs",
-        "thread owners (<save_dir>/owners), out of every sandbox's reach",
     ),
     (
         "crates/agui-server/src/leases.rs",

@@ -1,6 +1,7 @@
 //! A save dir as the server wrote it before identities had namespaces (`alice`, not
 //! `token:alice` or `user:alice`), made from one written now by taking the namespaces out of
-//! every place an identity is stored: the thread owners (`owners/`), the thread records
+//! every place an identity is stored: the thread owners (then in `owners/`, now beside the
+//! records), the thread records
 //! (`threads/`, two slots each with a sequence and a digest), the trees' markers
 //! (then inside each tree, `o/<tree>/owner.json`) and the owners' tree claims (`o/by-owner/<sha256 of "owner:" and the
 //! identity>.json`). A save dir already in that form is left as it is.
@@ -42,11 +43,19 @@ fn json_files(dir: &Path) -> Vec<std::path::PathBuf> {
 /// Makes `save` what the server stored before namespaces: every identity bare, the tree claims
 /// under their bare names, and no record of a migration.
 pub fn strip_namespaces(save: &Path) {
-    for file in json_files(&save.join("owners")) {
+    // Owners were kept in `owners/` then, one file per thread named like its record.
+    let owners = save.join("owners");
+    for file in json_files(&save.join("threads")) {
+        let name = file.file_name().unwrap().to_str().unwrap().to_owned();
+        let Some(stem) = name.strip_suffix(".owner.json") else {
+            continue;
+        };
         let mut owner = read(&file);
         let bare_owner = bare(owner["owner"].as_str().unwrap()).to_owned();
         owner["owner"] = bare_owner.into();
-        std::fs::write(&file, owner.to_string()).unwrap();
+        std::fs::create_dir_all(&owners).unwrap();
+        std::fs::write(owners.join(format!("{stem}.json")), owner.to_string()).unwrap();
+        std::fs::remove_file(&file).unwrap();
     }
     for file in json_files(&save.join("threads")) {
         let slot = read(&file);

@@ -256,9 +256,10 @@ impl Served {
     }
 }
 
-impl Drop for Served {
-    fn drop(&mut self) {
-        // SIGTERM: the server reaps its harness processes on the way out.
+impl Served {
+    /// Stops the server (SIGTERM: it reaps its harness processes on the way out), keeping its
+    /// directories for another server to start on ([`Start::replica_of`]).
+    pub fn stop(&mut self) {
         signal(self.child.id(), nix::sys::signal::Signal::SIGTERM);
         let deadline = Instant::now() + Duration::from_secs(15);
         while Instant::now() < deadline {
@@ -269,6 +270,12 @@ impl Drop for Served {
         }
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        self.stop();
         if self.key_file.starts_with("/etc") {
             let _ = std::fs::remove_dir_all(self.key_file.parent().unwrap());
         }

@@ -169,7 +169,7 @@ fn expected_renaming() -> BTreeMap<String, String> {
 }
 
 fn migrate(save: &Path) -> IdentityMigration {
-    migrate_identities(save, &["owners"], &server_rule).unwrap()
+    migrate_identities(save, &server_rule).unwrap()
 }
 
 #[tokio::test]
@@ -192,7 +192,7 @@ async fn a_migration_runs_once_whatever_the_rule_says_later() {
     let legacy = Legacy::written().await;
     migrate(&legacy.save());
     // Later, `bob` becomes a token's name too: what was stored keeps its owner.
-    let later = migrate_identities(&legacy.save(), &["owners"], &|x| format!("token:{x}")).unwrap();
+    let later = migrate_identities(&legacy.save(), &|x| format!("token:{x}")).unwrap();
     assert!(!later.migrated_now);
     assert_eq!(later.renamed, expected_renaming());
     legacy.check_renamed();
@@ -246,7 +246,7 @@ async fn a_migration_stopped_after_any_step_is_finished_as_planned() {
             let first = &journal.claims[0].file;
             fs::rename(by_owner.join(first), by_owner.join(STAGED).join(first)).unwrap();
         }
-        let next = migrate_identities(&save, &["owners"], &|x| format!("other:{x}")).unwrap();
+        let next = migrate_identities(&save, &|x| format!("other:{x}")).unwrap();
         assert!(next.migrated_now, "stopped after `{}`", steps[stop].0);
         assert_eq!(next.renamed, expected_renaming(), "the plan's renaming");
         legacy.check_renamed();
@@ -277,9 +277,9 @@ async fn of_two_servers_starting_at_once_one_migrates_and_the_other_finds_it_don
 async fn a_rule_that_would_merge_or_keep_identities_is_refused_before_anything_changes() {
     let legacy = Legacy::written().await;
     let save = legacy.save();
-    let merge = migrate_identities(&save, &["owners"], &|_| "user:someone".into()).unwrap_err();
+    let merge = migrate_identities(&save, &|_| "user:someone".into()).unwrap_err();
     assert!(merge.to_string().contains("same new name"), "{merge}");
-    let keep = migrate_identities(&save, &["owners"], &|x| x.to_owned()).unwrap_err();
+    let keep = migrate_identities(&save, &|x| x.to_owned()).unwrap_err();
     assert!(keep.to_string().contains("`alice`"), "{keep}");
     assert!(read_journal(&save).unwrap().is_none(), "nothing planned");
     let trees = legacy.trees();

@@ -128,6 +128,42 @@ impl RecordWriter {
         records.into_iter().collect()
     }
 
+    /// Whether `identity` may use `thread_id` (see [`ThreadStore::admit`]), off the async
+    /// threads.
+    pub(crate) async fn admit(
+        &self,
+        thread_id: &str,
+        identity: &str,
+        max: usize,
+    ) -> std::io::Result<super::owners::Admission> {
+        let (store, id, who) = (
+            self.store.clone(),
+            thread_id.to_owned(),
+            identity.to_owned(),
+        );
+        tokio::task::spawn_blocking(move || store.admit(&id, &who, max))
+            .await
+            .map_err(std::io::Error::other)?
+    }
+
+    /// Frees `thread_id` when `identity` claimed it and it has no record (see
+    /// [`ThreadStore::release_unrecorded`]).
+    pub(crate) async fn release_unrecorded(&self, thread_id: &str, identity: &str) -> bool {
+        let (store, id, who) = (
+            self.store.clone(),
+            thread_id.to_owned(),
+            identity.to_owned(),
+        );
+        tokio::task::spawn_blocking(move || store.release_unrecorded(&id, &who))
+            .await
+            .unwrap_or(false)
+    }
+
+    /// Moves the claims an earlier version kept in `legacy` beside the records (blocking).
+    pub(crate) fn adopt_legacy_claims(&self, legacy: &std::path::Path) -> std::io::Result<usize> {
+        self.store.adopt_legacy_claims(legacy)
+    }
+
     /// Drops expired records (blocking I/O, off the async threads); returns them.
     pub(crate) async fn sweep(&self) -> Vec<(String, ThreadRecord)> {
         let store = self.store.clone();
