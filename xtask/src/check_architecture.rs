@@ -5,6 +5,7 @@
 //! files and types that exist ([`doc_names`]); and the file-system API called only where
 //! nothing an agent can write is touched ([`file_access`]).
 
+mod definitions;
 mod doc_names;
 mod file_access;
 mod module_circles;

@@ -528,13 +528,13 @@ pub struct RunStream {
 impl RunStream {
     /// The next event; `None` after the terminal event.
     pub async fn next_event(&mut self) -> Option<Event> {
-        self.rx.recv().await
+        self.rx.recv().await.map(stamped)
     }
 
     /// Every event until the end (for tests and batch use).
     pub async fn collect(mut self) -> Vec<Event> {
         let mut events = Vec::new();
-        while let Some(event) = self.rx.recv().await {
+        while let Some(event) = self.next_event().await {
             events.push(event);
         }
         events
@@ -545,6 +545,20 @@ impl futures_util::Stream for RunStream {
     type Item = Event;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Event>> {
-        self.rx.poll_recv(cx)
+        self.rx.poll_recv(cx).map(|event| event.map(stamped))
     }
+}
+
+/// `event` with its `timestamp` (milliseconds since the Unix epoch, when it reaches its run's
+/// stream), unless it has one: every event a client gets says when it was sent, as AG-UI
+/// allows.
+fn stamped(mut event: Event) -> Event {
+    let base = event.base_mut();
+    if base.timestamp.is_none() {
+        base.timestamp = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .ok()
+            .and_then(|d| i64::try_from(d.as_millis()).ok());
+    }
+    event
 }

@@ -46,6 +46,7 @@
 //! ```
 
 mod capabilities;
+mod downgrade;
 mod error;
 mod event_list;
 mod event_type;

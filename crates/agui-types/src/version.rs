@@ -6,10 +6,7 @@
 //! A producer serves every 1.x consumer: a newer minor is served as 1.1 (with a warning for
 //! the developer), an undeclared or unreadable version is treated as current (1.1), and a 1.0
 //! consumer gets a stream downgraded to 1.0 — a pure transformation that drops what 1.1 added
-//! ([`Event::downgrade_to_1_0`]), so the client does not warn about a newer producer.
-
-use crate::events::Event;
-use crate::input::Message;
+//! ([`Event::downgrade_to_1_0`](crate::Event::downgrade_to_1_0)), so the client does not warn about a newer producer.
 
 /// The protocol version this crate implements, as declared in `protocolVersion`.
 pub const PROTOCOL_VERSION: &str = "1.1";
@@ -28,7 +25,8 @@ pub struct Negotiated {
 }
 
 impl Negotiated {
-    /// Whether the stream is downgraded to 1.0 ([`Event::downgrade_to_1_0`] on every event).
+    /// Whether the stream is downgraded to 1.0 ([`crate::Event::downgrade_to_1_0`] on every
+    /// event).
     pub fn is_1_0(&self) -> bool {
         self.speaks == PROTOCOL_VERSION_1_0
     }
@@ -67,57 +65,9 @@ pub fn negotiate(declared: Option<&str>) -> Negotiated {
     }
 }
 
-impl Event {
-    /// Removes what AG-UI 1.1 added to 1.0 (`encryptedValueType` on messages, tool calls and
-    /// `REASONING_ENCRYPTED_VALUE`), for a stream declared as 1.0. Returns true when something
-    /// was removed: the downgrade was lossy and the developer should be told.
-    pub fn downgrade_to_1_0(&mut self) -> bool {
-        match self {
-            Event::MessagesSnapshot(snapshot) => {
-                let mut lost = false;
-                for message in &mut snapshot.messages {
-                    lost |= message.downgrade_to_1_0();
-                }
-                lost
-            }
-            Event::ReasoningEncryptedValue(e) => e.encrypted_value_type.take().is_some(),
-            Event::RunStarted(e) => e.input.as_mut().is_some_and(|input| {
-                let mut lost = false;
-                for message in &mut input.messages {
-                    lost |= message.downgrade_to_1_0();
-                }
-                lost
-            }),
-            _ => false,
-        }
-    }
-}
-
-impl Message {
-    /// Removes the 1.1 `encryptedValueType` of the message and its tool calls; true when there
-    /// was one.
-    pub fn downgrade_to_1_0(&mut self) -> bool {
-        match self {
-            Message::Developer(m) | Message::System(m) => m.encrypted_value_type.take().is_some(),
-            Message::User(m) => m.encrypted_value_type.take().is_some(),
-            Message::Assistant(m) => {
-                let mut lost = m.encrypted_value_type.take().is_some();
-                for call in &mut m.tool_calls {
-                    lost |= call.encrypted_value_type.take().is_some();
-                }
-                lost
-            }
-            Message::Tool(m) => m.encrypted_value_type.take().is_some(),
-            Message::Reasoning(m) => m.encrypted_value_type.take().is_some(),
-            Message::Activity(_) => false,
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::input::{AssistantMessage, ToolCall};
 
     #[test]
     fn every_1_x_client_is_served() {
@@ -140,23 +90,5 @@ mod tests {
             assert!(n.warning.is_some(), "{odd}");
         }
         assert!(negotiate(Some("1.0")).warning.is_none());
-    }
-
-    #[test]
-    fn a_1_0_stream_loses_only_encrypted_value_types() {
-        let mut call = ToolCall::new("c1", "f", "{}");
-        call.encrypted_value = Some("blob".into());
-        call.encrypted_value_type = Some("vendor/x".into());
-        let message = Message::Assistant(AssistantMessage {
-            id: "a1".into(),
-            tool_calls: vec![call],
-            ..AssistantMessage::default()
-        });
-        let mut event = Event::messages_snapshot(vec![message]);
-        assert!(event.downgrade_to_1_0());
-        let json = event.to_json();
-        assert!(json.contains("\"encryptedValue\":\"blob\""), "{json}");
-        assert!(!json.contains("encryptedValueType"), "{json}");
-        assert!(!event.downgrade_to_1_0(), "nothing left to lose");
     }
 }

@@ -78,7 +78,7 @@ pub enum HarnessError {
 
     /// The conversation's socket or process went away.
     #[error("{0}")]
-    Closed(crate::CloseReason),
+    Closed(crate::events::CloseReason),
 
     /// A conversation config is invalid (caught before it reaches the harness).
     #[error("invalid conversation config: {0}")]

@@ -5,7 +5,7 @@ use harness_proto::lh::{
 };
 use harness_proto::step::Step;
 
-use crate::process::ExitInfo;
+use crate::exit::ExitInfo;
 
 /// Something that happened on a conversation, in harness order.
 #[derive(Debug, Clone, PartialEq)]

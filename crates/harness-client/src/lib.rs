@@ -43,6 +43,7 @@ mod discovery;
 mod disk_watch;
 mod error;
 mod events;
+mod exit;
 pub mod input;
 mod known_lines;
 mod link;
@@ -68,6 +69,7 @@ pub use error::{HarnessError, Result};
 pub use events::{
     CloseReason, ConversationEvent, TrajectoryState, TrajectoryStatus, TurnEnd, Usage,
 };
+pub use exit::ExitInfo;
 pub use harness_proto::step::{
     Step, StepAction, StepError, StepKey, StepSource, StepStatus, StepTarget, ToolAction, ToolKind,
     UserRequest,
@@ -75,7 +77,7 @@ pub use harness_proto::step::{
 pub use known_lines::known_harmless_lines;
 pub use link::{ConnectOptions, FrameDirection, FrameTap, InitInfo};
 pub use pool::{HarnessPool, PoolOptions, PoolStats, Reservation};
-pub use process::{DEFAULT_PASSTHROUGH_ENV, ExitInfo, HarnessProcess, ProcessOptions};
+pub use process::{DEFAULT_PASSTHROUGH_ENV, HarnessProcess, ProcessOptions};
 pub use warm_up::WarmUp;
 
 /// Confinement of harness processes (the `harness-sandbox` crate).

@@ -21,6 +21,7 @@ use harness_sandbox::{AgentDir, Confinement, SandboxControl, SandboxError, Sandb
 use crate::blocking::off_runtime;
 use crate::discovery::find_binary;
 use crate::error::{HarnessError, Result};
+use crate::exit::ExitInfo;
 
 /// Variables passed from the host's environment to the harness; everything else is removed, so
 /// the host's secrets (e.g. `GEMINI_API_KEY`) never reach the agent's shell commands.
@@ -106,33 +107,6 @@ impl ProcessOptions {
             .unwrap_or_default();
         let owner = self.confinement.as_ref().and_then(|c| c.run_as);
         AgentDir::below(roots, dir, create, owner)
-    }
-}
-
-/// How a harness process ended.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ExitInfo {
-    /// Process id.
-    pub pid: u32,
-    /// Exit status as text (`exit status: 0`, `signal: 9 (SIGKILL)`).
-    pub status: String,
-    /// Exit code, if it exited normally.
-    pub code: Option<i32>,
-    /// The last stderr lines, to explain a crash.
-    pub stderr_tail: String,
-}
-
-impl std::fmt::Display for ExitInfo {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "the harness process (pid {}) exited ({})",
-            self.pid, self.status
-        )?;
-        if !self.stderr_tail.is_empty() {
-            write!(f, ". Stderr tail:\n{}", self.stderr_tail)?;
-        }
-        Ok(())
     }
 }
 

@@ -2,11 +2,12 @@
 //! so each can be read (and changed) knowing only those below it.
 //!
 //! A file's module depends on another when its code names a path into it (`crate::a::b::X`,
-//! `super::x::Y`, a `use` of either), resolved to the longest module the path starts with. A
-//! module naming one of its own ancestors does not count: it lives inside that namespace, and a
-//! parent that declares a child is not thereby below it. Code under `#[cfg(test)]` is skipped
-//! (tests may reach anywhere), and so are paths inside macro invocations, which syn does not
-//! parse.
+//! `super::x::Y`, `child::Z`, a `use` of any), resolved to the module that defines the named
+//! item: a path through a `use` (a re-export at the crate root, a glob) is followed to where the
+//! item lives, so `crate::X` re-exported from `a` is an edge to `a`. A module naming one of its
+//! own ancestors' items does not count: it lives inside that namespace, and a parent that
+//! declares a child is not thereby below it. Code under `#[cfg(test)]` is skipped (tests may
+//! reach anywhere), and so are paths inside macro invocations, which syn does not parse.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -24,18 +25,27 @@ pub(crate) fn check_dir(src: &Path) -> anyhow::Result<(usize, Vec<String>)> {
     let mut files = BTreeMap::new();
     read_modules(src, src, &mut files)?;
     let modules: BTreeSet<Module> = files.keys().cloned().collect();
-    let mut edges: BTreeMap<Module, BTreeSet<Module>> = BTreeMap::new();
+    let mut parsed = BTreeMap::new();
     for (module, text) in &files {
         let file = syn::parse_file(text)
             .with_context(|| format!("parsing the module `{}`", name(module)))?;
+        parsed.insert(module.clone(), file);
+    }
+    let scopes: BTreeMap<Module, Scope> = parsed
+        .iter()
+        .map(|(module, file)| (module.clone(), Scope::of(module, file, &modules)))
+        .collect();
+    let mut edges: BTreeMap<Module, BTreeSet<Module>> = BTreeMap::new();
+    for (module, file) in &parsed {
         let mut paths = Paths {
             current: module.clone(),
+            modules: &modules,
             found: Vec::new(),
         };
-        paths.visit_file(&file);
+        paths.visit_file(file);
         let targets = edges.entry(module.clone()).or_default();
         for path in paths.found {
-            if let Some(target) = longest_module(&modules, &path)
+            if let Some(target) = defining_module(&modules, &scopes, &path)
                 && &target != module
                 && !module.starts_with(&target)
             {
@@ -126,33 +136,191 @@ fn longest_module(modules: &BTreeSet<Module>, path: &[String]) -> Option<Module>
         .find(|prefix| modules.contains(prefix))
 }
 
+/// The module whose file defines what `path` names: the longest module it starts with, then
+/// through that module's `use` of the next name (an alias, or a glob whose module has the
+/// name), until a module defines it or the path leaves the crate. Bounded, so a `use` circle
+/// (which rustc rejects) cannot loop.
+fn defining_module(
+    modules: &BTreeSet<Module>,
+    scopes: &BTreeMap<Module, Scope>,
+    path: &[String],
+) -> Option<Module> {
+    let mut path = path.to_vec();
+    let mut module = longest_module(modules, &path)?;
+    for _ in 0..32 {
+        let Some(next) = path.get(module.len()) else {
+            return Some(module);
+        };
+        let Some(scope) = scopes.get(&module) else {
+            return Some(module);
+        };
+        if scope.defined.contains(next) {
+            return Some(module);
+        }
+        let rest = &path[module.len() + 1..];
+        let through = match scope.aliases.get(next) {
+            Some(Some(target)) => Some(target.clone()),
+            // A name imported from outside the crate: nothing further inside it.
+            Some(None) => return Some(module),
+            None => scope
+                .globs
+                .iter()
+                .find(|glob| {
+                    scopes
+                        .get(*glob)
+                        .is_some_and(|s| s.defined.contains(next) || s.aliases.contains_key(next))
+                })
+                .map(|glob| {
+                    let mut target = glob.clone();
+                    target.push(next.clone());
+                    target
+                }),
+        };
+        let Some(mut target) = through else {
+            return Some(module);
+        };
+        target.extend(rest.iter().cloned());
+        path = target;
+        module = longest_module(modules, &path)?;
+    }
+    Some(module)
+}
+
+/// `segments` as an absolute path from the crate root, if it starts at `crate`, `self`,
+/// `super` or a child module of `current`; other paths name items in scope or other crates.
+fn absolute(
+    current: &Module,
+    modules: &BTreeSet<Module>,
+    segments: &[String],
+) -> Option<Vec<String>> {
+    let (mut base, mut rest) = match segments.first().map(String::as_str) {
+        Some("crate") => (Vec::new(), &segments[1..]),
+        Some("self") => (current.clone(), &segments[1..]),
+        Some("super") => {
+            let mut parent = current.clone();
+            parent.pop();
+            (parent, &segments[1..])
+        }
+        Some(first) => {
+            let mut child = current.clone();
+            child.push(first.to_owned());
+            if !modules.contains(&child) {
+                return None;
+            }
+            (current.clone(), segments)
+        }
+        None => return None,
+    };
+    while rest.first().is_some_and(|s| s == "super") {
+        base.pop();
+        rest = &rest[1..];
+    }
+    base.extend(rest.iter().cloned());
+    Some(base)
+}
+
+/// What a module's file puts in its namespace at its top level: the items it defines, and what
+/// its `use`s bring in (an alias's target is `None` when it lies outside the crate).
+#[derive(Default)]
+struct Scope {
+    defined: BTreeSet<String>,
+    aliases: BTreeMap<String, Option<Vec<String>>>,
+    globs: Vec<Module>,
+}
+
+impl Scope {
+    fn of(module: &Module, file: &syn::File, modules: &BTreeSet<Module>) -> Scope {
+        let mut scope = Scope::default();
+        for item in &file.items {
+            if is_test_only(item_attrs(item)) {
+                continue;
+            }
+            let ident = match item {
+                syn::Item::Use(u) => {
+                    scope.use_tree(module, modules, &mut Vec::new(), &u.tree);
+                    continue;
+                }
+                syn::Item::Const(i) => &i.ident,
+                syn::Item::Enum(i) => &i.ident,
+                syn::Item::Fn(i) => &i.sig.ident,
+                syn::Item::Mod(i) => &i.ident,
+                syn::Item::Static(i) => &i.ident,
+                syn::Item::Struct(i) => &i.ident,
+                syn::Item::Trait(i) => &i.ident,
+                syn::Item::TraitAlias(i) => &i.ident,
+                syn::Item::Type(i) => &i.ident,
+                syn::Item::Union(i) => &i.ident,
+                syn::Item::Macro(i) => match &i.ident {
+                    Some(ident) => ident,
+                    None => continue,
+                },
+                _ => continue,
+            };
+            scope.defined.insert(ident.to_string());
+        }
+        scope
+    }
+
+    fn use_tree(
+        &mut self,
+        module: &Module,
+        modules: &BTreeSet<Module>,
+        prefix: &mut Vec<String>,
+        tree: &syn::UseTree,
+    ) {
+        match tree {
+            syn::UseTree::Path(p) => {
+                prefix.push(p.ident.to_string());
+                self.use_tree(module, modules, prefix, &p.tree);
+                prefix.pop();
+            }
+            syn::UseTree::Name(n) if n.ident == "self" => {
+                if let Some(last) = prefix.last() {
+                    let target = absolute(module, modules, prefix);
+                    self.aliases.insert(last.clone(), target);
+                }
+            }
+            syn::UseTree::Name(n) => {
+                prefix.push(n.ident.to_string());
+                self.aliases
+                    .insert(n.ident.to_string(), absolute(module, modules, prefix));
+                prefix.pop();
+            }
+            syn::UseTree::Rename(r) => {
+                prefix.push(r.ident.to_string());
+                self.aliases
+                    .insert(r.rename.to_string(), absolute(module, modules, prefix));
+                prefix.pop();
+            }
+            syn::UseTree::Glob(_) => {
+                if let Some(target) = absolute(module, modules, prefix)
+                    && modules.contains(&target)
+                {
+                    self.globs.push(target);
+                }
+            }
+            syn::UseTree::Group(g) => {
+                for tree in &g.items {
+                    self.use_tree(module, modules, prefix, tree);
+                }
+            }
+        }
+    }
+}
+
 /// Collects the crate-relative paths a file names, resolved to absolute ones.
-struct Paths {
+struct Paths<'a> {
     /// The module being read (an inline module adds its name while it is read).
     current: Module,
+    modules: &'a BTreeSet<Module>,
     found: Vec<Vec<String>>,
 }
 
-impl Paths {
-    /// `segments` made absolute if it starts at `crate`, `super` or `self`; other paths name
-    /// items in scope or other crates.
+impl Paths<'_> {
     fn record(&mut self, segments: &[String]) {
-        let (mut base, mut rest) = match segments.first().map(String::as_str) {
-            Some("crate") => (Vec::new(), &segments[1..]),
-            Some("self") => (self.current.clone(), &segments[1..]),
-            Some("super") => {
-                let mut parent = self.current.clone();
-                parent.pop();
-                (parent, &segments[1..])
-            }
-            _ => return,
-        };
-        while rest.first().is_some_and(|s| s == "super") {
-            base.pop();
-            rest = &rest[1..];
+        if let Some(path) = absolute(&self.current, self.modules, segments) {
+            self.found.push(path);
         }
-        base.extend(rest.iter().cloned());
-        self.found.push(base);
     }
 
     fn use_tree(&mut self, prefix: &mut Vec<String>, tree: &syn::UseTree) {
@@ -162,6 +330,7 @@ impl Paths {
                 self.use_tree(prefix, &p.tree);
                 prefix.pop();
             }
+            syn::UseTree::Name(n) if n.ident == "self" => self.record(&prefix.clone()),
             syn::UseTree::Name(n) => {
                 prefix.push(n.ident.to_string());
                 self.record(&prefix.clone());
@@ -216,7 +385,7 @@ fn item_attrs(item: &syn::Item) -> &[syn::Attribute] {
     }
 }
 
-impl<'ast> Visit<'ast> for Paths {
+impl<'ast> Visit<'ast> for Paths<'_> {
     fn visit_item(&mut self, item: &'ast syn::Item) {
         if !is_test_only(item_attrs(item)) {
             syn::visit::visit_item(self, item);
@@ -333,6 +502,63 @@ mod tests {
             ["module circle: a -> b; b -> c; c -> a, b"],
             "b::inner -> a is outside the circle (nothing leads back to b::inner)"
         );
+    }
+
+    #[test]
+    fn a_circle_through_a_root_re_export_is_reported() {
+        // harness-client's shape before its fix: error names `crate::CloseReason`, which the
+        // root re-exports from events; events uses process, and process uses error.
+        let dir = crate_of(&[
+            (
+                "lib.rs",
+                "mod error; mod events; mod process; pub use events::CloseReason; pub use error::HarnessError;",
+            ),
+            (
+                "error.rs",
+                "pub enum HarnessError { Closed(crate::CloseReason) }",
+            ),
+            (
+                "events.rs",
+                "use crate::process::ExitInfo; pub enum CloseReason {}",
+            ),
+            (
+                "process.rs",
+                "use crate::error::HarnessError; pub struct ExitInfo;",
+            ),
+        ]);
+        let (_, problems) = check_dir(dir.path()).unwrap();
+        assert_eq!(
+            problems,
+            ["module circle: error -> events; events -> process; process -> error"]
+        );
+    }
+
+    #[test]
+    fn a_circle_through_a_glob_and_a_renamed_use_is_reported() {
+        let dir = crate_of(&[
+            ("lib.rs", "mod a; mod b; mod prelude;"),
+            (
+                "prelude.rs",
+                "pub use crate::a::*; pub use crate::b::Thing as Renamed;",
+            ),
+            ("a.rs", "pub struct A; fn f(_: crate::prelude::Renamed) {}"),
+            ("b.rs", "use crate::prelude::A; pub struct Thing;"),
+        ]);
+        let (_, problems) = check_dir(dir.path()).unwrap();
+        assert_eq!(problems, ["module circle: a -> b; b -> a"]);
+    }
+
+    #[test]
+    fn a_re_export_of_another_crate_ends_the_path() {
+        let dir = crate_of(&[
+            (
+                "lib.rs",
+                "mod a; mod b; pub use other_crate as other; pub use a::X;",
+            ),
+            ("a.rs", "pub struct X; fn f(_: crate::other::Y) {}"),
+            ("b.rs", "use crate::X;"),
+        ]);
+        assert!(check_dir(dir.path()).unwrap().1.is_empty());
     }
 
     #[test]
