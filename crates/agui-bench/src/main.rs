@@ -22,6 +22,9 @@
 //! - **W4 frontend-tool park/resume**: run 1 declares a tool and the model calls it; it must
 //!   end `RUN_FINISHED` with `pendingToolCallIds` (parked); run 2 posts the `ToolMessage` and
 //!   gets the text. Run-1 `RUN_FINISHED`, resume, park + resume.
+//! - **W5 command cost** (only when asked for, `--workloads W5`): text-only turns alternate
+//!   with turns whose model runs one command; the difference is what a command costs, to
+//!   compare between runs with different `--sandbox` values.
 //!
 //! Next to our figures stands the **raw floor** ([`floor`]): the same turns (W1, W2, and W4 up
 //! to the tool call) driven straight through `harness-client` with the harness config the

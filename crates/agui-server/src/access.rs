@@ -1,6 +1,6 @@
 //! Who may use the server: the decisions every request passes before a handler runs — its
 //! `Host`, its `Origin`, its credentials — and the identity they give the caller. `http.rs`
-//! applies them as layers over the routes; `owners.rs` binds threads to identities.
+//! applies them as layers over the routes; agui-session's thread store binds threads to identities.
 //!
 //! - **Host** (against DNS rebinding, where a web page's own name is made to resolve to this
 //!   server): loopback names (`localhost`, `127.0.0.1`, `[::1]`) and the bind address, with any
@@ -29,7 +29,7 @@ use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 use crate::config::ServerConfig;
-use crate::error::ServerError;
+use crate::error::{ConfigProblem, ServerError};
 use crate::identities;
 
 /// Longest identity taken from `user_header`.
@@ -118,7 +118,7 @@ impl AccessPolicy {
     /// malformed hosts, tokens (shorter than [`MIN_TOKEN_CHARS`], or one given twice) and header
     /// names, each naming the fix.
     pub(crate) fn new(config: &ServerConfig) -> Result<Self, ServerError> {
-        let bad = |m: String| Err(ServerError::Config(m));
+        let bad = |m: String| Err(ServerError::config(ConfigProblem::Access, m));
         if let Some(token) = &config.auth_token {
             long_enough("auth_token", token)?;
         }
@@ -491,9 +491,12 @@ impl AccessPolicy {
 fn long_enough(key: &str, token: &str) -> Result<(), ServerError> {
     let length = token.chars().count();
     if length < MIN_TOKEN_CHARS {
-        return Err(ServerError::Config(format!(
-            "{key} is {length} characters long; a token needs at least {MIN_TOKEN_CHARS} so that it cannot be guessed (make one with `openssl rand -hex 32`)"
-        )));
+        return Err(ServerError::config(
+            ConfigProblem::Access,
+            format!(
+                "{key} is {length} characters long; a token needs at least {MIN_TOKEN_CHARS} so that it cannot be guessed (make one with `openssl rand -hex 32`)"
+            ),
+        ));
     }
     Ok(())
 }

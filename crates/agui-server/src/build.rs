@@ -17,7 +17,7 @@ use crate::config::{
     slug,
 };
 use crate::egress::{AllowedHost, EgressProxy};
-use crate::error::ServerError;
+use crate::error::{ConfigProblem, ServerError};
 use crate::model_proxy::{self, CallLimits, ModelProxy};
 use crate::sandbox::{Machine, SandboxStatus};
 use crate::{defaults, demo, sandbox};
@@ -142,9 +142,12 @@ pub async fn build(
         let mode = settings.sandbox.unwrap_or(defaults::SANDBOX);
         if model_proxy::uses_ambient_credentials(&options.endpoint) {
             if mode != SandboxMode::Off {
-                return Err(ServerError::Config(format!(
-                    "agent at `{path}`: Vertex without api_key needs the harness to reach Google with its own ambient credentials, which a confined harness cannot (its only network is the server's model proxy); set api_key, or sandbox = \"off\""
-                )));
+                return Err(ServerError::config(
+                    ConfigProblem::Confinement,
+                    format!(
+                        "agent at `{path}`: Vertex without api_key needs the harness to reach Google with its own ambient credentials, which a confined harness cannot (its only network is the server's model proxy); set api_key, or sandbox = \"off\""
+                    ),
+                ));
             }
             tracing::warn!(path = %path, "Vertex without api_key: the harness authenticates itself with its ambient credentials and calls Vertex directly, not through the model proxy; set api_key to keep credentials out of the agent's reach");
         }
@@ -174,8 +177,9 @@ pub async fn build(
                     harness_client::find_or_install_binary(explicit.as_deref())
                 })
                 .await
-                .map_err(|e| {
-                    ServerError::Config(format!("looking for the harness binary failed: {e}"))
+                .map_err(|e| ServerError::Io {
+                    action: "look for the harness binary".into(),
+                    source: std::io::Error::other(e),
                 })??;
                 binaries.insert(settings.harness_path.clone(), binary.clone());
                 binary
@@ -399,7 +403,9 @@ fn egress_proxy(
         .flatten()
         .map(|entry| AllowedHost::parse(entry))
         .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| ServerError::Config(format!("agent at `{path}`: {e}")))?;
+        .map_err(|e| {
+            ServerError::config(ConfigProblem::Agent, format!("agent at `{path}`: {e}"))
+        })?;
     Ok(EgressProxy::new(name, allow))
 }
 
@@ -420,10 +426,13 @@ fn reach(
     let mut read_only = Vec::new();
     for extra in settings.sandbox_ro_paths.iter().flatten() {
         let resolved = std::fs::canonicalize(extra).map_err(|e| {
-            ServerError::Config(format!(
-                "agent at `{path}`: sandbox_ro_paths `{}`: {e}",
-                extra.display()
-            ))
+            ServerError::config(
+                ConfigProblem::Agent,
+                format!(
+                    "agent at `{path}`: sandbox_ro_paths `{}`: {e}",
+                    extra.display()
+                ),
+            )
         })?;
         read_only.push(resolved);
     }
@@ -493,10 +502,13 @@ fn claim_dirs(
             ("workspace_root", &options.workspace_root, workspace_root),
         ] {
             if mine == theirs {
-                return Err(ServerError::Config(format!(
-                    "agents at `{other}` and `{path}` both use {what} `{}`; give each agent its own",
-                    mine.display()
-                )));
+                return Err(ServerError::config(
+                    ConfigProblem::Conflict,
+                    format!(
+                        "agents at `{other}` and `{path}` both use {what} `{}`; give each agent its own",
+                        mine.display()
+                    ),
+                ));
             }
         }
     }
@@ -525,7 +537,8 @@ pub fn options(
     data: &Path,
     demo_url: Option<String>,
 ) -> Result<AgentOptions, ServerError> {
-    let bad = |m: String| ServerError::Config(format!("agent at `{path}`: {m}"));
+    let bad =
+        |m: String| ServerError::config(ConfigProblem::Agent, format!("agent at `{path}`: {m}"));
     let headers = model_headers(settings);
     let endpoint = if let Some(url) = demo_url {
         ModelEndpoint::gemini(url, "demo")
@@ -622,6 +635,25 @@ pub fn options(
         .workspace_max_mb
         .unwrap_or(defaults::WORKSPACE_MAX_MB);
     options.workspace_max_bytes = (disk_cap > 0).then(|| disk_cap.saturating_mul(1 << 20));
+    if let Some(template) = &settings.workspace_template {
+        // The operator's directory, read as it is when each new thread is placed.
+        match std::fs::metadata(template) {
+            Ok(meta) if meta.is_dir() => {}
+            Ok(_) => {
+                return Err(bad(format!(
+                    "workspace_template `{}` is not a directory",
+                    template.display()
+                )));
+            }
+            Err(e) => {
+                return Err(bad(format!(
+                    "workspace_template `{}`: {e}",
+                    template.display()
+                )));
+            }
+        }
+        options.workspace_template = Some(template.clone());
+    }
     if let Some(tools) = &settings.auto_approve_tools {
         options.auto_approve_tools = tools.iter().cloned().collect();
     }

@@ -17,7 +17,7 @@ use agui_session::{
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::error::ServerError;
+use crate::error::{ConfigProblem, ServerError};
 
 pub use crate::choices::{
     BuiltinToolChoice, LogFormat, SandboxMode, SystemInstructionsMode, ThinkingLevel, builtin_tools,
@@ -230,6 +230,10 @@ agent_settings! {
         /// The disk an owner's (or a thread's) workspaces and state may take, in MiB.
         #[arg(long, env = "AGUI_WORKSPACE_MAX_MB")]
         pub workspace_max_mb: Option<u64>,
+        /// A directory copied into every new thread's workspace (its files and directories;
+        /// links and special files are skipped).
+        #[arg(long, env = "AGUI_WORKSPACE_TEMPLATE")]
+        pub workspace_template: Option<PathBuf>,
         /// The largest model request the model proxy forwards, in MiB.
         #[arg(long, env = "AGUI_MODEL_MAX_REQUEST_MB")]
         pub model_max_request_mb: Option<u64>,
@@ -424,9 +428,15 @@ impl AuthTokens {
 impl FileConfig {
     /// Reads and parses a TOML file.
     pub fn load(path: &Path) -> Result<Self, ServerError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| ServerError::Config(format!("cannot read {}: {e}", path.display())))?;
-        toml::from_str(&text).map_err(|e| ServerError::Config(format!("{}: {e}", path.display())))
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            ServerError::config(
+                ConfigProblem::File,
+                format!("cannot read {}: {e}", path.display()),
+            )
+        })?;
+        toml::from_str(&text).map_err(|e| {
+            ServerError::config(ConfigProblem::File, format!("{}: {e}", path.display()))
+        })
     }
 }
 
@@ -498,13 +508,16 @@ impl ServerConfig {
         let Some(why) = exposed else { return Ok(()) };
         for agent in &self.agents {
             if agent.sandbox == Some(SandboxMode::Off) {
-                return Err(ServerError::Config(format!(
-                    "the agent at `{}` runs unconfined (sandbox = \"off\") while {why}: one \
+                return Err(ServerError::config(
+                    ConfigProblem::Confinement,
+                    format!(
+                        "the agent at `{}` runs unconfined (sandbox = \"off\") while {why}: one \
                      user's agent could read every other user's files and the server's secrets. \
                      Use sandbox = \"owner\", or set insecure_unconfined = true if every caller \
                      is trusted",
-                    agent.path.as_deref().unwrap_or("/")
-                )));
+                        agent.path.as_deref().unwrap_or("/")
+                    ),
+                ));
             }
         }
         Ok(())
@@ -519,8 +532,9 @@ pub(crate) fn replica_id(id: Option<String>) -> Result<Option<String>, ServerErr
     else {
         return Ok(None);
     };
-    crate::ids::valid_thread_id(&id)
-        .map_err(|why| ServerError::Config(format!("replica_id `{id}`: {why}")))?;
+    crate::ids::valid_thread_id(&id).map_err(|why| {
+        ServerError::config(ConfigProblem::Server, format!("replica_id `{id}`: {why}"))
+    })?;
     Ok(Some(id))
 }
 
@@ -528,17 +542,17 @@ pub(crate) fn replica_id(id: Option<String>) -> Result<Option<String>, ServerErr
 /// not be empty.
 pub(crate) fn read_key_file(path: &Path) -> Result<String, ServerError> {
     let text = std::fs::read_to_string(path).map_err(|e| {
-        ServerError::Config(format!(
-            "cannot read api_key_file `{}`: {e}",
-            path.display()
-        ))
+        ServerError::config(
+            ConfigProblem::Secret,
+            format!("cannot read api_key_file `{}`: {e}", path.display()),
+        )
     })?;
     let key = text.trim();
     if key.is_empty() {
-        return Err(ServerError::Config(format!(
-            "api_key_file `{}` is empty",
-            path.display()
-        )));
+        return Err(ServerError::config(
+            ConfigProblem::Secret,
+            format!("api_key_file `{}` is empty", path.display()),
+        ));
     }
     Ok(key.to_owned())
 }
@@ -596,9 +610,10 @@ pub fn normalise_path(path: &str) -> Result<String, ServerError> {
                 .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '~'))
     });
     if !ok || trimmed.split('/').any(|s| s == "." || s == "..") {
-        return Err(ServerError::Config(format!(
-            "`{path}` is not a usable mount path"
-        )));
+        return Err(ServerError::config(
+            ConfigProblem::Server,
+            format!("`{path}` is not a usable mount path"),
+        ));
     }
     Ok(format!("/{trimmed}"))
 }

@@ -204,6 +204,7 @@ pub fn documented() -> Vec<(&'static str, String)> {
         ("sandbox_file_mb", SANDBOX_FILE_MB.to_string()),
         ("sandbox_uid", SANDBOX_UID.to_string()),
         ("workspace_max_mb", WORKSPACE_MAX_MB.to_string()),
+        ("workspace_template", text("none")),
         (
             "model_max_request_mb",
             (MODEL_MAX_REQUEST_BYTES >> 20).to_string(),

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use agui_session::Agent;
+use agui_session::{Admission, Agent};
 use agui_types::AgentCapabilities;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -137,4 +137,72 @@ pub(crate) fn owner_of(caller: &Caller) -> agui_session::Owner {
         .identity
         .as_deref()
         .map_or_else(agui_session::Owner::local, agui_session::Owner::named)
+}
+
+/// Lets `caller` use `thread_id`, claiming it when nobody owns it; another identity's thread
+/// gets 404, as if it did not exist. The run routes (run, connect, stop) and a file upload call this
+/// once the id is valid. Does nothing when callers have no identities.
+pub(crate) async fn claim_thread(
+    metrics: &Metrics,
+    agent: &Agent,
+    max_threads: Option<usize>,
+    caller: &Caller,
+    thread_id: &str,
+) -> Result<(), Response> {
+    let Some(max_threads) = max_threads else {
+        return Ok(());
+    };
+    let Some(identity) = caller.identity.as_deref() else {
+        // `authenticate` gives every caller an identity when threads have owners.
+        return Err(reject(
+            metrics,
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+            "this server needs to know who is calling".into(),
+        ));
+    };
+    let owner = owner_of(caller);
+    match agent.admit_as(&owner, thread_id, max_threads).await {
+        Ok(Admission::Yours) => Ok(()),
+        Ok(Admission::LimitReached(limit)) => Err(reject(
+            metrics,
+            StatusCode::TOO_MANY_REQUESTS,
+            "thread limit reached",
+            format!(
+                "you have {limit} threads, as many as one caller may (max_threads_per_owner); delete one to start another"
+            ),
+        )),
+        Ok(Admission::NotYours) => {
+            tracing::info!(
+                thread_id,
+                identity,
+                "a thread of another identity was asked for"
+            );
+            Err(reject(
+                metrics,
+                StatusCode::NOT_FOUND,
+                "thread not found",
+                format!(
+                    "there is no thread `{thread_id}` for you; start one with another threadId"
+                ),
+            ))
+        }
+        Err(e) => {
+            let error_ref = error_ref();
+            tracing::error!(%error_ref, thread_id, error = %e, "could not read or record a thread's owner");
+            Err(reject(
+                metrics,
+                StatusCode::SERVICE_UNAVAILABLE,
+                "owner store unavailable",
+                format!("the thread's owner could not be checked (ref {error_ref})"),
+            ))
+        }
+    }
+}
+
+/// A short random reference joining a client's error to the log line with its detail.
+pub(crate) fn error_ref() -> String {
+    let mut id = uuid::Uuid::new_v4().simple().to_string();
+    id.truncate(8);
+    id
 }

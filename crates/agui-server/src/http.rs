@@ -29,12 +29,13 @@ use tower_http::cors::{AllowOrigin, CorsLayer};
 
 use crate::access::{AccessPolicy, Caller, Refusal};
 use crate::build::MountedAgent;
-use crate::endpoint::{AppState, Endpoint, HttpOptions, RunSlot, RunsInFlight, owner_of, reject};
+use crate::endpoint::{
+    AppState, Endpoint, HttpOptions, RunSlot, RunsInFlight, claim_thread, owner_of, reject,
+};
 use crate::ids::valid_thread_id;
 use crate::metrics::Metrics;
 use crate::routing::RoutedThread;
 use crate::stream::EventBody;
-use agui_session::Admission;
 
 /// A run's events with its slot held until the stream ends.
 struct Counted<S> {
@@ -71,7 +72,7 @@ pub(crate) fn router(
     };
     let mut api = Router::new();
     for mounted in agents {
-        api = api.merge(agent_routes(mounted, &options.access));
+        api = api.merge(agent_routes(mounted, &options.access, &metrics));
     }
     let api = api.route_layer(middleware::from_fn_with_state(state.clone(), authenticate));
     let operator = Router::new()
@@ -105,9 +106,14 @@ pub(crate) fn router(
 }
 
 /// Every route of one agent: `POST <path>` (a run), `POST <path>/connect` (a thread restated,
-/// then its live turn), `POST <path>/stop` (`{threadId}`: stop its turn) and
-/// `GET <path>/capabilities`. The router puts them behind [`check_site`] and [`authenticate`].
-fn agent_routes(mounted: &MountedAgent, access: &AccessPolicy) -> Router<AppState> {
+/// then its live turn), `POST <path>/stop` (`{threadId}`: stop its turn),
+/// `GET <path>/capabilities` and a thread's files (`<path>/threads/<id>/files…`, `files.rs`).
+/// The router puts them behind [`check_site`] and [`authenticate`].
+fn agent_routes(
+    mounted: &MountedAgent,
+    access: &AccessPolicy,
+    metrics: &Arc<Metrics>,
+) -> Router<AppState> {
     let endpoint = Arc::new(Endpoint {
         agent: mounted.agent.clone(),
         capabilities: crate::capabilities::derive(&mounted.agent, mounted.demo, &mounted.sandbox),
@@ -127,7 +133,10 @@ fn agent_routes(mounted: &MountedAgent, access: &AccessPolicy) -> Router<AppStat
     };
     // Each route also under `<path>/threads/<threadId>`, the routing key in the path.
     let threads = |name: &str| sub_path(&format!("threads/{{thread_id}}{name}"));
+    let files =
+        crate::files::Files::new(mounted.agent.clone(), endpoint.max_threads, metrics.clone());
     Router::new()
+        .merge(crate::files::routes(&files, &threads("")))
         .route(&mounted.path, post_route(&endpoint, run))
         .route(&threads(""), post_route(&endpoint, run))
         .route(&sub_path("connect"), post_route(&endpoint, connect))
@@ -234,7 +243,16 @@ fn cors(access: &AccessPolicy) -> Option<CorsLayer> {
                 header::CONTENT_TYPE,
                 header::ACCEPT,
                 header::AUTHORIZATION,
+                header::RANGE,
+                header::IF_NONE_MATCH,
                 header::HeaderName::from_static(crate::routing::THREAD_HEADER),
+            ])
+            // What a page reading a thread's files needs to see.
+            .expose_headers([
+                header::CONTENT_DISPOSITION,
+                header::CONTENT_RANGE,
+                header::ETAG,
+                header::LAST_MODIFIED,
             ])
             .max_age(Duration::from_secs(600)),
     )
@@ -291,66 +309,14 @@ pub(crate) async fn admit_thread(
     caller: &Caller,
     thread_id: &str,
 ) -> Result<(), Response> {
-    let Some(max_threads) = endpoint.max_threads else {
-        return Ok(());
-    };
-    let Some(identity) = caller.identity.as_deref() else {
-        // `authenticate` gives every caller an identity when threads have owners.
-        return Err(reject(
-            &state.metrics,
-            StatusCode::UNAUTHORIZED,
-            "unauthorized",
-            "this server needs to know who is calling".into(),
-        ));
-    };
-    let owner = owner_of(caller);
-    match endpoint
-        .agent
-        .admit_as(&owner, thread_id, max_threads)
-        .await
-    {
-        Ok(Admission::Yours) => Ok(()),
-        Ok(Admission::LimitReached(limit)) => Err(reject(
-            &state.metrics,
-            StatusCode::TOO_MANY_REQUESTS,
-            "thread limit reached",
-            format!(
-                "you have {limit} threads, as many as one caller may (max_threads_per_owner); delete one to start another"
-            ),
-        )),
-        Ok(Admission::NotYours) => {
-            tracing::info!(
-                thread_id,
-                identity,
-                "a thread of another identity was asked for"
-            );
-            Err(reject(
-                &state.metrics,
-                StatusCode::NOT_FOUND,
-                "thread not found",
-                format!(
-                    "there is no thread `{thread_id}` for you; start one with another threadId"
-                ),
-            ))
-        }
-        Err(e) => {
-            let error_ref = error_ref();
-            tracing::error!(%error_ref, thread_id, error = %e, "could not read or record a thread's owner");
-            Err(reject(
-                &state.metrics,
-                StatusCode::SERVICE_UNAVAILABLE,
-                "owner store unavailable",
-                format!("the thread's owner could not be checked (ref {error_ref})"),
-            ))
-        }
-    }
-}
-
-/// A short random reference joining a client's error to the log line with its detail.
-fn error_ref() -> String {
-    let mut id = uuid::Uuid::new_v4().simple().to_string();
-    id.truncate(8);
-    id
+    claim_thread(
+        &state.metrics,
+        &endpoint.agent,
+        endpoint.max_threads,
+        caller,
+        thread_id,
+    )
+    .await
 }
 
 async fn run(mut request: PostRequest) -> Response {
@@ -431,6 +397,9 @@ async fn connect(mut request: PostRequest) -> Response {
             "thread not found",
             format!("there is no thread `{thread}` on this agent"),
         ),
+        Err(agui_session::ThreadError::Workspace(message)) => {
+            workspace_unavailable(&state.metrics, message)
+        }
     }
 }
 
@@ -446,6 +415,9 @@ async fn stop(mut request: PostRequest) -> Response {
     match request.endpoint.agent.stop(&thread_id).await {
         Ok(stopped) => axum::Json(json!({"stopped": stopped})).into_response(),
         Err(agui_session::ThreadError::UnknownThread(thread)) => unknown_thread(&request, &thread),
+        Err(agui_session::ThreadError::Workspace(message)) => {
+            workspace_unavailable(&request.state.metrics, message)
+        }
     }
 }
 
@@ -463,7 +435,21 @@ async fn delete(mut request: PostRequest) -> Response {
         Ok(true) => axum::Json(json!({"deleted": true})).into_response(),
         Ok(false) => unknown_thread(&request, &thread_id),
         Err(agui_session::ThreadError::UnknownThread(thread)) => unknown_thread(&request, &thread),
+        Err(agui_session::ThreadError::Workspace(message)) => {
+            workspace_unavailable(&request.state.metrics, message)
+        }
     }
+}
+
+/// A thread whose workspace could not be reached or made: 503 with the session's message
+/// (it names no host path; the detail is logged under the reference it gives).
+fn workspace_unavailable(metrics: &Metrics, message: String) -> Response {
+    reject(
+        metrics,
+        StatusCode::SERVICE_UNAVAILABLE,
+        "workspace unavailable",
+        message,
+    )
 }
 
 fn unknown_thread(request: &PostRequest, thread: &str) -> Response {

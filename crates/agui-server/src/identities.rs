@@ -11,7 +11,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use crate::error::ServerError;
+use crate::error::{ConfigProblem, ServerError};
 
 /// The identity of a caller with the `auth_tokens` entry `name`.
 pub(crate) fn of_token(name: &str) -> String {
@@ -45,7 +45,12 @@ pub(crate) async fn migrate(
         agui_session::migrate_identities(&dir, &|bare| namespaced(bare, &tokens))
     })
     .await
-    .map_err(|e| ServerError::Config(format!("the identity migration stopped: {e}")))??;
+    .map_err(|e| {
+        ServerError::config(
+            ConfigProblem::Migration,
+            format!("the identity migration stopped: {e}"),
+        )
+    })??;
     if migrated.migrated_now {
         tracing::info!(
             save_dir = %save_dir.display(),

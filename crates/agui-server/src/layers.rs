@@ -14,7 +14,7 @@ use crate::config::{
     slug,
 };
 use crate::defaults;
-use crate::error::ServerError;
+use crate::error::{ConfigProblem, ServerError};
 
 impl ServerConfig {
     /// Merges the layers; `cli` holds flag and environment values. The result is checked the
@@ -47,9 +47,10 @@ impl ServerConfig {
                 .iter()
                 .any(|a: &AgentSettings| a.path.as_deref() == Some(path.as_str()))
             {
-                return Err(ServerError::Config(format!(
-                    "two agents are mounted at `{path}`"
-                )));
+                return Err(ServerError::config(
+                    ConfigProblem::Conflict,
+                    format!("two agents are mounted at `{path}`"),
+                ));
             }
             agent.path = Some(path);
             if let Some(file) = &agent.api_key_file {

@@ -153,7 +153,7 @@ impl FileLeases {
                         // Another replica took it between our read and our link.
                         Ok(Err(match read(&path)? {
                             Some(record) => held(&record, now),
-                            None => LeaseDenied::Unavailable("the lease changed hands".into()),
+                            None => LeaseDenied::Contended,
                         }))
                     }
                     Err(e) => Err(e),
@@ -220,7 +220,7 @@ impl FileLeases {
                 retry_after: Duration::from_millis(record.expires_at_ms.saturating_sub(now))
                     .max(Duration::from_secs(1)),
             }),
-            None => Err(LeaseDenied::Unavailable("the lease changed hands".into())),
+            None => Err(LeaseDenied::Contended),
         })
     }
 
@@ -246,7 +246,7 @@ impl FileLeases {
 impl ThreadLeases for FileLeases {
     fn acquire(&self, thread_id: &str) -> Result<Duration, LeaseDenied> {
         self.try_acquire(thread_id)
-            .unwrap_or_else(|e| Err(LeaseDenied::Unavailable(e.to_string())))
+            .unwrap_or_else(|e| Err(LeaseDenied::store_failed(&e)))
     }
 
     fn release(&self, thread_id: &str) {

@@ -34,6 +34,7 @@ pub mod demo;
 mod egress;
 mod endpoint;
 mod error;
+mod files;
 mod http;
 mod identities;
 mod ids;
@@ -62,7 +63,7 @@ pub use config::{
     AgentSettings, AuthTokens, BuiltinToolChoice, FileConfig, LogFormat, SandboxMode, ServerConfig,
     SystemInstructionsMode, ThinkingLevel,
 };
-pub use error::ServerError;
+pub use error::{ConfigProblem, ServerError};
 
 impl ServerConfig {
     /// The configuration a command line (`serve` options, as the binary takes them) describes,
@@ -109,7 +110,12 @@ impl cli::ServeArgs {
             {
                 return Err(ServerError::HelpRequested(e.render().to_string()));
             }
-            Err(e) => return Err(ServerError::Config(e.to_string())),
+            Err(e) => {
+                return Err(ServerError::config(
+                    error::ConfigProblem::Arguments,
+                    e.to_string(),
+                ));
+            }
         };
         let (cli::Command::Serve(serve) | cli::Command::CheckConfig(serve)) = cli.command;
         Ok(*serve)

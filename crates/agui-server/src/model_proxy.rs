@@ -32,7 +32,7 @@ use subtle::ConstantTimeEq as _;
 use tokio::sync::{Semaphore, oneshot, watch};
 
 use crate::defaults;
-use crate::error::ServerError;
+use crate::error::{ConfigProblem, ServerError};
 
 mod outgoing;
 mod warm_up;
@@ -281,7 +281,7 @@ impl ModelProxy {
             // 3xx answer instead.
             .redirect(reqwest::redirect::Policy::none())
             .build()
-            .map_err(|e| ServerError::ModelProxy(format!("cannot build its HTTP client: {e}")))?;
+            .map_err(ServerError::ModelProxyClient)?;
         let (stop, stopped) = watch::channel(false);
         let shared = Arc::new(Shared {
             host_grants: RwLock::new(Vec::new()),
@@ -322,7 +322,10 @@ impl ModelProxy {
         let token = new_token()?;
         let proxied_url = format!("http://{}/{token}", self.addr);
         let invalid = |what: &str, e: &dyn std::fmt::Display| {
-            ServerError::Config(format!("agent `{agent}`: {what}: {e}"))
+            ServerError::config(
+                ConfigProblem::Agent,
+                format!("agent `{agent}`: {what}: {e}"),
+            )
         };
         let mut headers = Vec::new();
         let own = match endpoint {
@@ -473,8 +476,7 @@ fn vertex_url(location: &str) -> String {
 /// 256 random bits, hex: what a harness shows as its model base URL and API key.
 fn new_token() -> Result<String, ServerError> {
     let mut bytes = [0u8; 32];
-    getrandom::fill(&mut bytes)
-        .map_err(|e| ServerError::ModelProxy(format!("no randomness for a token: {e}")))?;
+    getrandom::fill(&mut bytes).map_err(ServerError::Randomness)?;
     Ok(hex::encode(bytes))
 }
 

@@ -19,7 +19,7 @@ use serde::Serialize;
 
 use crate::choices::{SandboxMode, choice_name};
 use crate::egress::EgressProxy;
-use crate::error::ServerError;
+use crate::error::{ConfigProblem, ServerError};
 use crate::model_proxy::ModelChannel;
 
 /// The subcommand that makes a program the sandbox launcher.
@@ -83,13 +83,16 @@ pub(crate) fn registered_launcher() -> Option<Launcher> {
 /// The start-up error of an agent that must be confined by a program that cannot launch
 /// sandboxes: it names the fix.
 pub(crate) fn no_launcher(path: &str, mode: SandboxMode) -> ServerError {
-    ServerError::Config(format!(
-        "the agent at `{path}` has sandbox = \"{}\", but this program cannot start sandboxes: call \
+    ServerError::config(
+        ConfigProblem::NoSandboxLauncher,
+        format!(
+            "the agent at `{path}` has sandbox = \"{}\", but this program cannot start sandboxes: call \
          `agui_server::sandbox::launcher_if_asked()` first in `main` (or use \
          `agui_server::sandbox::main`, or `Server::with_sandbox_launcher`), or set \
          sandbox = \"off\" for agents of trusted users",
-        choice_name(&mode)
-    ))
+            choice_name(&mode)
+        ),
+    )
 }
 
 /// How an agent's harness processes are confined, as the log and `/capabilities` tell it.

@@ -221,6 +221,7 @@ fn sample(key: &str) -> (&'static str, &'static str, Option<&'static str>) {
         "sandbox_file_mb" => ("100", "100", None),
         "sandbox_uid" => ("1000", "1000", None),
         "workspace_max_mb" => ("1000", "1000", None),
+        "workspace_template" => ("\"/usr\"", "/usr", None),
         "model_max_request_mb" => ("16", "16", None),
         "model_max_concurrent_calls" => ("4", "4", None),
         "model_calls_per_minute" => ("60", "60", None),
@@ -545,6 +546,61 @@ fn unconfined_agents_with_identities_or_a_public_bind_need_insecure_unconfined()
     );
 }
 
+/// A configuration error says which part of the configuration failed as a kind a caller can
+/// match on (a setup screen, a supervisor that must not restart in a loop); its prose is only
+/// for people.
+#[test]
+fn configuration_errors_say_which_part_failed_as_a_kind() {
+    use agui_server::{ConfigProblem, ServerConfig, ServerError};
+    let dir = tempfile::tempdir().unwrap();
+    let unreadable = dir.path().join("missing.toml");
+    let broken = dir.path().join("broken.toml");
+    std::fs::write(&broken, "this is = = not toml").unwrap();
+    let empty_key = dir.path().join("empty-key");
+    std::fs::write(&empty_key, "").unwrap();
+    let path = |p: &std::path::Path| p.to_string_lossy().into_owned();
+    let cases: Vec<(Vec<String>, ConfigProblem)> = vec![
+        (vec!["--no-such-flag".into()], ConfigProblem::Arguments),
+        (
+            vec!["--config".into(), path(&unreadable)],
+            ConfigProblem::File,
+        ),
+        (vec!["--config".into(), path(&broken)], ConfigProblem::File),
+        (
+            vec!["--auth-token".into(), "short".into()],
+            ConfigProblem::Access,
+        ),
+        (
+            vec!["--api-key-file".into(), path(&empty_key)],
+            ConfigProblem::Secret,
+        ),
+        (
+            vec![
+                "--sandbox".into(),
+                "off".into(),
+                "--auth-tokens".into(),
+                "alice=alice-token-0123456".into(),
+            ],
+            ConfigProblem::Confinement,
+        ),
+        (
+            vec!["--replica-id".into(), "no spaces allowed".into()],
+            ConfigProblem::Server,
+        ),
+    ];
+    for (extra, kind) in cases {
+        let mut args = vec!["agui-antigravity".to_owned()];
+        args.extend(extra.iter().cloned());
+        match ServerConfig::from_args(args) {
+            Err(ServerError::Config { kind: got, message }) => {
+                assert_eq!(got, kind, "{extra:?}: {message}");
+                assert!(!message.is_empty());
+            }
+            other => panic!("{extra:?}: expected a {kind:?} configuration error, got {other:?}"),
+        }
+    }
+}
+
 /// An embedder whose `main` neither calls `launcher_if_asked` nor gives a launcher would lose
 /// confinement (and with it the agent's commands and write tools): the server refuses to start,
 /// and the error names the one-line fix.
@@ -569,6 +625,16 @@ async fn an_embedding_that_cannot_launch_sandboxes_refuses_to_start_naming_the_f
         let Err(error) = agui_server::Server::new(config).start().await else {
             panic!("a server that cannot confine started in mode {mode}");
         };
+        assert!(
+            matches!(
+                error,
+                agui_server::ServerError::Config {
+                    kind: agui_server::ConfigProblem::NoSandboxLauncher,
+                    ..
+                }
+            ),
+            "{error:?}"
+        );
         let text = error.to_string();
         assert!(
             text.contains(&format!("sandbox = \"{mode}\""))
@@ -632,4 +698,37 @@ fn a_switch_turned_on_below_can_be_turned_off_above() {
     ] {
         assert!(printed.contains(expected), "{expected} in {printed}");
     }
+}
+
+/// A workspace template must be a directory that exists: anything else is refused at start,
+/// naming the key (a missing template would leave every new thread without its files).
+#[test]
+fn a_workspace_template_that_is_not_a_directory_is_refused_at_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = Key {
+        key: "workspace_template".into(),
+        flag: Some("--workspace-template".into()),
+        env: Some("AGUI_WORKSPACE_TEMPLATE".into()),
+        default: "none".into(),
+    };
+    let file = dir.path().join("a-file");
+    std::fs::write(&file, "x").unwrap();
+    let missing = dir.path().join("missing").display().to_string();
+    let file = file.display().to_string();
+    for (value, why) in [(&missing, "No such file"), (&file, "is not a directory")] {
+        let out = check_config(dir.path(), &[(&key, value, Via::Flag)]);
+        let text = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{value} was accepted");
+        assert!(
+            text.contains("workspace_template") && text.contains(why),
+            "{value}: {text}"
+        );
+    }
+    let template = dir.path().join("template");
+    std::fs::create_dir(&template).unwrap();
+    let out = check_config(
+        dir.path(),
+        &[(&key, &template.display().to_string(), Via::Flag)],
+    );
+    assert!(out.status.success(), "{out:?}");
 }

@@ -205,6 +205,74 @@ async fn a_thread_leased_by_one_replica_is_refused_or_waited_for_by_another_unti
     }
 }
 
+/// A thread's files need no lease: a replica that does not hold the thread writes and reads
+/// them while another one has it live, and a file sent to a new thread through one replica is
+/// read through the other.
+#[tokio::test]
+async fn a_thread_s_files_are_reached_from_a_replica_that_does_not_hold_its_lease() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = replica(dir.path(), "a", 30).await;
+    let b = replica(dir.path(), "b", 0).await;
+    let client = reqwest::Client::new();
+    let files = |server: &RunningServer, thread: &str, rel: &str| {
+        format!("http://{}/threads/{thread}/files/{rel}", server.addr())
+    };
+    let events = events_of(
+        client
+            .post(format!("http://{}/", a.addr()))
+            .json(&input(
+                "t1",
+                json!([user("m1", "What is the weather in Paris?")]),
+            ))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(run_error(&events), None);
+    // a holds t1 (b would be refused a run on it); b writes and reads its files all the same.
+    let put = client
+        .put(files(&b, "t1", "from-b.txt"))
+        .body("written by b")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(put.status(), 201);
+    let read = client
+        .get(files(&a, "t1", "from-b.txt"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(read.text().await.unwrap(), "written by b");
+    let listed: Value = client
+        .get(files(&b, "t1", ""))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert!(listed.to_string().contains("from-b.txt"), "{listed}");
+    // A new thread made by b's upload is read through a.
+    let put = client
+        .put(files(&b, "t2", "seed.txt"))
+        .body("seeded on b")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(put.status(), 201);
+    let read = client
+        .get(files(&a, "t2", "seed.txt"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(read.status(), 200);
+    assert_eq!(read.text().await.unwrap(), "seeded on b");
+    for server in [a, b] {
+        server.shutdown().await;
+    }
+}
+
 /// The slow reply's words: a turn that is still streaming when its replica dies.
 const SLOW_WORDS: usize = 40;
 

@@ -28,6 +28,7 @@ use crate::threads::{
 };
 use crate::tools::ToolRegistry;
 use crate::trees::Trees;
+use crate::workspace::ThreadWorkspace;
 
 /// How often the thread store drops expired records.
 const STORE_SWEEP: Duration = Duration::from_secs(60);
@@ -70,6 +71,10 @@ pub enum ThreadError {
     /// The agent knows no thread with this id.
     #[error("no thread `{0}` is known to this agent")]
     UnknownThread(String),
+    /// The thread's workspace could not be reached or made (the message is the client's: it
+    /// names no host path, and refers to the logged detail).
+    #[error("{0}")]
+    Workspace(String),
 }
 
 impl Agent {
@@ -371,6 +376,74 @@ impl Agent {
                 action: format!("claim the thread `{thread_id}` for `{owner}`"),
                 source,
             })
+    }
+
+    /// The workspace of `owner`'s thread `thread_id`, for reading and writing its files from
+    /// any replica (without the thread's lease): the thread's record is read afresh, its owner
+    /// checked and its directories made through the door. `None` when the thread is someone
+    /// else's, or does not exist (or has no workspace yet) and `create` is false. With
+    /// `create`, a thread that does not exist is made `owner`'s and placed by its task (which
+    /// writes its record, holding its lease), with no conversation opened.
+    pub async fn workspace_as(
+        &self,
+        owner: &Owner,
+        thread_id: &str,
+        create: bool,
+    ) -> Result<Option<ThreadWorkspace>, ThreadError> {
+        let record = self.ctx.records.get(thread_id).await;
+        let recorded = record.as_ref().and_then(|r| r.owner.clone());
+        let place = match (record.and_then(|r| r.place), recorded) {
+            (Some(place), Some(recorded)) if recorded == *owner => place,
+            // A thread of the local owner passes to the first identity that uses it, its
+            // directories with it: its task does that.
+            (_, Some(recorded)) if recorded != *owner && !(create && recorded.is_local()) => {
+                return Ok(None);
+            }
+            _ if !create => return Ok(None),
+            _ => {
+                let (reply, placed) = oneshot::channel();
+                let command = Command::Place {
+                    owner: owner.clone(),
+                    reply,
+                };
+                send(&self.ctx, thread_id, command).await;
+                match placed.await {
+                    Ok(Ok(Some(place))) => place,
+                    Ok(Ok(None)) => return Ok(None),
+                    Ok(Err(failure)) => {
+                        return Err(ThreadError::Workspace(failure.published(0).message));
+                    }
+                    Err(_) => {
+                        return Err(ThreadError::Workspace(
+                            "The thread could not be prepared; retry.".into(),
+                        ));
+                    }
+                }
+            }
+        };
+        let (trees, owner, id) = (self.ctx.trees.clone(), owner.clone(), thread_id.to_owned());
+        let max_bytes = self.ctx.options.workspace_max_bytes;
+        let opened = tokio::task::spawn_blocking(move || {
+            ThreadWorkspace::open(&trees, &owner, &id, &place, max_bytes)
+        })
+        .await;
+        match opened {
+            Ok(Ok(workspace)) => Ok(Some(workspace)),
+            Ok(Err(e)) => {
+                let failure = crate::error::RunFailure::new(
+                    crate::error::RunErrorCode::AgentError,
+                    "Could not prepare the thread's directories.",
+                )
+                .with_detail(e);
+                Err(ThreadError::Workspace(failure.published(0).message))
+            }
+            Err(e) => {
+                tracing::error!(thread_id, error = %e, "preparing a thread's workspace failed");
+                Err(ThreadError::Workspace(
+                    "Could not prepare the thread's directories.".into(),
+                ))
+            }
+        }
     }
 
     /// Whether the agent knows the thread (live, or remembered in its store).

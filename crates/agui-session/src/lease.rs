@@ -50,9 +50,45 @@ pub enum LeaseDenied {
         /// When to try again.
         retry_after: Duration,
     },
-    /// The lease could not be read or written (the shared volume failed); the reason is for
-    /// the log.
-    Unavailable(String),
+    /// The lease moved while this replica was taking it (taken and given up meanwhile); asking
+    /// again settles who holds it.
+    Contended,
+    /// The lease store could not be read or written (the shared volume failed).
+    StoreFailed {
+        /// The failure's kind, for decisions.
+        kind: std::io::ErrorKind,
+        /// What failed, for the log.
+        detail: String,
+    },
+    /// The agent keeps no leases (it has a single replica), so none can be taken.
+    NotKept,
+}
+
+impl LeaseDenied {
+    /// The store's failure `error`.
+    pub fn store_failed(error: &std::io::Error) -> LeaseDenied {
+        LeaseDenied::StoreFailed {
+            kind: error.kind(),
+            detail: error.to_string(),
+        }
+    }
+
+    /// The lease work `error` that never finished (its task panicked or was cancelled).
+    pub(crate) fn task_failed(error: &tokio::task::JoinError) -> LeaseDenied {
+        LeaseDenied::StoreFailed {
+            kind: std::io::ErrorKind::Other,
+            detail: format!("the lease's file work did not finish: {error}"),
+        }
+    }
+
+    /// Whether asking again soon may succeed without the holder giving the lease up: the
+    /// store failed, or the lease moved meanwhile.
+    pub fn is_transient(&self) -> bool {
+        matches!(
+            self,
+            LeaseDenied::Contended | LeaseDenied::StoreFailed { .. }
+        )
+    }
 }
 
 impl std::fmt::Display for LeaseDenied {
@@ -66,7 +102,9 @@ impl std::fmt::Display for LeaseDenied {
                 "held by replica `{holder}` (retry in {} s)",
                 retry_after.as_secs().max(1)
             ),
-            Self::Unavailable(why) => write!(f, "the lease store failed: {why}"),
+            Self::Contended => write!(f, "the lease changed hands while it was being taken"),
+            Self::StoreFailed { detail, .. } => write!(f, "the lease store failed: {detail}"),
+            Self::NotKept => write!(f, "the agent keeps no leases"),
         }
     }
 }

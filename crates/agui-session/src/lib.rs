@@ -51,6 +51,7 @@ pub mod threads;
 mod tools;
 mod trees;
 mod turn;
+mod workspace;
 
 pub use agent::{Agent, AgentStats, RunStream, ThreadError};
 /// The `activityType`s of file changes and commands (see [`AgentOptions::activities`]).
@@ -70,3 +71,4 @@ pub use places::Isolation;
 pub use store::owners::Admission;
 pub use thread::{APP_CONTEXT_TOOL, APP_STATE_TOOL};
 pub use tools::{FnTool, InterruptRequest, ServerTool, ToolContext, ToolError, ToolRegistry};
+pub use workspace::ThreadWorkspace;

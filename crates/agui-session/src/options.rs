@@ -139,6 +139,10 @@ pub struct AgentOptions {
     /// The disk a tree (an owner's, or a thread's) may take, workspaces and state together: a
     /// turn that grows it past this is stopped (`RUN_ERROR WORKSPACE_FULL`). `None`: no cap.
     pub workspace_max_bytes: Option<u64>,
+    /// A directory copied into every new thread's workspace when the thread is first placed
+    /// (its regular files and directories; links, special files and files with several hard
+    /// links are skipped). The operator's: read as it is, never through a thread's tree.
+    pub workspace_template: Option<PathBuf>,
     /// Threads may belong to several owners (callers have identities): keep a process ready
     /// for the next new owner. Without, every thread is the local owner's.
     pub several_owners: bool,
@@ -196,6 +200,7 @@ impl AgentOptions {
             client_buffer_events: defaults::CLIENT_BUFFER_EVENTS,
             shutdown_deadline: defaults::SHUTDOWN_DEADLINE,
             workspace_max_bytes: None,
+            workspace_template: None,
             several_owners: false,
             replica_id: None,
         }

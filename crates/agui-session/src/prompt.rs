@@ -7,7 +7,9 @@
 //!   media in order (legacy `binary` parts too), and a one-line note in the text wherever an
 //!   attachment cannot be forwarded (a URL or file reference instead of inline data, a missing
 //!   or unsupported media type, data that is empty or not base64, a part over the size cap),
-//!   so the model knows something was attached.
+//!   so the model knows something was attached. A document or binary part over the size cap
+//!   is an [`Upload`] instead: the thread saves it in its workspace before the prompt goes, and
+//!   [`resolve_uploads`] tells the model where it is.
 //! - [`tool_result_text`] is what a frontend tool's `ToolMessage` returns to the model, with
 //!   `ToolMessage.error` kept as an error rather than passed off as a result.
 //!
@@ -106,12 +108,30 @@ impl Default for PromptLimits {
 pub(crate) struct Prompt {
     /// Id of the user message; record it as forwarded only after the send succeeded.
     pub(crate) message_id: String,
-    /// What to send (never empty).
+    /// What to send (never empty). Its text holds each upload's [`Upload::token`] until
+    /// [`resolve_uploads`] replaces it.
     pub(crate) input: UserInput,
     /// Warnings to log, one per attachment that was not forwarded.
     pub(crate) notes: Vec<String>,
     /// The message's text (its text parts joined), for a thread's title.
     pub(crate) text: String,
+    /// Attachments too large to send inline, to save in the workspace before sending.
+    pub(crate) uploads: Vec<Upload>,
+}
+
+/// A document or binary attachment over the size cap: saved in the thread's workspace under
+/// `uploads/`, and the model told where, instead of a note that it was dropped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Upload {
+    /// The file name to save it under (made unique when saved): from the part's filename,
+    /// reduced to one safe path component, or a default. Never a path from the client.
+    pub(crate) name: String,
+    /// The bytes.
+    pub(crate) data: Vec<u8>,
+    /// How the note names it (`document 'report.pdf'`).
+    pub(crate) what: String,
+    /// Stands in the prompt's text where the note goes.
+    pub(crate) token: String,
 }
 
 /// A user message converted to harness parts.
@@ -121,6 +141,8 @@ pub(crate) struct Converted {
     pub(crate) parts: Vec<user_input::Part>,
     /// Warnings to log, one per attachment that was not forwarded.
     pub(crate) notes: Vec<String>,
+    /// Attachments to save in the workspace (their tokens are in the text).
+    pub(crate) uploads: Vec<Upload>,
 }
 
 impl Converted {
@@ -176,13 +198,18 @@ pub(crate) fn newest_unforwarded_with(
         if is_forwarded(&user.id) {
             return None;
         }
-        let Converted { parts, notes } = convert_user_message_with(user, limits);
+        let Converted {
+            parts,
+            notes,
+            uploads,
+        } = convert_user_message_with(user, limits);
         if !parts.is_empty() {
             return Some(Prompt {
                 message_id: user.id.clone(),
                 input: UserInput { parts },
                 notes,
                 text: message_text(user),
+                uploads,
             });
         }
     }
@@ -200,9 +227,11 @@ pub(crate) fn convert_user_message(message: &UserMessage) -> Converted {
 /// String content is trimmed. Parts keep their order: text parts are trimmed (blank ones
 /// dropped); image, audio, video, document and legacy binary parts whose bytes travel inline
 /// (a `data` source, or a `data:…;base64,` URL) become media when their type is in
-/// [`SUPPORTED_MIME_TYPES`] and they fit the size limit. Any other attachment becomes a
-/// one-line note in the text at its position, and a warning in [`Converted::notes`], so the
-/// model knows something was attached and the message still counts as a prompt.
+/// [`SUPPORTED_MIME_TYPES`] and they fit the size limit. A document or binary part with
+/// inline bytes over the size limit, whatever its type, becomes an [`Upload`] (its token in the
+/// text at its position). Any other attachment becomes a one-line note in the text at its
+/// position, and a warning in [`Converted::notes`], so the model knows something was attached
+/// and the message still counts as a prompt.
 pub(crate) fn convert_user_message_with(message: &UserMessage, limits: &PromptLimits) -> Converted {
     let mut builder = Builder::default();
     match &message.content {
@@ -211,10 +240,12 @@ pub(crate) fn convert_user_message_with(message: &UserMessage, limits: &PromptLi
             for part in parts {
                 match part {
                     ContentPart::Text(text) => builder.text(&text.text),
-                    ContentPart::Image(media) => builder.media(Kind::Image, media, limits),
-                    ContentPart::Audio(media) => builder.media(Kind::Audio, media, limits),
-                    ContentPart::Video(media) => builder.media(Kind::Video, media, limits),
-                    ContentPart::Document(media) => builder.media(Kind::Document, media, limits),
+                    ContentPart::Image(media) => builder.media(Kind::Image, media, limits, false),
+                    ContentPart::Audio(media) => builder.media(Kind::Audio, media, limits, false),
+                    ContentPart::Video(media) => builder.media(Kind::Video, media, limits, false),
+                    ContentPart::Document(media) => {
+                        builder.media(Kind::Document, media, limits, true);
+                    }
                     ContentPart::Binary(binary) => builder.binary(binary, limits),
                 }
             }
@@ -318,6 +349,17 @@ struct Inline {
     data: Vec<u8>,
 }
 
+/// What an attachment with inline bytes becomes.
+enum Attached {
+    /// Sent inline.
+    Inline(Inline),
+    /// Too large to send: saved in the workspace (the media type, if any, names a default).
+    Upload {
+        mime_type: Option<String>,
+        data: Vec<u8>,
+    },
+}
+
 #[derive(Default)]
 struct Builder {
     parts: Vec<user_input::Part>,
@@ -325,6 +367,7 @@ struct Builder {
     /// would otherwise read adjacent text parts glued together.
     text: Vec<String>,
     notes: Vec<String>,
+    uploads: Vec<Upload>,
 }
 
 impl Builder {
@@ -337,16 +380,19 @@ impl Builder {
         }
     }
 
-    fn media(&mut self, kind: Kind, part: &MediaPart, limits: &PromptLimits) {
+    /// A media part; `uploadable`: over the size limit, it is saved in the workspace.
+    fn media(&mut self, kind: Kind, part: &MediaPart, limits: &PromptLimits, uploadable: bool) {
         let filename = part
             .metadata
             .as_ref()
             .and_then(|metadata| metadata.get("filename"))
             .and_then(Value::as_str);
         let inline = match &part.source {
-            PartSource::Data { value, mime_type } => inline(value, Some(mime_type), limits),
+            PartSource::Data { value, mime_type } => {
+                inline(value, Some(mime_type), limits, uploadable)
+            }
             PartSource::Url { value, mime_type } if is_data_url(value) => {
-                inline(value, mime_type.as_deref(), limits)
+                inline(value, mime_type.as_deref(), limits, uploadable)
             }
             PartSource::Url { .. } => Err(Failure::NotInline("a remote URL")),
             PartSource::File { .. } => Err(Failure::NotInline("a provider file reference")),
@@ -360,8 +406,10 @@ impl Builder {
         let url = part.url.as_deref().filter(|url| !url.trim().is_empty());
         // Data wins over a URL, as in the official client's upgrade to a media part.
         let inline = match (data, url) {
-            (Some(data), _) => inline(data, Some(&part.mime_type), limits),
-            (None, Some(url)) if is_data_url(url) => inline(url, Some(&part.mime_type), limits),
+            (Some(data), _) => inline(data, Some(&part.mime_type), limits, true),
+            (None, Some(url)) if is_data_url(url) => {
+                inline(url, Some(&part.mime_type), limits, true)
+            }
             (None, Some(_)) => Err(Failure::NotInline("a remote URL")),
             (None, None) if part.id.as_deref().is_some_and(|id| !id.trim().is_empty()) => {
                 Err(Failure::NotInline("a file reference"))
@@ -371,8 +419,14 @@ impl Builder {
         self.attachment(kind, part.filename.as_deref(), inline);
     }
 
-    fn attachment(&mut self, kind: Kind, filename: Option<&str>, inline: Result<Inline, Failure>) {
+    fn attachment(
+        &mut self,
+        kind: Kind,
+        filename: Option<&str>,
+        inline: Result<Attached, Failure>,
+    ) {
         let kind = kind.as_str();
+        let given = filename;
         let filename = filename
             .map(|name| one_line(name, 120))
             .filter(|name| !name.is_empty());
@@ -381,10 +435,20 @@ impl Builder {
             .map(|name| format!(" '{name}'"))
             .unwrap_or_default();
         match inline {
-            Ok(Inline { mime_type, data }) => {
+            Ok(Attached::Inline(Inline { mime_type, data })) => {
                 self.flush_text();
                 let description = filename.as_deref().unwrap_or_default();
                 self.parts.push(media_part(&mime_type, data, description));
+            }
+            Ok(Attached::Upload { mime_type, data }) => {
+                let token = format!("{UPLOAD_MARK}upload {}{UPLOAD_MARK}", self.uploads.len());
+                self.text.push(token.clone());
+                self.uploads.push(Upload {
+                    name: upload_name(given, mime_type.as_deref()),
+                    what: format!("{kind}{name} ({})", human_size(data.len())),
+                    data,
+                    token,
+                });
             }
             Err(Failure::NotInline(what)) => {
                 self.text.push(format!(
@@ -418,6 +482,7 @@ impl Builder {
         Converted {
             parts: self.parts,
             notes: self.notes,
+            uploads: self.uploads,
         }
     }
 }
@@ -432,8 +497,14 @@ fn is_data_url(value: &str) -> bool {
 
 /// The bytes of an inline attachment: `value` is base64, or a `data:` URL (some clients put
 /// one in a `data` source; base64 never contains `:`, so the two cannot be confused).
-/// `part_mime` wins over the URL's media type when it is not blank.
-fn inline(value: &str, part_mime: Option<&str>, limits: &PromptLimits) -> Result<Inline, Failure> {
+/// `part_mime` wins over the URL's media type when it is not blank. Over the size limit, an
+/// `uploadable` attachment is decoded whatever its type, to be saved.
+fn inline(
+    value: &str,
+    part_mime: Option<&str>,
+    limits: &PromptLimits,
+    uploadable: bool,
+) -> Result<Attached, Failure> {
     let part_mime = part_mime.map(str::trim).filter(|mime| !mime.is_empty());
     let (url_mime, payload) = if is_data_url(value) {
         let (mime, payload) = parse_data_url(value.trim_start())?;
@@ -441,9 +512,33 @@ fn inline(value: &str, part_mime: Option<&str>, limits: &PromptLimits) -> Result
     } else {
         (None, value)
     };
-    let mime_type = supported_mime(part_mime.or(url_mime.filter(|mime| !mime.is_empty())))?;
-    let data = decode_base64(payload, limits)?;
-    Ok(Inline { mime_type, data })
+    let mime = part_mime.or(url_mime.filter(|mime| !mime.is_empty()));
+    // Read once; what is wrong with it is said after the media type, as for any attachment.
+    let mut digits = None;
+    if uploadable && let Ok(plain) = base64_digits(payload) {
+        if decoded_size(&plain).is_ok_and(|size| size > limits.max_attachment_bytes) {
+            return Ok(Attached::Upload {
+                mime_type: mime.map(essence),
+                data: decode_digits(&plain)?,
+            });
+        }
+        digits = Some(plain);
+    }
+    let mime_type = supported_mime(mime)?;
+    let digits = match digits {
+        Some(digits) => digits,
+        None => base64_digits(payload)?,
+    };
+    let size = decoded_size(&digits)?;
+    if size > limits.max_attachment_bytes {
+        return Err(Failure::Unreadable(format!(
+            "it is larger than the {} limit ({})",
+            human_size(limits.max_attachment_bytes),
+            human_size(size)
+        )));
+    }
+    let data = decode_digits(&digits)?;
+    Ok(Attached::Inline(Inline { mime_type, data }))
 }
 
 /// Splits `data:<mime>[;param…];base64,<payload>` into the media type and the payload.
@@ -469,12 +564,7 @@ fn supported_mime(mime: Option<&str>) -> Result<String, Failure> {
     let Some(mime) = mime else {
         return Err(Failure::Unreadable("no media type was given".to_owned()));
     };
-    let essence = mime
-        .split(';')
-        .next()
-        .unwrap_or_default()
-        .trim()
-        .to_ascii_lowercase();
+    let essence = essence(mime);
     if essence.is_empty() {
         return Err(Failure::Unreadable("no media type was given".to_owned()));
     }
@@ -495,17 +585,31 @@ const LENIENT: GeneralPurposeConfig =
 const STANDARD_LENIENT: GeneralPurpose = GeneralPurpose::new(&alphabet::STANDARD, LENIENT);
 const URL_SAFE_LENIENT: GeneralPurpose = GeneralPurpose::new(&alphabet::URL_SAFE, LENIENT);
 
-/// Decodes base64 that may be wrapped in whitespace or percent-encoded (inside a `data:` URL),
-/// refusing what is over the size limit before allocating it.
-fn decode_base64(payload: &str, limits: &PromptLimits) -> Result<Vec<u8>, Failure> {
+/// A media type's essence: lowercase, parameters dropped.
+fn essence(mime: &str) -> String {
+    mime.split(';')
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_ascii_lowercase()
+}
+
+/// Base64 that may be wrapped in whitespace or percent-encoded (inside a `data:` URL), made
+/// plain: its digits and padding.
+fn base64_digits(payload: &str) -> Result<Vec<u8>, Failure> {
     let Some(unescaped) = percent_decode(payload) else {
         return Err(invalid_base64());
     };
-    let cleaned: Vec<u8> = unescaped
+    Ok(unescaped
         .iter()
         .copied()
         .filter(|byte| !byte.is_ascii_whitespace())
-        .collect();
+        .collect())
+}
+
+/// The size plain base64 decodes to, known before decoding (so what is over a limit is never
+/// allocated).
+fn decoded_size(cleaned: &[u8]) -> Result<usize, Failure> {
     let digits = cleaned
         .iter()
         .rev()
@@ -515,18 +619,115 @@ fn decode_base64(payload: &str, limits: &PromptLimits) -> Result<Vec<u8>, Failur
         return Err(Failure::Unreadable("it is empty".to_owned()));
     }
     // Exact for valid base64: four digits carry three bytes, a tail of n digits n - 1.
-    let size = digits / 4 * 3 + (digits % 4).saturating_sub(1);
-    if size > limits.max_attachment_bytes {
-        return Err(Failure::Unreadable(format!(
-            "it is larger than the {} limit ({})",
-            human_size(limits.max_attachment_bytes),
-            human_size(size)
-        )));
-    }
+    Ok(digits / 4 * 3 + (digits % 4).saturating_sub(1))
+}
+
+/// Decodes plain base64 in either alphabet.
+fn decode_digits(cleaned: &[u8]) -> Result<Vec<u8>, Failure> {
     STANDARD_LENIENT
-        .decode(&cleaned)
-        .or_else(|_| URL_SAFE_LENIENT.decode(&cleaned))
+        .decode(cleaned)
+        .or_else(|_| URL_SAFE_LENIENT.decode(cleaned))
         .map_err(|_| invalid_base64())
+}
+
+/// Brackets an upload's token in the prompt's text: a private-use character, which no note of
+/// ours and no sanitising of text touches.
+const UPLOAD_MARK: char = '\u{F8FF}';
+
+/// Where the uploads of a prompt ended up, in order: the path saved, relative to the
+/// workspace, or why it could not be.
+pub(crate) type Saved = Result<String, String>;
+
+/// Replaces each upload's token in `input`'s text with a note: where it was saved (relative to
+/// the workspace), or that it could not be. A token with no outcome (fewer outcomes than
+/// uploads) says the file was not saved.
+pub(crate) fn resolve_uploads(input: &mut UserInput, uploads: &[Upload], saved: &[Saved]) {
+    for (i, upload) in uploads.iter().enumerate() {
+        let note = match saved.get(i) {
+            Some(Ok(path)) => format!(
+                "[Attached {} is too large to send inline; it is saved in your workspace as \
+                 {path}]",
+                upload.what
+            ),
+            Some(Err(reason)) => format!(
+                "[Attached {} was too large to send inline and could not be saved in the \
+                 workspace: {reason}]",
+                upload.what
+            ),
+            None => format!(
+                "[Attached {} was too large to send inline and was not saved.]",
+                upload.what
+            ),
+        };
+        for part in &mut input.parts {
+            if let Some(user_input::part::Part::Text(text)) = &mut part.part
+                && text.contains(&upload.token)
+            {
+                *text = text.replace(&upload.token, &one_line(&note, 400));
+            }
+        }
+    }
+}
+
+/// The file name an upload is saved under: the last component of the client's `filename`
+/// (after `/` or a backslash), control characters dropped, leading dots dropped (no `.`, `..` or
+/// hidden name), at most 150 bytes with its extension kept; else `attachment` with an
+/// extension from the media type.
+pub(crate) fn upload_name(filename: Option<&str>, mime_type: Option<&str>) -> String {
+    let last = filename
+        .unwrap_or_default()
+        .rsplit(['/', '\\'])
+        .next()
+        .unwrap_or_default();
+    let clean: String = last.chars().filter(|c| !c.is_control()).collect();
+    let clean = clean.trim().trim_start_matches('.').trim();
+    if clean.is_empty() {
+        return format!("attachment.{}", extension_of(mime_type.unwrap_or_default()));
+    }
+    // Bytes, not characters: a file name is at most 255 bytes, and a number may be added.
+    const MAX_BYTES: usize = 150;
+    if clean.len() <= MAX_BYTES {
+        return clean.to_owned();
+    }
+    let (stem, ext) = match clean.rsplit_once('.') {
+        Some((stem, ext)) if !stem.is_empty() && ext.len() <= 16 => (stem, ext),
+        _ => (clean, ""),
+    };
+    let mut cut = MAX_BYTES - ext.len() - usize::from(!ext.is_empty());
+    while !stem.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    let stem = stem.get(..cut).unwrap_or_default();
+    if ext.is_empty() {
+        stem.to_owned()
+    } else {
+        format!("{stem}.{ext}")
+    }
+}
+
+/// A file extension for a media type (`bin` when unknown).
+fn extension_of(mime_type: &str) -> &'static str {
+    match essence(mime_type).as_str() {
+        "application/pdf" => "pdf",
+        "application/json" => "json",
+        "application/zip" => "zip",
+        "application/gzip" => "gz",
+        "application/x-tar" => "tar",
+        "application/xml" | "text/xml" => "xml",
+        "text/plain" => "txt",
+        "text/csv" => "csv",
+        "text/html" => "html",
+        "text/markdown" => "md",
+        "image/png" => "png",
+        "image/jpeg" => "jpg",
+        "image/gif" => "gif",
+        "image/webp" => "webp",
+        "audio/mpeg" | "audio/mp3" => "mp3",
+        "audio/wav" | "audio/x-wav" => "wav",
+        "video/mp4" => "mp4",
+        "video/webm" => "webm",
+        _ => "bin",
+    }
 }
 
 fn invalid_base64() -> Failure {

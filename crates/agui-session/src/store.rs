@@ -272,6 +272,11 @@ pub(crate) struct ThreadRecord {
     /// when the thread is next served, the server that drove it stopped without ending it.
     #[serde(default)]
     pub(crate) turn_in_flight: bool,
+    /// The harness was never sent a message of this thread (it was only placed, for its
+    /// files, or its first conversation never opened): the next open creates the
+    /// conversation instead of resuming one the harness does not have.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub(crate) unsent: bool,
     /// When the record was last written (Unix seconds); set by [`ThreadStore::put`].
     #[serde(default)]
     pub(crate) updated_at: u64,

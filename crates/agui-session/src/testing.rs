@@ -203,6 +203,7 @@ impl ConversationSource for FakeHarness {
         }
         if self.refuse_next_open.swap(false, Ordering::SeqCst) {
             return Err(HarnessError::InitFailed {
+                kind: harness_client::InitRefusal::Other,
                 reason: "refused by the fake harness".into(),
             });
         }
@@ -215,6 +216,7 @@ impl ConversationSource for FakeHarness {
             == harness_proto::lh::harness_config::SessionContinuationMode::Resume;
         if resume && history.is_none() {
             return Err(HarnessError::InitFailed {
+                kind: harness_client::InitRefusal::NotFound,
                 reason: format!(
                     "Failed to create agent: conversation \"{id}\" not found (cannot resume)"
                 ),

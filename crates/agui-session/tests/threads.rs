@@ -92,6 +92,7 @@ async fn connect_to_an_unknown_thread_is_refused() {
     let fx = FakeAgent::new();
     match fx.agent.connect(connect_input()).await {
         Err(ThreadError::UnknownThread(id)) => assert_eq!(id, "thread-1"),
+        Err(other) => panic!("not an unknown thread: {other}"),
         Ok(_) => panic!("an unknown thread has nothing to connect to"),
     }
     assert!(matches!(

@@ -72,7 +72,9 @@ pub enum HarnessError {
     /// invalid policy config, …).
     #[error("the harness refused to initialize the conversation: {reason}")]
     InitFailed {
-        /// The harness's stderr explanation, or what was observed.
+        /// Why, as a kind to decide on.
+        kind: InitRefusal,
+        /// The harness's stderr explanation, or what was observed: for people, not decisions.
         reason: String,
     },
 
@@ -115,9 +117,92 @@ pub enum HarnessError {
     },
 }
 
+/// Why the harness did not open a conversation. The harness says why only in prose on its
+/// stderr; this crate reads it once, here, so its callers decide on a kind, never on text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum InitRefusal {
+    /// A resume of a conversation the harness has no record of.
+    NotFound,
+    /// The conversation's record exists but cannot be read (corrupt or malformed).
+    Unreadable,
+    /// A create-only open of a conversation that already exists.
+    AlreadyExists,
+    /// The conversation is attached to another socket (released shortly after that closes).
+    InUse,
+    /// The harness did not answer the config within the init timeout.
+    NoAnswer,
+    /// The config could not be sent (the socket failed).
+    SendFailed,
+    /// Refused for a reason this crate does not recognise (an invalid policy config, …).
+    Other,
+}
+
+impl InitRefusal {
+    /// The kind of refusal a harness's stderr explanation states.
+    pub(crate) fn from_explanation(explanation: &str) -> InitRefusal {
+        let lower = explanation.to_ascii_lowercase();
+        if lower.contains("already in use") {
+            InitRefusal::InUse
+        } else if lower.contains("not found") || lower.contains("cannot resume") {
+            InitRefusal::NotFound
+        } else if lower.contains("corrupt") || lower.contains("malformed") {
+            InitRefusal::Unreadable
+        } else if lower.contains("already exists") {
+            InitRefusal::AlreadyExists
+        } else {
+            InitRefusal::Other
+        }
+    }
+
+    /// Whether the conversation to resume is gone for good (absent or unreadable): a host
+    /// starts a new one instead.
+    pub fn conversation_lost(self) -> bool {
+        matches!(self, InitRefusal::NotFound | InitRefusal::Unreadable)
+    }
+}
+
 impl HarnessError {
     pub(crate) fn io(action: impl Into<String>) -> impl FnOnce(std::io::Error) -> Self {
         let action = action.into();
         move |source| Self::Io { action, source }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::InitRefusal;
+
+    #[test]
+    fn the_harness_explanations_map_to_their_kinds() {
+        // The lines the harness prints (docs: the protocol notes' init failures).
+        for (line, kind) in [
+            (
+                r#"Failed to create agent: conversation "c1" not found in "/save" (cannot resume)"#,
+                InitRefusal::NotFound,
+            ),
+            (
+                "Failed to create agent: Cascade ID c1 is already in use",
+                InitRefusal::InUse,
+            ),
+            (
+                r#"Failed to create agent: conversation "c1" already exists in "/save""#,
+                InitRefusal::AlreadyExists,
+            ),
+            (
+                "Failed to create agent: trajectory file is corrupt",
+                InitRefusal::Unreadable,
+            ),
+            (
+                "Failed to create agent: malformed state",
+                InitRefusal::Unreadable,
+            ),
+            ("invalid policy config", InitRefusal::Other),
+        ] {
+            assert_eq!(InitRefusal::from_explanation(line), kind, "{line}");
+        }
+        assert!(InitRefusal::NotFound.conversation_lost());
+        assert!(InitRefusal::Unreadable.conversation_lost());
+        assert!(!InitRefusal::InUse.conversation_lost());
     }
 }

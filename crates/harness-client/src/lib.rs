@@ -65,7 +65,7 @@ pub use config::{
 };
 pub use conversation::{Canceller, Conversation};
 pub use discovery::{HARNESS_PATH_ENV, find_binary, find_or_install_binary};
-pub use error::{HarnessError, Result};
+pub use error::{HarnessError, InitRefusal, Result};
 pub use events::{
     CloseReason, ConversationEvent, TrajectoryState, TrajectoryStatus, TurnEnd, Usage,
 };

@@ -13,8 +13,8 @@ use harness_client::proto::lh::{
 };
 use harness_client::{
     Answer, BuiltinTool, CallContext, Callbacks, CloseReason, ConversationEvent, DefaultCallbacks,
-    HarnessError, HookRequest, HookResponse, QuestionAnswer, QuestionRequest, StepSource,
-    StepStatus, ToolCallRequest, ToolOutcome,
+    HarnessError, HookRequest, HookResponse, InitRefusal, QuestionAnswer, QuestionRequest,
+    StepSource, StepStatus, ToolCallRequest, ToolOutcome,
 };
 use serde_json::json;
 use support::{Fixture, read_turn, turn};
@@ -454,10 +454,14 @@ async fn resuming_an_unknown_conversation_fails_with_the_harness_reason() {
     )
     .await
     .unwrap_err();
-    let HarnessError::InitFailed { reason } = &err else {
+    let HarnessError::InitFailed { kind, reason } = &err else {
         panic!("{err:?}")
     };
-    assert!(reason.contains("not found"), "{reason}");
+    assert_eq!(*kind, InitRefusal::NotFound, "{reason}");
+    assert!(
+        reason.contains("not found"),
+        "the harness's own words stay: {reason}"
+    );
     // The process survives a failed init and serves others.
     let mut conversation = fx
         .open(&process, fx.config(), Arc::new(DefaultCallbacks))

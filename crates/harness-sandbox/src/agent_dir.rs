@@ -33,6 +33,10 @@ use rustix::fs::{AtFlags, Dir, FileType, Mode, OFlags, RenameFlags};
 use crate::identity::SandboxIdentity;
 use crate::{Result, SandboxError};
 
+mod walk;
+
+pub use walk::{Walk, WalkEntry};
+
 /// How deep a walk or a removal holds directory descriptors; deeper, a removal moves the
 /// subtree up (into the directory being removed) and a measurement reports the tree as too
 /// deep to measure.

@@ -49,7 +49,7 @@ mod probe;
 mod services;
 mod spec;
 
-pub use agent_dir::{AgentDir, DiskUsage, Entry, EntryKind, Refusal, TempName};
+pub use agent_dir::{AgentDir, DiskUsage, Entry, EntryKind, Refusal, TempName, Walk, WalkEntry};
 pub use confinement::{Confinement, Launcher, Limits};
 pub use encoder::{WEBM_ENCODER_DIR, keep_out as keep_webm_encoder_out};
 pub use host::{HostChannel, SandboxControl, SandboxStdin, SandboxStdout, StartedSandbox};

@@ -1,8 +1,9 @@
 //! W5 commands: `runs` pairs of sequential turns on one warmed-up thread, alternating a
 //! text-only turn and a turn whose model runs `true` with `run_command` before the standard
 //! reply. Their difference is what one command costs (a tool step and a second model request);
-//! comparing it between `--sandbox strict` and `--sandbox off` gives what confinement adds per
-//! command. No floor: the figure of interest is a difference on the server.
+//! comparing it between a confined run (`--sandbox owner`, the server's default, or `thread`)
+//! and `--sandbox off` gives what confinement adds per command. No floor: the figure of
+//! interest is a difference on the server.
 
 use serde::Serialize;
 

@@ -7,6 +7,8 @@ pub mod upstream;
 
 pub mod served;
 
+pub mod files;
+
 pub mod legacy;
 
 use std::sync::{Arc, Mutex};

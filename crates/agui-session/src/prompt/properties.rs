@@ -98,7 +98,7 @@ proptest! {
                 other => prop_assert!(false, "unexpected part {other:?}"),
             }
         }
-        prop_assert_eq!(media + converted.notes.len(), attachments);
+        prop_assert_eq!(media + converted.notes.len() + converted.uploads.len(), attachments);
         prop_assert_eq!(converted.is_empty(), attachments == 0 && !has_text);
     }
 

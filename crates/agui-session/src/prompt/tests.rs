@@ -37,6 +37,7 @@ fn run(input: Input) -> Vec<String> {
                     lines.extend(render(&Converted {
                         parts: prompt.input.parts,
                         notes: prompt.notes,
+                        uploads: prompt.uploads,
                     }));
                     lines
                 }
@@ -61,6 +62,14 @@ fn convert(content: Value, limits: &PromptLimits) -> Converted {
 fn render(converted: &Converted) -> Vec<String> {
     let mut lines: Vec<String> = converted.parts.iter().map(render_part).collect();
     lines.extend(converted.notes.iter().map(|note| format!("log: {note}")));
+    lines.extend(converted.uploads.iter().map(|upload| {
+        format!(
+            "upload: {} {} bytes, {}",
+            upload.name,
+            upload.data.len(),
+            upload.what
+        )
+    }));
     lines
 }
 
@@ -765,4 +774,99 @@ fn convert_user_message_uses_the_default_limits() {
         [r#"text: "hi""#, "media: image/png 010203"]
     );
     assert_eq!(converted.clone().into_input().parts, converted.parts);
+}
+
+#[test]
+fn documents_and_binary_parts_over_the_size_cap_are_uploads_whose_note_says_where_they_are() {
+    use Input::Limited;
+    // AQID decodes to three bytes: over a 2-byte cap, a document (of any type) and a binary
+    // part are saved, not dropped; an image over it is still a note.
+    let mark = |i: usize| format!("{UPLOAD_MARK}upload {i}{UPLOAD_MARK}");
+    check(
+        Limited(
+            2,
+            json!([
+                {"type": "text", "text": "read these"},
+                {"type": "document", "source": data("application/zip", BYTES),
+                 "metadata": {"filename": "../../etc/report.zip"}},
+                {"type": "binary", "mimeType": "application/pdf", "data": BYTES},
+            ]),
+        ),
+        &[
+            &format!(
+                "text: {:?}",
+                format!("read these\n{}\n{}", mark(0), mark(1))
+            ),
+            "upload: report.zip 3 bytes, document '../../etc/report.zip' (3 bytes)",
+            "upload: attachment.pdf 3 bytes, document (3 bytes)",
+        ],
+    );
+    check(
+        Limited(
+            3,
+            json!([{"type": "document", "source": data("application/pdf", BYTES)}]),
+        ),
+        &["media: application/pdf 010203"],
+    );
+}
+
+#[test]
+fn an_upload_note_names_the_saved_path_or_why_it_was_not_saved() {
+    let message: UserMessage = serde_json::from_value(json!({"id": "m", "content": [
+        {"type": "text", "text": "two files"},
+        {"type": "document", "source": data("application/pdf", BYTES), "metadata": {"filename": "a.pdf"}},
+        {"type": "document", "source": data("application/pdf", BYTES), "metadata": {"filename": "b.pdf"}},
+    ]}))
+    .unwrap();
+    let Converted { parts, uploads, .. } = convert_user_message_with(
+        &message,
+        &PromptLimits {
+            max_attachment_bytes: 1,
+        },
+    );
+    let mut input = UserInput { parts };
+    resolve_uploads(
+        &mut input,
+        &uploads,
+        &[
+            Ok("uploads/a-2.pdf".into()),
+            Err("the workspace is full".into()),
+        ],
+    );
+    assert_eq!(
+        input.parts.iter().map(render_part).collect::<Vec<_>>(),
+        [format!(
+            "text: {:?}",
+            "two files\n[Attached document 'a.pdf' (3 bytes) is too large to send inline; it is saved in your workspace as uploads/a-2.pdf]\n[Attached document 'b.pdf' (3 bytes) was too large to send inline and could not be saved in the workspace: the workspace is full]"
+        )]
+    );
+}
+
+#[test]
+fn upload_names_are_one_safe_component_taken_from_the_client_s_name() {
+    let cases = [
+        (Some("report.pdf"), None, "report.pdf"),
+        (Some("../../etc/passwd"), None, "passwd"),
+        (Some("C:\\Users\\me\\notes.txt"), None, "notes.txt"),
+        (Some(".."), Some("application/pdf"), "attachment.pdf"),
+        (Some(".bashrc"), None, "bashrc"),
+        (
+            Some("dir/"),
+            Some("text/plain; charset=utf-8"),
+            "attachment.txt",
+        ),
+        (Some("a\u{0}b\nc"), None, "abc"),
+        (None, None, "attachment.bin"),
+        (None, Some("application/x-unknown"), "attachment.bin"),
+    ];
+    for (filename, mime, expected) in cases {
+        assert_eq!(upload_name(filename, mime), expected, "{filename:?}");
+    }
+    let long = format!("{}.tar.gz", "x".repeat(300));
+    let name = upload_name(Some(&long), None);
+    assert_eq!(name.len(), 150);
+    assert!(name.ends_with("x.gz"), "{name}");
+    let wide = format!("{}.txt", "é".repeat(200));
+    let name = upload_name(Some(&wide), None);
+    assert!(name.len() <= 150 && name.ends_with("é.txt"), "{name}");
 }

@@ -4,7 +4,9 @@ use agui_types::{Event, RunAgentInput};
 use tokio::sync::{mpsc, oneshot};
 
 use super::output::RunChannel;
+use crate::error::RunFailure;
 use crate::owner::Owner;
+use crate::places::Place;
 
 /// What the agent asks of a thread's task.
 pub(crate) enum Command {
@@ -33,6 +35,13 @@ pub(crate) enum Command {
         owner: Owner,
         patch: crate::threads::model::ThreadPatch,
         reply: oneshot::Sender<Option<crate::store::ThreadRecord>>,
+    },
+    /// Give the thread its directories for `owner` (placing it, a new thread becoming theirs)
+    /// without opening a conversation; the answer is its place, `None` when it is someone
+    /// else's.
+    Place {
+        owner: Owner,
+        reply: oneshot::Sender<Result<Option<Place>, RunFailure>>,
     },
     /// Close the conversation if the thread is idle (another thread needs the slot).
     Hibernate,

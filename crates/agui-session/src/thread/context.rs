@@ -143,7 +143,7 @@ impl ThreadContext {
         Some(
             tokio::task::spawn_blocking(move || leases.acquire(&id))
                 .await
-                .unwrap_or_else(|e| Err(LeaseDenied::Unavailable(e.to_string()))),
+                .unwrap_or_else(|e| Err(LeaseDenied::task_failed(&e))),
         )
     }
 

@@ -267,6 +267,20 @@ impl Trees {
         })
     }
 
+    /// The workspace of a thread placed at `placement`, opened through the door from its
+    /// tree's root (what it makes belongs to the sandbox's identity). Blocking.
+    pub(crate) fn open_workspace(&self, placement: &Placement) -> Result<AgentDir, TreeError> {
+        let Beneath { root, rel } = &placement.workspace;
+        self.open_root(root)?
+            .dir(rel)
+            .map_err(door_error("open the thread's workspace"))
+    }
+
+    /// The two directories of `tree` (its workspaces, its state), which its disk cap covers.
+    pub(crate) fn tree_roots(&self, tree: &TreeId) -> [PathBuf; 2] {
+        [self.workspaces_dir(tree), self.state_dir(tree)]
+    }
+
     /// A place for a new thread of `owner`: in the owner's tree (claiming a spare's, or a new
     /// one, if the owner has none), or a tree of its own. It takes a spare only if one is
     /// ready: waiting for one being booted is the caller's choice ([`Trees::await_spare`]).

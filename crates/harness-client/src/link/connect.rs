@@ -21,7 +21,7 @@ use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use super::socket::{self, Socket};
 use super::{ConnectOptions, FrameDirection, FrameTap, InitInfo, Link, observe};
 use crate::callbacks::Callbacks;
-use crate::error::{HarnessError, Result};
+use crate::error::{HarnessError, InitRefusal, Result};
 use crate::events::CloseReason;
 use crate::process::HarnessProcess;
 
@@ -37,9 +37,10 @@ pub(crate) async fn open(
         match try_open(process, config, callbacks.clone(), options).await {
             // The harness releases a closed socket's conversation id asynchronously; a re-attach
             // right after a close is refused with "already in use" for a few milliseconds.
-            Err(HarnessError::InitFailed { reason })
-                if reason.contains("already in use") && tokio::time::Instant::now() < deadline =>
-            {
+            Err(HarnessError::InitFailed {
+                kind: InitRefusal::InUse,
+                reason,
+            }) if tokio::time::Instant::now() < deadline => {
                 tracing::debug!(%reason, "conversation id still attached; retrying the init");
                 tokio::time::sleep(Duration::from_millis(25)).await;
             }
@@ -76,6 +77,7 @@ async fn try_open(
         .send(Message::text(text))
         .await
         .map_err(|e| HarnessError::InitFailed {
+            kind: InitRefusal::SendFailed,
             reason: format!("sending the config failed: {e}"),
         })?;
     let mut response = match tokio::time::timeout(
@@ -86,6 +88,7 @@ async fn try_open(
     {
         Err(_) => {
             return Err(HarnessError::InitFailed {
+                kind: InitRefusal::NoAnswer,
                 reason: format!("no answer to the config within {:?}", options.init_timeout),
             });
         }
@@ -94,8 +97,10 @@ async fn try_open(
             if let Some(info) = process.exit_info() {
                 return Err(HarnessError::Closed(CloseReason::ProcessExited(info)));
             }
+            let reason = explain_init_failure(&mut stderr, &dropped).await;
             return Err(HarnessError::InitFailed {
-                reason: explain_init_failure(&mut stderr, &dropped).await,
+                kind: InitRefusal::from_explanation(&reason),
+                reason,
             });
         }
     };

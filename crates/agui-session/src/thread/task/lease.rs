@@ -88,6 +88,9 @@ impl Task {
             Command::Update { reply, .. } => {
                 let _ = reply.send(None);
             }
+            Command::Place { reply, .. } => {
+                let _ = reply.send(Err(failure.clone()));
+            }
             Command::Stop { reply } => {
                 let _ = reply.send(false);
             }
@@ -169,8 +172,8 @@ impl Task {
                 self.lease = self.held_for(valid_for, asked);
                 Flow::Continue
             }
-            Some(Err(LeaseDenied::Unavailable(why))) if Instant::now() < valid_until => {
-                tracing::warn!(%why, "could not renew the thread's lease; retrying");
+            Some(Err(denied)) if denied.is_transient() && Instant::now() < valid_until => {
+                tracing::warn!(%denied, "could not renew the thread's lease; retrying");
                 self.lease = Lease::Held {
                     renew_at: Instant::now() + Duration::from_secs(1),
                     valid_until,
@@ -200,7 +203,7 @@ async fn wait_for_lease(
         let denied = match ctx.acquire_lease(&thread_id).await {
             Some(Ok(valid_for)) => return Ok(valid_for),
             Some(Err(denied)) => denied,
-            None => return Err(LeaseDenied::Unavailable("the agent keeps no leases".into())),
+            None => return Err(LeaseDenied::NotKept),
         };
         let pause = match &denied {
             LeaseDenied::Held { retry_after, .. } => {
@@ -208,7 +211,8 @@ async fn wait_for_lease(
                 ctx.want_lease(&thread_id).await;
                 (*retry_after).clamp(Duration::from_millis(100), Duration::from_secs(1))
             }
-            LeaseDenied::Unavailable(_) => Duration::from_secs(1),
+            LeaseDenied::Contended | LeaseDenied::StoreFailed { .. } => Duration::from_secs(1),
+            LeaseDenied::NotKept => return Err(denied),
         };
         if Instant::now() + pause > deadline {
             return Err(denied);
@@ -225,7 +229,7 @@ fn elsewhere(denied: &LeaseDenied) -> RunFailure {
             "Another replica of this server is running this thread; retry in {} s.",
             retry_after.as_secs().max(1)
         ),
-        LeaseDenied::Unavailable(_) => {
+        LeaseDenied::Contended | LeaseDenied::StoreFailed { .. } | LeaseDenied::NotKept => {
             "This server could not check which replica runs this thread; retry shortly.".to_owned()
         }
     };

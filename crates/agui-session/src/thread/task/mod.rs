@@ -83,6 +83,7 @@ pub(crate) fn spawn(ctx: &Arc<ThreadContext>, thread_id: &str, generation: u64) 
             ..ThreadRecord::default()
         },
         harnessed: Harnessed::New,
+        opened: false,
         moving: None,
         usage: None,
         parking: Parking::default(),
@@ -137,6 +138,9 @@ pub(super) struct Task {
     /// `awaitingEcho` is the message whose echo step is awaited.
     record: ThreadRecord,
     harnessed: Harnessed,
+    /// The harness opened the conversation `conversation_id` for this task (so it has it,
+    /// even if no message was sent yet).
+    opened: bool,
     /// The workspace of a thread recorded before places existed, or of an earlier owner's
     /// tree: what is moved into its place when it next opens.
     moving: Option<Moving>,
@@ -245,7 +249,11 @@ impl Task {
         if record.place.is_none() && !record.workspace.as_os_str().is_empty() {
             self.moving = Some(Moving::Legacy(record.workspace.clone()));
         }
-        self.harnessed = Harnessed::KnownUnread;
+        self.harnessed = if record.unsent {
+            Harnessed::New
+        } else {
+            Harnessed::KnownUnread
+        };
         let turn_in_flight = record.turn_in_flight;
         self.record = record;
         if turn_in_flight && self.record.pending_frontend_tools.is_empty() {
@@ -277,6 +285,7 @@ impl Task {
             | Command::Connect { .. }
             | Command::Delete { .. }
             | Command::Update { .. }
+            | Command::Place { .. }
                 if !self.lease.is_ours() =>
             {
                 self.await_lease(command);
@@ -318,6 +327,10 @@ impl Task {
                     self.record.clone()
                 });
                 let _ = reply.send(updated);
+            }
+            Command::Place { owner, reply } => {
+                let placed = self.place_for(&owner).await;
+                let _ = reply.send(placed);
             }
             Command::Hibernate => return self.hibernate().await,
             Command::Shutdown { done } => return Flow::Exit(Exit::Shutdown { done }),
@@ -514,6 +527,7 @@ impl Task {
                 .chain(self.record.pending_frontend_tools.iter().cloned())
                 .collect(),
             workspace: self.legacy_workspace(),
+            unsent: self.harnessed == Harnessed::New && !self.opened,
             ..self.record.clone()
         };
         self.ctx.records.put(&self.id, record);

@@ -159,8 +159,8 @@ impl Task {
                 drop(hold);
                 match opened {
                     Ok(handle) => Ok(handle),
-                    Err(HarnessError::InitFailed { reason })
-                        if known && lost_conversation(&reason) =>
+                    Err(HarnessError::InitFailed { kind, reason })
+                        if known && kind.conversation_lost() =>
                     {
                         Err(BootFailure::Lost(reason))
                     }
@@ -233,6 +233,7 @@ impl Task {
             Err(BootFailure::Failed(failure)) => return self.open_failed(failure).await,
         };
         let info = handle.init_info();
+        self.opened = true;
         tracing::info!(conversation_id = %handle.id(), resumed_steps = info.history.len(), "conversation open");
         if self.harnessed.is_known() && info.history.is_empty() && !self.record.forwarded.is_empty()
         {
@@ -288,6 +289,7 @@ impl Task {
         tracing::error!(conversation_id = %self.record.conversation_id, why, "the harness lost this thread's conversation; starting a new one");
         self.record.conversation_id = uuid::Uuid::new_v4().simple().to_string();
         self.harnessed = Harnessed::New;
+        self.opened = false;
         self.record.user_steps.clear();
         self.record.lost_turns.clear();
         self.record.awaiting_echo = None;
@@ -299,13 +301,4 @@ impl Task {
         )
         .with_detail(why)
     }
-}
-
-/// Whether an init failure says the conversation to resume does not exist (or is unreadable).
-fn lost_conversation(reason: &str) -> bool {
-    let reason = reason.to_ascii_lowercase();
-    reason.contains("not found")
-        || reason.contains("cannot resume")
-        || reason.contains("corrupt")
-        || reason.contains("malformed")
 }

@@ -396,13 +396,14 @@ impl Task {
                 return;
             }
         }
-        let Some((prompt, consumed)) = self.run.as_mut().and_then(|r| {
+        let Some((mut prompt, consumed)) = self.run.as_mut().and_then(|r| {
             r.prompt
                 .take()
                 .map(|p| (p, std::mem::take(&mut r.consumed)))
         }) else {
             return;
         };
+        self.save_uploads(&mut prompt).await;
         self.parking.new_turn();
         self.start_turn();
         let Some(open) = self.conversation.as_open() else {
@@ -562,6 +563,7 @@ fn with_late_results(prompt: Option<Prompt>, notes: &[String], consumed: &[Strin
             input: harness_proto::lh::UserInput { parts: vec![text] },
             notes: Vec::new(),
             text: String::new(),
+            uploads: Vec::new(),
         },
     }
 }

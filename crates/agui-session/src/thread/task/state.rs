@@ -69,7 +69,7 @@ impl Lease {
                 ..
             } => child
                 .await
-                .unwrap_or_else(|e| Err(LeaseDenied::Unavailable(e.to_string()))),
+                .unwrap_or_else(|e| Err(LeaseDenied::task_failed(&e))),
             _ => std::future::pending().await,
         }
     }

@@ -147,7 +147,8 @@ impl Task {
                 Command::Run { .. }
                 | Command::Connect { .. }
                 | Command::Delete { .. }
-                | Command::Update { .. } => {
+                | Command::Update { .. }
+                | Command::Place { .. } => {
                     self.ctx.registry.hand_back(&self.id, command);
                 }
                 Command::Stop { reply } => {
