@@ -234,7 +234,11 @@ export class FilesPanel {
         h(
           "li",
           { class: "files-empty muted small" },
-          this.isKnown && !root ? "Loading…" : "No files yet. Drop files here or use Upload (before the first message too).",
+          this.isKnown && !root
+            ? "Loading…"
+            : this.isKnown
+              ? "The workspace is empty. Drop files here or use Upload."
+              : "No files yet. Drop files here or use Upload: a new chat can have files before its first message.",
         ),
       );
       return;
