@@ -180,9 +180,58 @@ describe("threads and files from the server", () => {
     await threadAction(page, beta, "Delete…");
     await dialog.getByRole("button", { name: "Delete" }).click();
     await listed(page, beta).waitFor({ state: "detached" });
+    // (The server's "deleted" event may remove the row before the DELETE's answer opens a new chat.)
+    await page.waitForFunction((id) => decodeURIComponent(location.hash.slice(1)) !== id, beta, { timeout: 5_000 }).catch(() => {});
     assert.equal(await summaryOf(url(), beta), null, "deleted on the server");
     assert.notEqual(await openThreadId(page), beta, "a new chat instead");
     assert.equal(await page.locator("#thread-title").innerText(), "New chat");
+    assert.equal(await page.locator("#log > *").count(), 0, "an empty conversation");
+  });
+
+  test("the list comes 50 threads at a time: scrolling to its end loads the next page; a search loads pages until it finds", async () => {
+    const tag = randomUUID().slice(0, 8);
+    // Threads made by an upload (no model turn needed): the oldest of them renamed, then, a
+    // second later (updatedAt has seconds), 54 newer ones, so that it is on the second page.
+    const put = async (threadId) => {
+      const res = await fetch(`${url()}/threads/${threadId}/files/seed.txt`, { method: "PUT", body: `seed of ${threadId}\n` });
+      assert.equal(res.status, 201, `the upload made ${threadId}`);
+    };
+    const oldest = `pg-page-${tag}-oldest`;
+    await put(oldest);
+    const patch = await fetch(`${url()}/threads/${oldest}`, {
+      method: "PATCH",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ title: `Second page ${tag}` }),
+    });
+    assert.equal(patch.status, 200);
+    await new Promise((resolve) => setTimeout(resolve, 1_100));
+    for (let n = 0; n < 54; n++) await put(`pg-page-${tag}-${String(n).padStart(2, "0")}`);
+    const all = (await (await fetch(`${url()}/threads?limit=200`)).json()).threads.map((t) => t.id);
+    assert.ok(all.length > 50 && all.indexOf(oldest) >= 50, `the renamed thread is past the first page: ${all.indexOf(oldest)} of ${all.length}`);
+
+    const page = await browser().newPage();
+    await page.goto(`${url()}/`);
+    const rows = page.locator("#thread-list li[data-thread-id]");
+    await page.locator("#thread-list li.more button").waitFor();
+    assert.equal(await rows.count(), 50, "the first page");
+    assert.equal(await listed(page, oldest).count(), 0, "not loaded yet");
+
+    // Scrolled to the end of the list: the next page.
+    await page.locator("#thread-list li.more").scrollIntoViewIfNeeded();
+    await page.waitForFunction((n) => document.querySelectorAll("#thread-list li[data-thread-id]").length === n, all.length);
+    assert.deepEqual(await rows.evaluateAll((items) => items.map((li) => li.dataset.threadId)), all, "every thread, in the server's order");
+    assert.ok(await page.locator("#thread-list li.more button").isHidden(), "nothing more to load");
+    await listed(page, oldest).scrollIntoViewIfNeeded();
+    await screenshot(page, "threads-second-page");
+
+    // Another page searches at once: the filtered list is short, its end in view, so the next
+    // page loads and the search (over the loaded threads) finds the old one.
+    const other = await browser().newPage();
+    await other.goto(`${url()}/`);
+    await other.locator("#thread-list li.more button").waitFor();
+    await other.locator("#thread-search").fill(`second page ${tag}`);
+    await listed(other, oldest).waitFor();
+    assert.deepEqual(await other.locator("#thread-list .thread-title").allInnerTexts(), [`Second page ${tag}`]);
   });
 
   test("the Files panel shows a file the agent wrote; its file_change activity opens it; tool cards show relative paths", async () => {
