@@ -34,7 +34,7 @@ use tracing::Instrument as _;
 
 use super::command::Command;
 use super::context::ThreadContext;
-use super::conversation::{BootFailure, Conversation, LetGo, Link, OpeningStage};
+use super::conversation::{BootFailure, Conversation, Link, OpeningStage};
 use super::link::{Request, ThreadLink};
 use super::output::{ModelLabel, Output};
 use super::parking::Parking;
@@ -349,7 +349,7 @@ impl Task {
         if !matches!(self.lease, Lease::NotNeeded) {
             return Flow::Exit(Exit::Idle);
         }
-        self.conversation.let_go(LetGo::Close).await;
+        self.conversation.close_in_background();
         self.persist();
         Flow::Continue
     }

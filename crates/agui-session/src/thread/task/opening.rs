@@ -7,11 +7,12 @@
 use std::sync::Arc;
 
 use harness_client::HarnessError;
+use tokio::task::JoinHandle;
 use tracing::Instrument as _;
 
 use super::super::callbacks::ThreadCallbacks;
 use super::super::conversation::{
-    BootFailure, Conversation, LetGo, Link, LiveSlot, Opening, OpeningStage,
+    BootFailure, Conversation, Link, LiveSlot, Opening, OpeningStage,
 };
 use super::super::history;
 use super::Task;
@@ -69,20 +70,25 @@ impl Task {
             tracing::info!(
                 "the client's tools changed; rebuilding the conversation (history is kept)"
             );
-            self.conversation.let_go(LetGo::Close).await;
+            self.conversation.close_in_background();
         }
         match &self.conversation {
             Conversation::Open(_) => Readiness::Ready,
             Conversation::Opening(_) => Readiness::Pending,
-            Conversation::Closed | Conversation::Lost { .. } => {
-                self.start_opening(contract.clone()).await
+            Conversation::Closed | Conversation::Lost { .. } | Conversation::Closing(_) => {
+                let after = self.conversation.take_closing();
+                self.start_opening(contract.clone(), after).await
             }
         }
     }
 
     /// Starts opening the conversation: a thread that needs a new tree waits for a spare
     /// being booted first, if one is.
-    async fn start_opening(&mut self, contract: Contract) -> Readiness {
+    async fn start_opening(
+        &mut self,
+        contract: Contract,
+        after: Option<JoinHandle<()>>,
+    ) -> Readiness {
         if self.record.place.is_none() {
             let owner = self.record.owner.clone().unwrap_or_default();
             if self.ctx.trees.should_await_spare(&owner) {
@@ -91,18 +97,19 @@ impl Task {
                 self.conversation = Conversation::Opening(Opening {
                     stage: OpeningStage::Spare(wait),
                     contract,
+                    after,
                 });
                 return Readiness::Pending;
             }
         }
-        self.take_slot(contract).await
+        self.take_slot(contract, after).await
     }
 
     /// Takes a live slot for the conversation: at once when one is free, else by a child that
     /// asks idle threads to hibernate.
-    async fn take_slot(&mut self, contract: Contract) -> Readiness {
+    async fn take_slot(&mut self, contract: Contract, after: Option<JoinHandle<()>>) -> Readiness {
         if let Some(slot) = self.ctx.slots.try_take() {
-            return self.boot(contract, slot).await;
+            return self.boot(contract, slot, after).await;
         }
         let (ctx, id) = (self.ctx.clone(), self.id.clone());
         let wait =
@@ -110,13 +117,19 @@ impl Task {
         self.conversation = Conversation::Opening(Opening {
             stage: OpeningStage::Slot(wait),
             contract,
+            after,
         });
         Readiness::Pending
     }
 
     /// Places the thread, then starts the child that opens its conversation on a harness
     /// (booting one if its partition has none).
-    async fn boot(&mut self, contract: Contract, slot: LiveSlot) -> Readiness {
+    async fn boot(
+        &mut self,
+        contract: Contract,
+        slot: LiveSlot,
+        after: Option<JoinHandle<()>>,
+    ) -> Readiness {
         let (placement, hold) = match self.place_thread().await {
             Ok(placed) => placed,
             Err(failure) => return Readiness::Failed(failure),
@@ -153,6 +166,10 @@ impl Task {
         let ctx = self.ctx.clone();
         let boot = tokio::spawn(
             async move {
+                if let Some(closing) = after {
+                    // The harness may not open a conversation a connection still holds.
+                    let _ = closing.await;
+                }
                 let opened = ctx.backend.0.open(&placement, config, callbacks).await;
                 // The spare's process serves this conversation now (or failed to): it goes
                 // back to the pool's care.
@@ -178,6 +195,7 @@ impl Task {
         self.conversation = Conversation::Opening(Opening {
             stage: OpeningStage::Boot { boot, slot },
             contract,
+            after: None,
         });
         Readiness::Pending
     }
@@ -189,7 +207,7 @@ impl Task {
         else {
             return;
         };
-        if let Readiness::Failed(failure) = self.take_slot(opening.contract).await {
+        if let Readiness::Failed(failure) = self.take_slot(opening.contract, opening.after).await {
             self.open_failed(failure).await;
         }
     }
@@ -202,7 +220,7 @@ impl Task {
             return;
         };
         let readiness = match slot {
-            Ok(slot) => self.boot(opening.contract, slot).await,
+            Ok(slot) => self.boot(opening.contract, slot, opening.after).await,
             Err(failure) => Readiness::Failed(failure),
         };
         if let Readiness::Failed(failure) = readiness {
@@ -220,6 +238,7 @@ impl Task {
         let Conversation::Opening(Opening {
             stage: OpeningStage::Boot { slot, .. },
             contract,
+            ..
         }) = std::mem::replace(&mut self.conversation, Conversation::Closed)
         else {
             return;

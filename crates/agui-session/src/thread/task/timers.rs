@@ -7,7 +7,6 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::super::conversation::LetGo;
 use super::state::{Exit, Flow, Lease, Verdict};
 use super::{DISK_CHECK_EVERY, STOP_GRACE, Task, busy};
 use crate::error::{RunErrorCode, RunFailure};
@@ -165,7 +164,7 @@ impl Task {
                     return Flow::Exit(Exit::Idle);
                 }
                 tracing::debug!("hibernating an idle thread");
-                self.conversation.let_go(LetGo::Close).await;
+                self.conversation.close_in_background();
                 self.persist();
             }
         }
