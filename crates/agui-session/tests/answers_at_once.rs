@@ -344,3 +344,79 @@ async fn a_thread_whose_close_is_held_answers_connect_and_stop_and_reopens_only_
     assert_eq!(outcome(&events), None, "{}", types(&events));
     agent.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_thread_whose_re_attach_is_held_answers_connect_and_stop_then_sends_on_the_same_conversation()
+ {
+    support::init_tracing();
+    let dir = tempfile::tempdir().unwrap();
+    let harness = FakeHarness::new();
+    let agent = Agent::new(
+        support::options(dir.path()),
+        harness.backend(),
+        ToolRegistry::new(),
+    )
+    .unwrap();
+    let run = agent.run(on("t", json!({"messages": [user("m1", "hi")]})));
+    let c = harness.conversation(0).await;
+    c.next_input().await;
+    // A turn error: the harness closes the connection, re-attached on the next run.
+    c.idle(Some("the model failed"));
+    finish(run).await;
+    let gate = harness.hold_reconnects();
+    let history = json!({"messages": [user("m1", "hi"), user("m2", "again")]});
+    let run = agent.run(on("t", history.clone()));
+    gate.waiting(1).await;
+    let within = Duration::from_secs(5);
+    let connect = tokio::time::timeout(within, agent.connect(on("t", history.clone())))
+        .await
+        .expect("the connect is taken while the re-attach is held")
+        .unwrap();
+    let events = tokio::time::timeout(within, finish(connect))
+        .await
+        .expect("the connect is answered while the re-attach is held");
+    assert!(
+        types(&events).starts_with("RUN_STARTED MESSAGES_SNAPSHOT"),
+        "{}",
+        types(&events)
+    );
+    gate.open();
+    assert_eq!(
+        c.next_input().await,
+        "again",
+        "sent on the re-attached conversation"
+    );
+    assert_eq!(harness.opened(), 1, "no new conversation was opened");
+    c.idle(None);
+    let events = finish(run).await;
+    assert_eq!(outcome(&events), None, "{}", types(&events));
+    // A stop while the re-attach is held ends the run; its message is never sent.
+    let run = agent.run(on(
+        "t",
+        json!({"messages": [user("m1", "hi"), user("m2", "again"), user("m3", "third")]}),
+    ));
+    assert_eq!(c.next_input().await, "third");
+    c.idle(Some("the model failed again"));
+    finish(run).await;
+    let gate = harness.hold_reconnects();
+    let run = agent.run(on(
+        "t",
+        json!({"messages": [user("m1", "hi"), user("m2", "again"), user("m3", "third"), user("m4", "fourth")]}),
+    ));
+    gate.waiting(1).await;
+    let stopped = tokio::time::timeout(within, agent.stop("t"))
+        .await
+        .expect("the stop is answered while the re-attach is held")
+        .unwrap();
+    assert!(stopped);
+    let events = finish(run).await;
+    assert_eq!(
+        outcome(&events),
+        Some(RunOutcome::Cancelled),
+        "{}",
+        types(&events)
+    );
+    gate.open();
+    assert_eq!(c.input_within(Duration::from_millis(200)).await, None);
+    agent.shutdown().await;
+}

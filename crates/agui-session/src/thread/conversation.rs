@@ -107,7 +107,13 @@ pub(crate) enum OpeningStage {
         boot: JoinHandle<Result<Box<dyn ConversationHandle>, BootFailure>>,
         slot: LiveSlot,
     },
+    /// The open conversation whose connection the harness closed, being re-attached: the
+    /// child gives it back with how many steps its history has, or why it could not.
+    Reattach(JoinHandle<Reattached>),
 }
+
+/// What the child re-attaching a conversation gives back.
+pub(crate) type Reattached = (Box<OpenConversation>, Result<usize, String>);
 
 /// Why the child could not open the conversation.
 pub(crate) enum BootFailure {
@@ -288,6 +294,13 @@ fn abandon(stage: OpeningStage, how: LetGo) {
     match stage {
         OpeningStage::Spare(wait) => wait.abort(),
         OpeningStage::Slot(slot) => slot.abort(),
+        OpeningStage::Reattach(reattach) => {
+            tokio::spawn(async move {
+                if let Ok((open, _)) = reattach.await {
+                    close(open.handle, how).await;
+                }
+            });
+        }
         OpeningStage::Boot { boot, .. } => {
             tokio::spawn(async move {
                 if let Ok(Ok(handle)) = boot.await {

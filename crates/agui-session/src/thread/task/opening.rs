@@ -12,7 +12,7 @@ use tracing::Instrument as _;
 
 use super::super::callbacks::ThreadCallbacks;
 use super::super::conversation::{
-    BootFailure, Conversation, Link, LiveSlot, Opening, OpeningStage,
+    BootFailure, Conversation, Link, LiveSlot, Opening, OpeningStage, Reattached,
 };
 use super::super::history;
 use super::Task;
@@ -40,23 +40,29 @@ impl Task {
             tracing::warn!(reason = %why, "the harness of this thread is gone; opening the conversation on a new one");
             self.conversation = Conversation::Closed;
         }
-        if let Some(open) = self.conversation.as_open()
-            && open.link == Link::Down
+        if self
+            .conversation
+            .as_open()
+            .is_some_and(|open| open.link == Link::Down)
+            && let Conversation::Open(mut open) =
+                std::mem::replace(&mut self.conversation, Conversation::Closed)
         {
-            // A connection to a local harness: it answers at once or fails at once.
-            match open.handle.reconnect().await {
-                Ok(info) => {
-                    open.link = Link::Attached;
-                    tracing::info!(
-                        steps = info.history.len(),
-                        "re-attached to the conversation"
-                    );
+            // A local harness answers at once or fails at once; still, never on the loop.
+            let contract = open.contract.clone();
+            let reattach = tokio::spawn(
+                async move {
+                    let result = open.handle.reconnect().await;
+                    let steps = result.map(|info| info.history.len());
+                    (open, steps.map_err(|e| e.to_string()))
                 }
-                Err(e) => {
-                    tracing::warn!(error = %e, "could not re-attach; starting over on a new connection");
-                    self.conversation.forget(None);
-                }
-            }
+                .instrument(self.span.clone()),
+            );
+            self.conversation = Conversation::Opening(Opening {
+                stage: OpeningStage::Reattach(reattach),
+                contract,
+                after: None,
+            });
+            return Readiness::Pending;
         }
         if let Some(open) = self.conversation.as_open()
             && open.contract.signature != contract.signature
@@ -198,6 +204,35 @@ impl Task {
             after: None,
         });
         Readiness::Pending
+    }
+
+    /// The child re-attaching the conversation is done: open again, or closed (the next
+    /// readiness check opens it anew, as after a lost connection).
+    pub(super) fn reattached(&mut self, reattached: Option<Reattached>) {
+        if !matches!(
+            &self.conversation,
+            Conversation::Opening(Opening {
+                stage: OpeningStage::Reattach(_),
+                ..
+            })
+        ) {
+            return;
+        }
+        self.conversation = Conversation::Closed;
+        match reattached {
+            Some((mut open, Ok(steps))) => {
+                open.link = Link::Attached;
+                tracing::info!(steps, "re-attached to the conversation");
+                self.conversation = Conversation::Open(open);
+                for waiting in std::mem::take(&mut self.history_waiters) {
+                    self.serve_connect(waiting.input, waiting.events);
+                }
+            }
+            Some((_, Err(e))) => {
+                tracing::warn!(error = %e, "could not re-attach; starting over on a new connection");
+            }
+            None => tracing::warn!("the re-attach failed; starting over on a new connection"),
+        }
     }
 
     /// The spare the thread waited for is ready (or the wait gave up): on to the slot.
