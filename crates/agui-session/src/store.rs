@@ -149,6 +149,19 @@ impl UserSteps {
             .map(|(_, id)| id.as_str())
     }
 
+    /// The root step that echoed the client's message `message_id`.
+    pub(crate) fn step_of(&self, message_id: &str) -> Option<u32> {
+        self.0
+            .iter()
+            .find(|(_, id)| id == message_id)
+            .map(|(s, _)| *s)
+    }
+
+    /// Forgets the steps from `step` on (a fork keeps the history before it).
+    pub(crate) fn keep_below(&mut self, step: u32) {
+        self.0.retain(|(s, _)| *s < step);
+    }
+
     /// The newest root step recorded.
     pub(crate) fn newest_step(&self) -> Option<u32> {
         self.0.iter().map(|(s, _)| *s).max()
@@ -176,6 +189,11 @@ impl LostTurns {
         while self.0.len() > ForwardedIds::KEPT {
             self.0.pop_front();
         }
+    }
+
+    /// Forgets the steps from `step` on (a fork keeps the history before it).
+    pub(crate) fn keep_below(&mut self, step: u32) {
+        self.0.retain(|s| *s < step);
     }
 
     /// Whether the turn root step `step` started was lost.
@@ -239,6 +257,12 @@ pub(crate) struct ThreadRecord {
     /// Ids of the user messages already sent to the harness.
     #[serde(default)]
     pub(crate) forwarded: ForwardedIds,
+    /// The content digests of the forwarded user messages: what an edit is told by.
+    #[serde(
+        default,
+        skip_serializing_if = "crate::divergence::SentDigests::is_empty"
+    )]
+    pub(crate) sent: crate::divergence::SentDigests,
     /// Frontend tool calls awaiting a `ToolMessage`.
     #[serde(default)]
     pub(crate) pending_frontend_tools: Vec<PendingTool>,
@@ -300,6 +324,9 @@ pub(crate) struct ThreadRecord {
     /// The messages `connect` restates (when last known).
     #[serde(default)]
     pub(crate) message_count: u32,
+    /// The thread's other branches (the conversations it forked from, or switched away from).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) branches: Vec<crate::thread::branches::Branch>,
 }
 
 fn is_empty_path(path: &Path) -> bool {
