@@ -23,6 +23,7 @@ use crate::thread::context::ThreadContext;
 use crate::thread::output::{RunChannel, negotiate};
 use crate::thread::registry::Returned;
 use crate::thread::status::ThreadHandle;
+use crate::threads::model::SwitchRefused;
 use crate::threads::{
     ThreadChanges, ThreadPage, ThreadPatch, ThreadQuery, ThreadSummary, ThreadWatch, ThreadsError,
 };
@@ -333,7 +334,8 @@ impl Agent {
         .await;
         match updated.await.ok().flatten() {
             None => Ok(None),
-            Some(Err(e)) => Err(e),
+            Some(Err(SwitchRefused::NoSuchBranch(id))) => Err(ThreadsError::NoSuchBranch(id)),
+            Some(Err(SwitchRefused::Busy(why))) => Err(ThreadsError::CannotSwitch(why)),
             Some(Ok(record)) => Ok(Some(self.summary(thread_id, &record))),
         }
     }

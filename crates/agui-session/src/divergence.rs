@@ -20,10 +20,8 @@
 //!
 //! Pure and total: no input makes it panic.
 
-use std::collections::VecDeque;
-
+use crate::store::SentDigests;
 use agui_types::{Content, ContentPart, Message, UserMessage};
-use serde::{Deserialize, Serialize};
 
 /// How a run's messages change the thread's past.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -174,55 +172,6 @@ pub(crate) fn digest(user: &UserMessage) -> String {
         }
     }
     crate::hash::sha256_hex(&data, 8)
-}
-
-/// The content digests of the newest forwarded user messages, by id: what an edit is compared
-/// with. Bounded like the forwarded ids (the oldest are dropped).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(from = "Vec<(String, String)>", into = "Vec<(String, String)>")]
-pub(crate) struct SentDigests(VecDeque<(String, String)>);
-
-impl SentDigests {
-    /// How many digests are kept at most.
-    pub(crate) const KEPT: usize = crate::store::ForwardedIds::KEPT;
-
-    /// The digest recorded for `message_id`.
-    pub(crate) fn get(&self, message_id: &str) -> Option<&str> {
-        self.0
-            .iter()
-            .find(|(id, _)| id == message_id)
-            .map(|(_, d)| d.as_str())
-    }
-
-    /// Records the digest of the message `message_id`, as the most recent.
-    pub(crate) fn record(&mut self, message_id: String, digest: String) {
-        self.0.retain(|(id, _)| *id != message_id);
-        self.0.push_back((message_id, digest));
-        while self.0.len() > Self::KEPT {
-            self.0.pop_front();
-        }
-    }
-
-    /// Whether none is recorded.
-    pub(crate) fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-}
-
-impl From<Vec<(String, String)>> for SentDigests {
-    fn from(pairs: Vec<(String, String)>) -> Self {
-        let mut deque: VecDeque<_> = pairs.into();
-        while deque.len() > Self::KEPT {
-            deque.pop_front();
-        }
-        Self(deque)
-    }
-}
-
-impl From<SentDigests> for Vec<(String, String)> {
-    fn from(digests: SentDigests) -> Self {
-        digests.0.into()
-    }
 }
 
 #[cfg(test)]

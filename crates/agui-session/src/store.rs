@@ -33,6 +33,7 @@ use crate::error::SessionError;
 use crate::threads::model::ThreadState;
 use slots::{Head, Slot, Stored};
 
+pub(crate) mod branches;
 pub(crate) mod owners;
 mod rewrite;
 mod scan;
@@ -173,6 +174,55 @@ impl UserSteps {
     }
 }
 
+/// The content digests of the newest forwarded user messages, by id: what an edit is compared
+/// with. Bounded like the forwarded ids (the oldest are dropped).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "Vec<(String, String)>", into = "Vec<(String, String)>")]
+pub(crate) struct SentDigests(VecDeque<(String, String)>);
+
+impl SentDigests {
+    /// How many digests are kept at most.
+    pub(crate) const KEPT: usize = ForwardedIds::KEPT;
+
+    /// The digest recorded for `message_id`.
+    pub(crate) fn get(&self, message_id: &str) -> Option<&str> {
+        self.0
+            .iter()
+            .find(|(id, _)| id == message_id)
+            .map(|(_, d)| d.as_str())
+    }
+
+    /// Records the digest of the message `message_id`, as the most recent.
+    pub(crate) fn record(&mut self, message_id: String, digest: String) {
+        self.0.retain(|(id, _)| *id != message_id);
+        self.0.push_back((message_id, digest));
+        while self.0.len() > Self::KEPT {
+            self.0.pop_front();
+        }
+    }
+
+    /// Whether none is recorded.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl From<Vec<(String, String)>> for SentDigests {
+    fn from(pairs: Vec<(String, String)>) -> Self {
+        let mut deque: VecDeque<_> = pairs.into();
+        while deque.len() > Self::KEPT {
+            deque.pop_front();
+        }
+        Self(deque)
+    }
+}
+
+impl From<SentDigests> for Vec<(String, String)> {
+    fn from(digests: SentDigests) -> Self {
+        digests.0.into()
+    }
+}
+
 /// The root user steps whose turns were lost (a server died with the turn in flight), newest
 /// last: the messages those turns left in the history are marked interrupted when it is
 /// rebuilt. The newest [`ForwardedIds::KEPT`] are kept.
@@ -258,11 +308,8 @@ pub(crate) struct ThreadRecord {
     #[serde(default)]
     pub(crate) forwarded: ForwardedIds,
     /// The content digests of the forwarded user messages: what an edit is told by.
-    #[serde(
-        default,
-        skip_serializing_if = "crate::divergence::SentDigests::is_empty"
-    )]
-    pub(crate) sent: crate::divergence::SentDigests,
+    #[serde(default, skip_serializing_if = "SentDigests::is_empty")]
+    pub(crate) sent: SentDigests,
     /// Frontend tool calls awaiting a `ToolMessage`.
     #[serde(default)]
     pub(crate) pending_frontend_tools: Vec<PendingTool>,
@@ -326,7 +373,7 @@ pub(crate) struct ThreadRecord {
     pub(crate) message_count: u32,
     /// The thread's other branches (the conversations it forked from, or switched away from).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub(crate) branches: Vec<crate::thread::branches::Branch>,
+    pub(crate) branches: Vec<branches::Branch>,
 }
 
 fn is_empty_path(path: &Path) -> bool {

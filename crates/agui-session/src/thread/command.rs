@@ -36,7 +36,7 @@ pub(crate) enum Command {
         owner: Owner,
         patch: crate::threads::model::ThreadPatch,
         reply: oneshot::Sender<
-            Option<Result<crate::store::ThreadRecord, crate::threads::ThreadsError>>,
+            Option<Result<crate::store::ThreadRecord, crate::threads::model::SwitchRefused>>,
         >,
     },
     /// Give the thread its directories for `owner` (placing it, a new thread becoming theirs)

@@ -47,6 +47,15 @@ pub struct ThreadPatch {
     pub branch: Option<String>,
 }
 
+/// Why a thread did not switch branches.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum SwitchRefused {
+    /// It has no branch with this id.
+    NoSuchBranch(String),
+    /// It is busy (the message says with what).
+    Busy(String),
+}
+
 /// One of a thread's branches other than its current one: a conversation it forked from (an
 /// edit or a regenerate) or switched away from.
 #[derive(Debug, Clone, PartialEq, Eq)]

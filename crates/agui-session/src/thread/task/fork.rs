@@ -15,8 +15,9 @@ use crate::divergence::{self, Divergence, Known};
 use crate::error::{RunErrorCode, RunFailure};
 use crate::prompt::{self, Prompt, PromptLimits};
 use crate::rewind;
-use crate::thread::branches::{self, Branch};
+use crate::store::branches::{self, Branch};
 use crate::thread::conversation::{Conversation, LetGo};
+use crate::threads::model::SwitchRefused;
 use serde_json::{Value, json};
 
 /// The largest saved conversation a fork reads (the harness's database and its log, each).
@@ -305,7 +306,7 @@ impl Task {
     pub(super) async fn update(
         &mut self,
         patch: crate::threads::ThreadPatch,
-    ) -> Result<crate::store::ThreadRecord, crate::threads::ThreadsError> {
+    ) -> Result<crate::store::ThreadRecord, SwitchRefused> {
         if let Some(branch) = &patch.branch {
             self.switch_branch(branch).await?;
         }
@@ -322,8 +323,7 @@ impl Task {
     /// Makes the branch `id` the thread's current one; the current one becomes a branch. Its
     /// messages come back from the harness's record of it when the thread next opens (a
     /// connect restates them).
-    async fn switch_branch(&mut self, id: &str) -> Result<(), crate::threads::ThreadsError> {
-        use crate::threads::ThreadsError;
+    async fn switch_branch(&mut self, id: &str) -> Result<(), SwitchRefused> {
         if id == self.record.conversation_id {
             return Ok(());
         }
@@ -333,7 +333,7 @@ impl Task {
             .iter()
             .position(|b| b.conversation_id == id)
         else {
-            return Err(ThreadsError::NoSuchBranch(id.to_owned()));
+            return Err(SwitchRefused::NoSuchBranch(id.to_owned()));
         };
         if self.conversation.turn().is_some()
             || self.parking.is_parked()
@@ -341,7 +341,7 @@ impl Task {
             || matches!(self.conversation, Conversation::Opening(_))
             || self.run.is_some()
         {
-            return Err(ThreadsError::CannotSwitch(
+            return Err(SwitchRefused::Busy(
                 "the thread is busy (a run, a turn or something waiting for the client): stop it first, then switch".into(),
             ));
         }

@@ -4,8 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::divergence::SentDigests;
-use crate::store::{LostTurns, UserSteps};
+use super::{LostTurns, SentDigests, UserSteps};
 
 /// How many branches a thread keeps besides its current one; beyond, the oldest is forgotten
 /// (its conversation stays in the harness's storage until the thread is deleted).
