@@ -1,7 +1,7 @@
 //! `cargo xtask bench [name]`: benchmarks that report figures (never asserted in tests).
 //!
 //! With no name, the benchmark of record (`crates/agui-bench`): the release server over HTTP
-//! next to the raw harness floor, workloads W1–W4 (W5 when asked for), tables on stdout and a JSON report under
+//! next to the raw harness floor, workloads W1–W4 and W6 (W5 when asked for), tables on stdout and a JSON report under
 //! `<target dir>/bench/`. xtask only builds the binaries and runs it (`cargo run --release -p
 //! agui-bench`), so it stays free of generated code.
 

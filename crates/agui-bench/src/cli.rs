@@ -5,15 +5,15 @@ use std::path::PathBuf;
 use anyhow::bail;
 use serde::Serialize;
 
-use crate::workloads::{w1, w2, w3, w4, w5};
+use crate::workloads::{w1, w2, w3, w4, w5, w6};
 
 /// `agui-bench`: the benchmark of record (`cargo xtask bench` builds the binaries and runs it).
 #[derive(Debug, clap::Parser)]
 #[command(name = "agui-bench", version, about)]
 pub(crate) struct Args {
     /// Workloads to run, comma-separated (W1 latency, W2 concurrency, W3 idle memory, W4
-    /// frontend-tool park/resume, W5 commands; W5 runs only when asked for).
-    #[arg(long, default_value = "W1,W2,W3,W4", value_delimiter = ',')]
+    /// frontend-tool park/resume, W5 commands, W6 forks; W5 runs only when asked for).
+    #[arg(long, default_value = "W1,W2,W3,W4,W6", value_delimiter = ',')]
     pub(crate) workloads: Vec<String>,
     /// A ~2-minute run: fewer runs, levels and iterations, shorter settles (explicit flags win).
     #[arg(long)]
@@ -108,6 +108,9 @@ pub(crate) struct Args {
     /// W5: text-only and command turn pairs (default 20; quick 8).
     #[arg(long)]
     pub(crate) w5_runs: Option<usize>,
+    /// W6: forks (a new thread, a second turn, a regenerate of it) (default 10; quick 4).
+    #[arg(long)]
+    pub(crate) w6_runs: Option<usize>,
     /// W4 floor: wait before answering the tool call, ms (the resume then starts from an idle
     /// harness, as run 2 does).
     #[arg(long, default_value_t = 200)]
@@ -122,6 +125,7 @@ pub(crate) enum Workload {
     W3,
     W4,
     W5,
+    W6,
 }
 
 /// Everything a run does, resolved from the flags.
@@ -139,6 +143,7 @@ pub(crate) struct Plan {
     pub(crate) w3: w3::Params,
     pub(crate) w4: w4::Params,
     pub(crate) w5: w5::Params,
+    pub(crate) w6: w6::Params,
     pub(crate) sandbox: Option<String>,
     pub(crate) pool_size: u64,
     pub(crate) owners: usize,
@@ -161,8 +166,9 @@ impl Args {
                 "W3" => Workload::W3,
                 "W4" => Workload::W4,
                 "W5" => Workload::W5,
+                "W6" => Workload::W6,
                 "" => continue,
-                other => bail!("unknown workload `{other}` (W1, W2, W3, W4, W5)"),
+                other => bail!("unknown workload `{other}` (W1, W2, W3, W4, W5, W6)"),
             };
             if !workloads.contains(&w) {
                 workloads.push(w);
@@ -213,6 +219,9 @@ impl Args {
                 runs: self.w5_runs.unwrap_or(pick(q, 8, 20)).max(1),
                 warmup: 2,
             },
+            w6: w6::Params {
+                runs: self.w6_runs.unwrap_or(pick(q, 4, 10)).max(1),
+            },
             sandbox: self.sandbox.clone(),
             pool_size: self.pool_size,
             owners: self.owners,
@@ -249,14 +258,22 @@ mod tests {
         assert_eq!(full.w3.hibernated_settle_s, 20.0);
         assert_eq!(
             full.workloads,
-            [Workload::W1, Workload::W2, Workload::W3, Workload::W4]
+            [
+                Workload::W1,
+                Workload::W2,
+                Workload::W3,
+                Workload::W4,
+                Workload::W6
+            ]
         );
+        assert_eq!(full.w6.runs, 10);
         let quick = plan(&["--quick", "--w1-runs", "7", "--workloads", "w4,W1,w4"]).unwrap();
         assert_eq!(quick.w1.runs, 7);
         assert_eq!(quick.w2.levels, [8, 32]);
         assert_eq!(quick.w4.iterations, 5);
         assert_eq!(quick.w3.hibernated_settle_s, 12.0);
         assert_eq!(quick.workloads, [Workload::W4, Workload::W1]);
+        assert_eq!(quick.w6.runs, 4);
         assert!(plan(&["--workloads", "W9"]).is_err());
         assert!(plan(&["--w2-levels", "0"]).is_err());
     }

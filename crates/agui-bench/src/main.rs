@@ -25,6 +25,9 @@
 //! - **W5 command cost** (only when asked for, `--workloads W5`): text-only turns alternate
 //!   with turns whose model runs one command; the difference is what a command costs, to
 //!   compare between runs with different `--sandbox` values.
+//! - **W6 forks**: per thread, a first turn, a second, then a regenerate of the second's
+//!   answer (the server forks the thread from the harness's saved trajectory): the fork's
+//!   latency against a new thread's first turn.
 //!
 //! Next to our figures stands the **raw floor** ([`floor`]): the same turns (W1, W2, and W4 up
 //! to the tool call) driven straight through `harness-client` with the harness config the
@@ -57,7 +60,7 @@ use serde_json::{Value, json};
 use crate::cli::{Args, Plan, Workload};
 use crate::launch::{Binaries, Model};
 use crate::report::Table;
-use crate::workloads::{Ctx, w1, w2, w3, w4, w5};
+use crate::workloads::{Ctx, w1, w2, w3, w4, w5, w6};
 
 fn main() -> anyhow::Result<()> {
     tracing_subscriber::fmt()
@@ -207,6 +210,11 @@ async fn run(args: &Args, plan: &Plan) -> anyhow::Result<()> {
                 let w = w5::run(&ctx, plan.w5).await?;
                 show(report::w5(&w), &mut tables);
                 ("W5", serde_json::to_value(&w)?)
+            }
+            Workload::W6 => {
+                let w = w6::run(&ctx, plan.w6).await?;
+                show(report::w6(&w), &mut tables);
+                ("W6", serde_json::to_value(&w)?)
             }
         };
         results.insert(name.into(), value);

@@ -10,6 +10,7 @@ use crate::workloads::w2::{Level, W2};
 use crate::workloads::w3::{Pass, W3};
 use crate::workloads::w4::W4;
 use crate::workloads::w5::W5;
+use crate::workloads::w6::W6;
 use crate::workloads::{Cost, FloorSeries, Series};
 
 /// A table with a title and free-form columns.
@@ -640,6 +641,40 @@ pub(crate) fn w5(w: &W5) -> Vec<Table> {
         .extend(errors_note("text-only turns", &w.text.errors));
     t.notes
         .extend(errors_note("command turns", &w.command.errors));
+    vec![t]
+}
+
+pub(crate) fn w6(w: &W6) -> Vec<Table> {
+    let mut t = Table::new(
+        format!(
+            "W6 forks: {} threads, each a first turn, a second, and a regenerate of the second (a fork) (ms)",
+            w.params.runs
+        ),
+        &[
+            "metric",
+            "new thread",
+            "next turn",
+            "fork",
+            "fork − new thread",
+        ],
+    );
+    for p in PCTS {
+        t.row(vec![
+            format!("RUN_FINISHED {p}"),
+            num(w.new_thread.terminal_ms.get(p), 1),
+            num(w.next_turn.terminal_ms.get(p), 1),
+            num(w.fork.terminal_ms.get(p), 1),
+            num(w.fork_minus_new_ms.get(p), 1),
+        ]);
+    }
+    t.row(vec![
+        "runs ok".into(),
+        format!("{}/{}", w.new_thread.ok, w.new_thread.runs),
+        format!("{}/{}", w.next_turn.ok, w.next_turn.runs),
+        format!("{}/{}", w.fork.ok, w.fork.runs),
+        String::new(),
+    ]);
+    t.notes.extend(errors_note("forks", &w.fork.errors));
     vec![t]
 }
 

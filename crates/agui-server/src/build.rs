@@ -613,6 +613,7 @@ pub fn options(
         ask_question_interrupts = ask_question,
         interrupt_reasons = interrupt_reasons,
         deduplicate_tool_calls = deduplicate_tool_calls,
+        rewind_files = rewind_files,
         app_context_tool = app_context_tool,
         app_state_tool = app_state_tool,
         emit_builtin_tool_calls = emit_builtin_tool_calls,

@@ -130,6 +130,10 @@ agent_settings! {
         /// Run each frontend tool at most once per turn.
         #[arg(long, num_args = 0..=1, default_missing_value = "true", env = "AGUI_DEDUPLICATE_TOOL_CALLS")]
         pub deduplicate_tool_calls: Option<bool>,
+        /// An edit or a regenerate rewinds the files the file tools changed after the fork
+        /// point, when the run does not say (`forwardedProps.rewindFiles`).
+        #[arg(long, num_args = 0..=1, default_missing_value = "true", env = "AGUI_REWIND_FILES")]
+        pub rewind_files: Option<bool>,
         /// Experimental: the silent `get_app_context` tool.
         #[arg(long, num_args = 0..=1, default_missing_value = "true", env = "AGUI_APP_CONTEXT_TOOL")]
         pub app_context_tool: Option<bool>,

@@ -139,6 +139,7 @@ pub fn documented() -> Vec<(&'static str, String)> {
             "deduplicate_tool_calls",
             on_off(session::DEDUPLICATE_TOOL_CALLS),
         ),
+        ("rewind_files", on_off(session::REWIND_FILES)),
         ("app_context_tool", on_off(session::APP_CONTEXT_TOOL)),
         ("app_state_tool", on_off(session::APP_STATE_TOOL)),
         ("response_schema", text("none")),

@@ -10,7 +10,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use agui_session::threads::{
     ArchivedFilter, DEFAULT_PAGE, ThreadChange, ThreadPatch, ThreadQuery, ThreadState,
-    ThreadSummary, WaitingFor,
+    ThreadSummary, ThreadsError, WaitingFor,
 };
 use axum::body::{Body, Bytes};
 use axum::extract::{Path, Query, State};
@@ -39,6 +39,7 @@ pub(crate) struct ListParams {
 struct PatchBody {
     title: Option<String>,
     archived: Option<bool>,
+    branch: Option<String>,
 }
 
 /// A thread as the routes show it.
@@ -55,6 +56,22 @@ struct Summary {
     archived: bool,
     message_count: u32,
     workspace_bytes: u64,
+    /// The current branch's id.
+    branch: String,
+    /// The other branches, oldest first.
+    branches: Vec<Branch>,
+}
+
+/// One of a thread's other branches, as the routes show it.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Branch {
+    id: String,
+    /// The message where the thread left it (edited, or whose answer was regenerated); empty
+    /// when the thread switched away from it.
+    left_at: String,
+    left_when: String,
+    message_count: u32,
 }
 
 impl From<ThreadSummary> for Summary {
@@ -82,6 +99,17 @@ impl From<ThreadSummary> for Summary {
             archived: thread.archived,
             message_count: thread.message_count,
             workspace_bytes: thread.workspace_bytes,
+            branch: thread.branch,
+            branches: thread
+                .branches
+                .into_iter()
+                .map(|b| Branch {
+                    id: b.id,
+                    left_at: b.left_at,
+                    left_when: rfc3339(b.left_when),
+                    message_count: b.message_count,
+                })
+                .collect(),
         }
     }
 }
@@ -174,6 +202,7 @@ pub(crate) async fn patch(
     let patch = ThreadPatch {
         title: body.title,
         archived: body.archived,
+        branch: body.branch,
     };
     match endpoint
         .agent()
@@ -182,6 +211,12 @@ pub(crate) async fn patch(
     {
         Ok(Some(thread)) => Json(Summary::from(thread)).into_response(),
         Ok(None) => not_found(&state, &thread_id),
+        Err(e @ ThreadsError::CannotSwitch(_)) => reject(
+            state.metrics(),
+            StatusCode::CONFLICT,
+            "thread busy",
+            e.to_string(),
+        ),
         Err(e) => invalid(e.to_string()),
     }
 }

@@ -187,6 +187,7 @@ fn sample(key: &str) -> (&'static str, &'static str, Option<&'static str>) {
         "ask_question" => ("false", "false", None),
         "interrupt_reasons" => ("\"reference\"", "reference", None),
         "deduplicate_tool_calls" => ("false", "false", None),
+        "rewind_files" => ("true", "true", None),
         "app_context_tool" => ("true", "true", None),
         "app_state_tool" => ("true", "true", None),
         "response_schema" => ("{ type = \"object\" }", "{\"type\":\"object\"}", None),

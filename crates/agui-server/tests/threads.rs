@@ -256,3 +256,103 @@ async fn another_replica_lists_and_reads_the_threads_the_first_served() {
     assert_eq!(status, 200, "{one}");
     assert_eq!(get(&second, "bob", "/threads/a1").await.0, 404);
 }
+
+/// Runs `messages` (explicit ids) on `owner`'s `thread`; the run's events.
+async fn run_messages(
+    served: &Served,
+    owner: &str,
+    thread: &str,
+    messages: Value,
+) -> Vec<agui_types::Event> {
+    let body =
+        json!({"threadId": thread, "runId": format!("r-{}", rand_suffix()), "messages": messages});
+    let response = client()
+        .post(format!("http://{}/", served.addr))
+        .bearer_auth(token(owner))
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let bytes = tokio::time::timeout(Duration::from_secs(120), response.bytes())
+        .await
+        .expect("the run ends")
+        .unwrap();
+    agui_types::Encoding::Sse
+        .decode_all(&bytes)
+        .expect("valid SSE")
+}
+
+fn rand_suffix() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos()
+}
+
+#[tokio::test]
+async fn an_edit_forks_on_another_replica_after_a_failover_and_the_branches_are_listed_and_switched()
+ {
+    let mut first = Served::start(Start {
+        args: &["--replica-id", "r1"],
+        ..Start::default()
+    })
+    .await;
+    let second = Served::start(Start {
+        args: &["--replica-id", "r2"],
+        replica_of: Some(&first),
+        ..Start::default()
+    })
+    .await;
+    let u1 = json!({"id": "u1", "role": "user", "content": "echo one"});
+    let u2 = json!({"id": "u2", "role": "user", "content": "echo two"});
+    for messages in [json!([u1]), json!([u1, u2])] {
+        let events = run_messages(&first, "alice", "f1", messages).await;
+        assert!(matches!(
+            events.last(),
+            Some(agui_types::Event::RunFinished(_))
+        ));
+    }
+    let (_, before) = get(&first, "alice", "/threads/f1").await;
+    first.stop();
+
+    // The other replica takes the thread over, and the edit forks it there.
+    let edited = json!([u1, {"id": "u2", "role": "user", "content": "echo three"}]);
+    let events = run_messages(&second, "alice", "f1", edited).await;
+    assert!(
+        matches!(events.last(), Some(agui_types::Event::RunFinished(_))),
+        "{events:?}"
+    );
+    assert!(support::served::tool_results(&events).contains("three"));
+    let requests = second.model.requests();
+    let last = requests.last().unwrap().body.to_string();
+    assert!(
+        last.contains("echo one") && last.contains("echo three"),
+        "{last}"
+    );
+    assert!(
+        !last.contains("echo two"),
+        "the edited-away message is not in the kept history"
+    );
+
+    let (status, forked) = get(&second, "alice", "/threads/f1").await;
+    assert_eq!(status, 200);
+    assert_eq!(forked["branches"].as_array().unwrap().len(), 1, "{forked}");
+    assert_eq!(forked["branches"][0]["id"], before["branch"], "{forked}");
+    assert_eq!(forked["branches"][0]["leftAt"], "u2");
+    assert_ne!(forked["branch"], before["branch"]);
+
+    let (status, switched) =
+        patch(&second, "alice", "f1", json!({"branch": before["branch"]})).await;
+    assert_eq!(status, 200, "{switched}");
+    assert_eq!(switched["branch"], before["branch"]);
+    assert_eq!(switched["branches"][0]["id"], forked["branch"]);
+    let (status, refused) = patch(&second, "alice", "f1", json!({"branch": "nope"})).await;
+    assert_eq!(status, 422, "{refused}");
+    assert_eq!(
+        patch(&second, "bob", "f1", json!({"branch": before["branch"]}))
+            .await
+            .0,
+        404
+    );
+}

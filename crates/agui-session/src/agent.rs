@@ -23,6 +23,7 @@ use crate::thread::context::ThreadContext;
 use crate::thread::output::{RunChannel, negotiate};
 use crate::thread::registry::Returned;
 use crate::thread::status::ThreadHandle;
+use crate::threads::model::SwitchRefused;
 use crate::threads::{
     ThreadChanges, ThreadPage, ThreadPatch, ThreadQuery, ThreadSummary, ThreadWatch, ThreadsError,
 };
@@ -307,8 +308,8 @@ impl Agent {
         crate::threads::owned_by(&record, owner).then(|| self.summary(thread_id, &record))
     }
 
-    /// Changes the title or archiving of `owner`'s thread `thread_id`; `Ok(None)` when it is
-    /// unknown or someone else's. Goes through the thread's task (which alone writes its
+    /// Changes the title, archiving or current branch of `owner`'s thread `thread_id`;
+    /// `Ok(None)` when it is unknown or someone else's. Goes through the thread's task (which alone writes its
     /// record, holding its lease when replicas share the store).
     pub async fn update_thread_as(
         &self,
@@ -331,11 +332,12 @@ impl Agent {
             },
         )
         .await;
-        Ok(updated
-            .await
-            .ok()
-            .flatten()
-            .map(|record| self.summary(thread_id, &record)))
+        match updated.await.ok().flatten() {
+            None => Ok(None),
+            Some(Err(SwitchRefused::NoSuchBranch(id))) => Err(ThreadsError::NoSuchBranch(id)),
+            Some(Err(SwitchRefused::Busy(why))) => Err(ThreadsError::CannotSwitch(why)),
+            Some(Ok(record)) => Ok(Some(self.summary(thread_id, &record))),
+        }
     }
 
     /// `owner`'s thread changes from now on (made on this server or any replica sharing the

@@ -36,6 +36,9 @@ pub const ASK_QUESTION_INTERRUPTS: bool = true;
 pub const INTERRUPT_REASONS: InterruptReasons = InterruptReasons::Namespaced;
 /// Run each frontend tool at most once per turn.
 pub const DEDUPLICATE_TOOL_CALLS: bool = true;
+/// Whether an edit or a regenerate rewinds the files the file tools changed after the fork
+/// point, when the run does not say (`forwardedProps.rewindFiles`).
+pub const REWIND_FILES: bool = false;
 /// The silent `get_app_context` tool.
 pub const APP_CONTEXT_TOOL: bool = false;
 /// The silent `get_shared_state` tool.

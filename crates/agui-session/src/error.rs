@@ -72,6 +72,10 @@ pub enum RunErrorCode {
     /// The owner's workspaces and state grew past their disk cap (`workspace_max_mb`) during
     /// the turn; the turn was stopped. Ask the agent to delete files to continue.
     WorkspaceFull,
+    /// The run's messages change the thread's past (a message edited under its id, or the
+    /// history cut short before the last answer: a regenerate) and the thread cannot continue
+    /// from that point; the message says why.
+    CannotFork,
 }
 
 impl RunErrorCode {
@@ -92,6 +96,7 @@ impl RunErrorCode {
             Self::TurnInterrupted => "TURN_INTERRUPTED",
             Self::ThreadLimit => "THREAD_LIMIT",
             Self::WorkspaceFull => "WORKSPACE_FULL",
+            Self::CannotFork => "CANNOT_FORK",
         }
     }
 }

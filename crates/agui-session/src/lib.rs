@@ -34,6 +34,7 @@ mod choices;
 mod claim;
 mod contract;
 pub mod defaults;
+mod divergence;
 mod error;
 mod hash;
 mod identity_migration;
@@ -44,6 +45,7 @@ mod options;
 mod owner;
 mod places;
 mod prompt;
+mod rewind;
 mod store;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;

@@ -75,6 +75,9 @@ pub struct AgentOptions {
     pub interrupt_reasons: InterruptReasons,
     /// Run each frontend tool at most once per turn (repeats get the first result).
     pub deduplicate_tool_calls: bool,
+    /// An edit or a regenerate rewinds the files the file tools changed after the fork point,
+    /// when the run does not say (`forwardedProps.rewindFiles`).
+    pub rewind_files: bool,
     /// Add the silent `get_app_context` tool (returns the run's context).
     pub app_context_tool: bool,
     /// Add the silent `get_shared_state` tool (returns the shared state).
@@ -175,6 +178,7 @@ impl AgentOptions {
             ask_question_interrupts: defaults::ASK_QUESTION_INTERRUPTS,
             interrupt_reasons: defaults::INTERRUPT_REASONS,
             deduplicate_tool_calls: defaults::DEDUPLICATE_TOOL_CALLS,
+            rewind_files: defaults::REWIND_FILES,
             app_context_tool: defaults::APP_CONTEXT_TOOL,
             app_state_tool: defaults::APP_STATE_TOOL,
             response_schema: None,

@@ -117,6 +117,9 @@ pub(crate) struct Prompt {
     pub(crate) text: String,
     /// Attachments too large to send inline, to save in the workspace before sending.
     pub(crate) uploads: Vec<Upload>,
+    /// The user message's content digest (`divergence::digest`), recorded once it is sent so
+    /// that an edit of it is seen; `None` for a prompt that is no user message.
+    pub(crate) digest: Option<String>,
 }
 
 /// A document or binary attachment over the size cap: saved in the thread's workspace under
@@ -210,10 +213,17 @@ pub(crate) fn newest_unforwarded_with(
                 notes,
                 text: message_text(user),
                 uploads,
+                digest: Some(crate::divergence::digest(user)),
             });
         }
     }
     None
+}
+
+/// `user` as a prompt, whether forwarded before or not (a fork sends it again); `None` when it
+/// is blank.
+pub(crate) fn prompt_of(user: &UserMessage, limits: &PromptLimits) -> Option<Prompt> {
+    newest_unforwarded_with(&[Message::User(user.clone())], |_| false, limits)
 }
 
 /// Converts a user message with the default [`PromptLimits`]; see [`convert_user_message_with`].

@@ -33,6 +33,7 @@ use crate::error::SessionError;
 use crate::threads::model::ThreadState;
 use slots::{Head, Slot, Stored};
 
+pub(crate) mod branches;
 pub(crate) mod owners;
 mod rewrite;
 mod scan;
@@ -149,6 +150,19 @@ impl UserSteps {
             .map(|(_, id)| id.as_str())
     }
 
+    /// The root step that echoed the client's message `message_id`.
+    pub(crate) fn step_of(&self, message_id: &str) -> Option<u32> {
+        self.0
+            .iter()
+            .find(|(_, id)| id == message_id)
+            .map(|(s, _)| *s)
+    }
+
+    /// Forgets the steps from `step` on (a fork keeps the history before it).
+    pub(crate) fn keep_below(&mut self, step: u32) {
+        self.0.retain(|(s, _)| *s < step);
+    }
+
     /// The newest root step recorded.
     pub(crate) fn newest_step(&self) -> Option<u32> {
         self.0.iter().map(|(s, _)| *s).max()
@@ -157,6 +171,55 @@ impl UserSteps {
     /// Forgets everything (the conversation was replaced).
     pub(crate) fn clear(&mut self) {
         self.0.clear();
+    }
+}
+
+/// The content digests of the newest forwarded user messages, by id: what an edit is compared
+/// with. Bounded like the forwarded ids (the oldest are dropped).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "Vec<(String, String)>", into = "Vec<(String, String)>")]
+pub(crate) struct SentDigests(VecDeque<(String, String)>);
+
+impl SentDigests {
+    /// How many digests are kept at most.
+    pub(crate) const KEPT: usize = ForwardedIds::KEPT;
+
+    /// The digest recorded for `message_id`.
+    pub(crate) fn get(&self, message_id: &str) -> Option<&str> {
+        self.0
+            .iter()
+            .find(|(id, _)| id == message_id)
+            .map(|(_, d)| d.as_str())
+    }
+
+    /// Records the digest of the message `message_id`, as the most recent.
+    pub(crate) fn record(&mut self, message_id: String, digest: String) {
+        self.0.retain(|(id, _)| *id != message_id);
+        self.0.push_back((message_id, digest));
+        while self.0.len() > Self::KEPT {
+            self.0.pop_front();
+        }
+    }
+
+    /// Whether none is recorded.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl From<Vec<(String, String)>> for SentDigests {
+    fn from(pairs: Vec<(String, String)>) -> Self {
+        let mut deque: VecDeque<_> = pairs.into();
+        while deque.len() > Self::KEPT {
+            deque.pop_front();
+        }
+        Self(deque)
+    }
+}
+
+impl From<SentDigests> for Vec<(String, String)> {
+    fn from(digests: SentDigests) -> Self {
+        digests.0.into()
     }
 }
 
@@ -176,6 +239,11 @@ impl LostTurns {
         while self.0.len() > ForwardedIds::KEPT {
             self.0.pop_front();
         }
+    }
+
+    /// Forgets the steps from `step` on (a fork keeps the history before it).
+    pub(crate) fn keep_below(&mut self, step: u32) {
+        self.0.retain(|s| *s < step);
     }
 
     /// Whether the turn root step `step` started was lost.
@@ -239,6 +307,9 @@ pub(crate) struct ThreadRecord {
     /// Ids of the user messages already sent to the harness.
     #[serde(default)]
     pub(crate) forwarded: ForwardedIds,
+    /// The content digests of the forwarded user messages: what an edit is told by.
+    #[serde(default, skip_serializing_if = "SentDigests::is_empty")]
+    pub(crate) sent: SentDigests,
     /// Frontend tool calls awaiting a `ToolMessage`.
     #[serde(default)]
     pub(crate) pending_frontend_tools: Vec<PendingTool>,
@@ -300,6 +371,9 @@ pub(crate) struct ThreadRecord {
     /// The messages `connect` restates (when last known).
     #[serde(default)]
     pub(crate) message_count: u32,
+    /// The thread's other branches (the conversations it forked from, or switched away from).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) branches: Vec<branches::Branch>,
 }
 
 fn is_empty_path(path: &Path) -> bool {

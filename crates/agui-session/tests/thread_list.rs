@@ -117,6 +117,7 @@ async fn an_owner_renames_and_archives_a_thread_and_nobody_else_can() {
     let patch = |title: &str, archived| ThreadPatch {
         title: Some(title.into()),
         archived: Some(archived),
+        ..ThreadPatch::default()
     };
     assert_eq!(
         agent

@@ -46,6 +46,18 @@ impl MessageLog {
         self.position(id).is_some()
     }
 
+    /// Drops the message `id` and every message after it (a thread that forks before it);
+    /// false when the log has no such message.
+    pub fn truncate_from(&mut self, id: &str) -> bool {
+        match self.position(id) {
+            Some(at) => {
+                self.messages.truncate(at);
+                true
+            }
+            None => false,
+        }
+    }
+
     /// Number of messages.
     pub fn len(&self) -> usize {
         self.messages.len()

@@ -50,6 +50,7 @@ mod link;
 mod pool;
 mod process;
 mod redirect;
+pub mod trajectory;
 mod turn_end;
 pub mod values;
 mod warm_up;

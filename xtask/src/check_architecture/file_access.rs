@@ -64,6 +64,10 @@ const ALLOWED: &[(&str, &str)] = &[
         "the harness binary the operator installed",
     ),
     (
+        "crates/harness-client/src/trajectory.rs",
+        "a private temporary copy (its own new temp dir) of a saved conversation's bytes, which the caller read through the door, for SQLite to open",
+    ),
+    (
         "crates/agui-session/src/agent.rs",
         "creates the operator's save dir and workspace root",
     ),

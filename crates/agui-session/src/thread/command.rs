@@ -29,12 +29,15 @@ pub(crate) enum Command {
         owner: Owner,
         reply: oneshot::Sender<bool>,
     },
-    /// Change the thread's title or archiving (a checked patch), if it is `owner`'s; the
-    /// answer is its record after the change (`None` when it is not `owner`'s).
+    /// Change the thread's title, archiving or branch (a checked patch), if it is `owner`'s;
+    /// the answer is its record after the change (`None` when it is not `owner`'s), or why the
+    /// branch could not be switched.
     Update {
         owner: Owner,
         patch: crate::threads::model::ThreadPatch,
-        reply: oneshot::Sender<Option<crate::store::ThreadRecord>>,
+        reply: oneshot::Sender<
+            Option<Result<crate::store::ThreadRecord, crate::threads::model::SwitchRefused>>,
+        >,
     },
     /// Give the thread its directories for `owner` (placing it, a new thread becoming theirs)
     /// without opening a conversation; the answer is its place, `None` when it is someone

@@ -165,6 +165,11 @@ impl Output {
         }
     }
 
+    /// Whether events happened while no client watched (kept for the next one).
+    pub(crate) fn has_backlog(&self) -> bool {
+        self.backlog.is_some()
+    }
+
     /// Whether a client holding `messages` can take the backlog as events (it holds every
     /// message from before it, apart from client-only ones). With no backlog: whether it holds
     /// every message of the log.

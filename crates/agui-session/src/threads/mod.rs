@@ -13,7 +13,9 @@ use crate::owner::Owner;
 use crate::store::ThreadRecord;
 use crate::thread::context::ThreadContext;
 
-pub use model::{MAX_TITLE_CHARS, TITLE_FROM_MESSAGE_CHARS, ThreadPatch, ThreadState, WaitingFor};
+pub use model::{
+    BranchSummary, MAX_TITLE_CHARS, TITLE_FROM_MESSAGE_CHARS, ThreadPatch, ThreadState, WaitingFor,
+};
 pub use watch::ThreadChanges;
 pub(crate) use watch::ThreadWatch;
 
@@ -43,6 +45,10 @@ pub struct ThreadSummary {
     pub message_count: u32,
     /// The disk its workspace took when last measured (0 before).
     pub workspace_bytes: u64,
+    /// The id of its current branch (its harness conversation).
+    pub branch: String,
+    /// Its other branches, oldest first (an edit or a regenerate forks a new one).
+    pub branches: Vec<BranchSummary>,
 }
 
 /// Which threads a list holds, by archiving.
@@ -126,13 +132,19 @@ pub enum ThreadsError {
     #[error("{0}")]
     BadTitle(String),
     /// The change asks for nothing.
-    #[error("the change names neither a title nor archiving")]
+    #[error("the change names neither a title, archiving nor a branch")]
     EmptyPatch,
+    /// The thread has no such branch.
+    #[error("the thread has no branch {0}")]
+    NoSuchBranch(String),
+    /// The thread cannot switch branches now (the message says why).
+    #[error("{0}")]
+    CannotSwitch(String),
 }
 
 /// `patch` checked: the title trimmed and valid.
 pub(crate) fn check_patch(patch: ThreadPatch) -> Result<ThreadPatch, ThreadsError> {
-    if patch.title.is_none() && patch.archived.is_none() {
+    if patch.title.is_none() && patch.archived.is_none() && patch.branch.is_none() {
         return Err(ThreadsError::EmptyPatch);
     }
     let title = match patch.title {
@@ -159,6 +171,7 @@ pub(crate) fn check_patch(patch: ThreadPatch) -> Result<ThreadPatch, ThreadsErro
     Ok(ThreadPatch {
         title,
         archived: patch.archived,
+        branch: patch.branch,
     })
 }
 
@@ -266,6 +279,17 @@ pub(crate) fn summary(
         archived: record.archived,
         message_count: record.message_count,
         workspace_bytes,
+        branch: record.conversation_id.clone(),
+        branches: record
+            .branches
+            .iter()
+            .map(|b| BranchSummary {
+                id: b.conversation_id.clone(),
+                left_at: b.left_at.clone(),
+                left_when: at(b.left_when),
+                message_count: b.message_count,
+            })
+            .collect(),
     }
 }
 

@@ -43,6 +43,32 @@ pub struct ThreadPatch {
     pub title: Option<String>,
     /// Archive it, or bring it back.
     pub archived: Option<bool>,
+    /// Make this branch (an id from [`BranchSummary::id`]) the thread's current one.
+    pub branch: Option<String>,
+}
+
+/// Why a thread did not switch branches.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum SwitchRefused {
+    /// It has no branch with this id.
+    NoSuchBranch(String),
+    /// It is busy (the message says with what).
+    Busy(String),
+}
+
+/// One of a thread's branches other than its current one: a conversation it forked from (an
+/// edit or a regenerate) or switched away from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BranchSummary {
+    /// Its id (what a switch names).
+    pub id: String,
+    /// The message where the thread left it: the one edited, or whose answer was regenerated
+    /// (empty when the thread switched away from it).
+    pub left_at: String,
+    /// When the thread left it.
+    pub left_when: std::time::SystemTime,
+    /// Its messages, when last known.
+    pub message_count: u32,
 }
 
 /// The title a thread takes from its first user message: its first non-blank line, trimmed,

@@ -15,6 +15,8 @@ fn summary(id: &str, updated: u64, archived: bool) -> ThreadSummary {
         archived,
         message_count: 0,
         workspace_bytes: 0,
+        branch: String::new(),
+        branches: Vec::new(),
     }
 }
 
@@ -43,6 +45,7 @@ fn a_patch_is_refused_when_empty_or_its_title_is_blank_too_long_or_holds_control
         let patch = ThreadPatch {
             title: Some(bad.into()),
             archived: None,
+            ..ThreadPatch::default()
         };
         assert!(
             matches!(check_patch(patch), Err(ThreadsError::BadTitle(_))),
@@ -52,11 +55,13 @@ fn a_patch_is_refused_when_empty_or_its_title_is_blank_too_long_or_holds_control
     let long = ThreadPatch {
         title: Some("x".repeat(MAX_TITLE_CHARS + 1)),
         archived: None,
+        ..ThreadPatch::default()
     };
     assert!(matches!(check_patch(long), Err(ThreadsError::BadTitle(_))));
     let ok = check_patch(ThreadPatch {
         title: Some("  Paris weather  ".into()),
         archived: Some(true),
+        ..ThreadPatch::default()
     })
     .unwrap();
     assert_eq!(ok.title.as_deref(), Some("Paris weather"));

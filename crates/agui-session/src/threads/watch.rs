@@ -180,6 +180,8 @@ mod tests {
             archived: false,
             message_count: 0,
             workspace_bytes: 0,
+            branch: String::new(),
+            branches: Vec::new(),
         }
     }
 

@@ -268,6 +268,26 @@ impl Trees {
         })
     }
 
+    /// The file `name` of the thread's process storage (a saved conversation), read through
+    /// the door (never through a link the agent planted), at most `max` bytes; `None` when it
+    /// does not exist. Blocking.
+    pub(crate) fn read_storage(
+        &self,
+        placement: &Placement,
+        name: &str,
+        max: u64,
+    ) -> Result<Option<Vec<u8>>, TreeError> {
+        let Beneath { root, rel } = &placement.storage_dir;
+        let dir = self.open_root(root)?;
+        match dir.read(&rel.join(name), max) {
+            Ok(bytes) => Ok(Some(bytes)),
+            Err(SandboxError::Io { source, .. }) if source.kind() == io::ErrorKind::NotFound => {
+                Ok(None)
+            }
+            Err(e) => Err(door_error(format!("read {name}"))(e)),
+        }
+    }
+
     /// The workspace of a thread placed at `placement`, opened through the door from its
     /// tree's root (what it makes belongs to the sandbox's identity). Blocking.
     pub(crate) fn open_workspace(&self, placement: &Placement) -> Result<AgentDir, TreeError> {

@@ -13,6 +13,7 @@
 //! conversation ([`opening`], [`placement`]) and the one way a task ends ([`teardown`]) have
 //! their own files; the state they share is typed in [`state`].
 
+mod fork;
 mod harness;
 mod lease;
 mod opening;
@@ -85,6 +86,7 @@ pub(crate) fn spawn(ctx: &Arc<ThreadContext>, thread_id: &str, generation: u64) 
         },
         harnessed: Harnessed::New,
         opened: false,
+        fork_from: None,
         moving: None,
         usage: None,
         parking: Parking::default(),
@@ -142,6 +144,8 @@ pub(super) struct Task {
     /// The harness opened the conversation `conversation_id` for this task (so it has it,
     /// even if no message was sent yet).
     opened: bool,
+    /// The `initial_trajectory` of the conversation a fork opens next (`fork.rs`).
+    fork_from: Option<Vec<u8>>,
     /// The workspace of a thread recorded before places existed, or of an earlier owner's
     /// tree: what is moved into its place when it next opens.
     moving: Option<Moving>,
@@ -319,16 +323,11 @@ impl Task {
                 patch,
                 reply,
             } => {
-                let updated = crate::threads::owned_by(&self.record, &owner).then(|| {
-                    if let Some(title) = patch.title {
-                        self.record.title = title;
-                    }
-                    if let Some(archived) = patch.archived {
-                        self.record.archived = archived;
-                    }
-                    self.persist();
-                    self.record.clone()
-                });
+                let updated = if crate::threads::owned_by(&self.record, &owner) {
+                    Some(self.update(patch).await)
+                } else {
+                    None
+                };
                 let _ = reply.send(updated);
             }
             Command::Place { owner, reply } => {

@@ -7,6 +7,7 @@
 use std::sync::Arc;
 
 use harness_client::HarnessError;
+use harness_proto::lh::harness_config::SessionContinuationMode;
 use tokio::task::JoinHandle;
 use tracing::Instrument as _;
 
@@ -141,8 +142,10 @@ impl Task {
             Err(failure) => return Readiness::Failed(failure),
         };
         let options = &self.ctx.options;
-        let known = self.harnessed.is_known();
-        let config = match contract
+        // A fork creates its conversation from the cut trajectory (`fork.rs`).
+        let fork_from = self.fork_from.take();
+        let known = self.harnessed.is_known() && fork_from.is_none();
+        let mut config = match contract
             .conversation_config(
                 options,
                 &self.ctx.tools,
@@ -164,6 +167,10 @@ impl Task {
                 );
             }
         };
+        if let Some(trajectory) = fork_from {
+            config.initial_trajectory = Some(trajectory);
+            config.session_continuation_mode = Some(SessionContinuationMode::CreateOnly as i32);
+        }
         let callbacks = Arc::new(ThreadCallbacks {
             link: self.link.clone(),
             tools: self.ctx.tools.clone(),

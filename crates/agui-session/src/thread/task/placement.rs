@@ -177,7 +177,7 @@ impl Task {
 }
 
 /// Runs blocking file work off the task's thread.
-async fn off_runtime<T: Send + 'static>(
+pub(super) async fn off_runtime<T: Send + 'static>(
     job: impl FnOnce() -> T + Send + 'static,
 ) -> Result<T, RunFailure> {
     tokio::task::spawn_blocking(job).await.map_err(|e| {

@@ -117,6 +117,20 @@ impl Task {
         events: RunChannel,
         span: tracing::Span,
     ) {
+        let mut forked = None;
+        let mut rewound = None;
+        if let Some(divergence) = self.divergence(&input) {
+            match self.fork(&divergence, &input).await {
+                Ok(fork) => {
+                    forked = Some(fork.prompt);
+                    rewound = fork.rewound;
+                }
+                Err(failure) => {
+                    self.reject(&input, events, failure);
+                    return;
+                }
+            }
+        }
         self.link
             .shared
             .adopt(input.state.as_ref(), input.context.clone());
@@ -137,11 +151,13 @@ impl Task {
         let limits = PromptLimits {
             max_attachment_bytes: self.ctx.options.max_attachment_bytes,
         };
-        let mut prompt = prompt::newest_unforwarded_with(
-            &input.messages,
-            |id| self.record.forwarded.contains(id),
-            &limits,
-        );
+        let mut prompt = forked.or_else(|| {
+            prompt::newest_unforwarded_with(
+                &input.messages,
+                |id| self.record.forwarded.contains(id),
+                &limits,
+            )
+        });
         if !applied.late_results.is_empty() {
             prompt = Some(with_late_results(
                 prompt,
@@ -197,6 +213,9 @@ impl Task {
         let sender = events.sender().clone();
         if !self.output.subscribe(&input.run_id, events, usage, restate) {
             tracing::info!("the client left before the run started");
+        }
+        if let Some(report) = rewound {
+            self.output.emit(super::fork::rewind_event(report));
         }
         if let Some(Owed::NextRun(failure)) = self.owed.take_if(|o| matches!(o, Owed::NextRun(_))) {
             // What went wrong while nobody watched is said first; the new message waits for
@@ -425,6 +444,9 @@ impl Task {
             self.harnessed = Harnessed::Known;
         }
         self.record.forwarded.record(prompt.message_id.clone());
+        if let Some(digest) = prompt.digest.take() {
+            self.record.sent.record(prompt.message_id.clone(), digest);
+        }
         for id in consumed {
             self.record.forwarded.record(id);
         }
@@ -564,6 +586,7 @@ fn with_late_results(prompt: Option<Prompt>, notes: &[String], consumed: &[Strin
             notes: Vec::new(),
             text: String::new(),
             uploads: Vec::new(),
+            digest: None,
         },
     }
 }
