@@ -8,6 +8,7 @@
 mod definitions;
 mod doc_names;
 mod file_access;
+mod lock_policy;
 mod module_circles;
 mod public_api;
 
@@ -137,6 +138,9 @@ pub(crate) fn run(_args: Args) -> anyhow::Result<()> {
     problems.extend(doc_names::check(&workspace_root(), "ARCHITECTURE.md")?);
     let (files_read, file_access) = file_access::check(&workspace_root())?;
     problems.extend(file_access);
+    let (lock_files, std_locks) =
+        lock_policy::check(&workspace_root(), &crate_sources(&metadata)?)?;
+    problems.extend(std_locks);
     if !problems.is_empty() {
         bail!(
             "architecture invariants violated:\n- {}",
@@ -144,7 +148,7 @@ pub(crate) fn run(_args: Args) -> anyhow::Result<()> {
         );
     }
     println!(
-        "architecture invariants hold for {} workspace crates; no module circle among their {modules} modules; ARCHITECTURE.md names only what the code declares, every source file in its crate's section, and each crate's unsafe count; no generated protocol type in the public API of {}; of the {files_read} source files of {}, only the listed ones call std::fs",
+        "architecture invariants hold for {} workspace crates; no module circle among their {modules} modules; ARCHITECTURE.md names only what the code declares, every source file in its crate's section, and each crate's unsafe count; no generated protocol type in the public API of {}; of the {files_read} source files of {}, only the listed ones call std::fs; none of the {lock_files} source files of the workspace takes a std lock (parking_lot: one lock policy)",
         graph.members.len(),
         public_api::PROTO_FREE_APIS
             .iter()

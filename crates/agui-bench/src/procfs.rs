@@ -7,9 +7,10 @@
 //! Added here: the whole machine's busy share from `/proc/stat`, so a window disturbed by
 //! other work on the machine shows it.
 
+use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError, mpsc};
+use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
@@ -237,10 +238,7 @@ impl ProcWatch {
     /// snapshot keep their last CPU figure, and the peak tree RSS is tracked.
     pub(crate) fn start(&mut self) {
         self.stop();
-        self.last
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clear();
+        self.last.lock().clear();
         self.peak_tree_rss_kb.store(0, Ordering::Relaxed);
         let (Some(server), mock) = (self.server_pid, self.mock_pid) else {
             return;
@@ -251,9 +249,7 @@ impl ProcWatch {
         let thread = std::thread::spawn(move || {
             let sample = || {
                 let s = snapshot(Some(server), mock);
-                last.lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .extend(s.desc);
+                last.lock().extend(s.desc);
                 peak.fetch_max(tree_rss_kb(server, mock), Ordering::Relaxed);
             };
             // Every second, and once more when stopped (a window shorter than a second still
@@ -287,11 +283,7 @@ impl ProcWatch {
 
     /// CPU spent between `a` and `b`.
     pub(crate) fn delta(&self, a: &CpuSnapshot, b: &CpuSnapshot) -> CpuDelta {
-        let mut seen = self
-            .last
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone();
+        let mut seen = self.last.lock().clone();
         seen.extend(b.desc.clone());
         cpu_delta(a, b, &seen, self.host_is_client)
     }

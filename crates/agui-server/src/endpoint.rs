@@ -48,7 +48,7 @@ impl Endpoint {
 /// The runs (and connects) each identity has in flight, at most `max` each.
 pub(crate) struct RunsInFlight {
     pub(crate) max: usize,
-    counts: std::sync::Mutex<std::collections::HashMap<String, usize>>,
+    counts: parking_lot::Mutex<std::collections::HashMap<String, usize>>,
 }
 
 /// One run counted against its identity until dropped (its stream ended).
@@ -67,7 +67,7 @@ impl RunsInFlight {
 
     /// A slot for one more run of `identity`; `None` at its limit.
     pub(crate) fn take(self: &Arc<Self>, identity: &str) -> Option<RunSlot> {
-        let mut counts = self.counts.lock().unwrap_or_else(|p| p.into_inner());
+        let mut counts = self.counts.lock();
         let n = counts.entry(identity.to_owned()).or_default();
         if *n >= self.max {
             return None;
@@ -82,7 +82,7 @@ impl RunsInFlight {
 
 impl Drop for RunSlot {
     fn drop(&mut self) {
-        let mut counts = self.runs.counts.lock().unwrap_or_else(|p| p.into_inner());
+        let mut counts = self.runs.counts.lock();
         if let Some(n) = counts.get_mut(&self.identity) {
             *n = n.saturating_sub(1);
             if *n == 0 {

@@ -3,9 +3,9 @@
 //! A small registry of our own rather than a global recorder, so several servers (tests,
 //! embedders) can live in one process.
 
+use parking_lot::Mutex;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::sync::Mutex;
 use std::time::Duration;
 
 use agui_session::AgentStats;
@@ -67,8 +67,8 @@ impl Metrics {
         self
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    fn lock(&self) -> parking_lot::MutexGuard<'_, State> {
+        self.state.lock()
     }
 
     /// A run ended; `error` is its `RUN_ERROR` code, if it failed.
@@ -131,7 +131,7 @@ impl Metrics {
                 .map(|((a, c), n)| (vec![("agent", a.as_str()), ("code", c.as_str())], *n)),
         );
         if let Some(calls) = &self.model_calls {
-            let calls = calls.lock().unwrap_or_else(|p| p.into_inner()).clone();
+            let calls = calls.lock().clone();
             counter(
                 &mut out,
                 "agui_model_calls_total",

@@ -14,10 +14,11 @@
 //! with the process it came from. Neither the harness nor anything the agent runs holds the
 //! key.
 
+use parking_lot::{Mutex, RwLock};
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::{Ipv4Addr, SocketAddr};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::{Duration, Instant};
 
 use axum::body::{Body, HttpBody};
@@ -148,7 +149,7 @@ impl Grant {
 
     /// Counts a call against the per-minute limit; `false` when it is reached.
     fn admit_call(&self) -> bool {
-        let mut minute = self.minute.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut minute = self.minute.lock();
         let now = Instant::now();
         if now.duration_since(minute.0) >= Duration::from_secs(60) {
             *minute = (now, 0);
@@ -411,11 +412,7 @@ impl ModelProxy {
             token,
             ..Grant::new(route.clone(), "unconfined")?
         });
-        self.shared
-            .host_grants
-            .write()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push(grant);
+        self.shared.host_grants.write().push(grant);
         let channel = ModelChannel {
             shared: self.shared.clone(),
             route,
@@ -484,10 +481,7 @@ impl Shared {
     /// The host grant of `token`. Every one is compared, each in constant time, so the time
     /// taken tells nothing about how much of a token was right.
     fn host_grant(&self, token: &str) -> Option<Arc<Grant>> {
-        let grants = self
-            .host_grants
-            .read()
-            .unwrap_or_else(PoisonError::into_inner);
+        let grants = self.host_grants.read();
         let mut found = None;
         for grant in grants.iter() {
             if bool::from(grant.token.as_bytes().ct_eq(token.as_bytes())) {
@@ -501,7 +495,6 @@ impl Shared {
         *self
             .calls
             .lock()
-            .unwrap_or_else(PoisonError::into_inner)
             .entry((agent.to_owned(), outcome))
             .or_default() += 1;
     }

@@ -18,13 +18,13 @@
 //!   fdatasync, never awaited by a run).
 //! - One store per directory: two processes sharing a directory are not coordinated.
 
+use parking_lot::{Mutex, MutexGuard};
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::ffi::OsStr;
 use std::fmt;
 use std::fs::{self, File};
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
@@ -579,15 +579,13 @@ impl ThreadStore {
     }
 
     fn lock_expired(&self) -> MutexGuard<'_, Vec<(String, ThreadRecord)>> {
-        self.expired_on_read
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+        self.expired_on_read.lock()
     }
 
     fn lock(&self) -> MutexGuard<'_, Index> {
         // The index is consistent between statements, so a panic elsewhere cannot leave it
         // half-updated: keep serving rather than propagate the poison.
-        self.index.lock().unwrap_or_else(PoisonError::into_inner)
+        self.index.lock()
     }
 
     fn expired(&self, updated_at: u64, now: u64) -> bool {

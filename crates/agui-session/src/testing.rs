@@ -6,8 +6,9 @@
 //! harness — the integration tests run that too — but it makes every session rule quick and
 //! deterministic to check.
 
+use parking_lot::Mutex;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -92,7 +93,7 @@ type Saved = Arc<Mutex<std::collections::HashMap<String, Vec<Step>>>>;
 
 /// Records `step` (its latest snapshot) in a conversation's saved history.
 fn save_step(saved: &Saved, id: &str, step: &Step) {
-    let mut saved = saved.lock().expect("fake lock");
+    let mut saved = saved.lock();
     let history = saved.entry(id.to_owned()).or_default();
     match history.iter_mut().find(|s| s.key == step.key) {
         Some(kept) => *kept = step.clone(),
@@ -103,10 +104,7 @@ fn save_step(saved: &Saved, id: &str, step: &Step) {
 impl std::fmt::Debug for FakeHarness {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("FakeHarness")
-            .field(
-                "conversations",
-                &self.state.lock().map(|s| s.len()).unwrap_or(0),
-            )
+            .field("conversations", &self.state.lock().len())
             .finish()
     }
 }
@@ -134,14 +132,14 @@ impl FakeHarness {
 
     /// How many conversations were opened so far.
     pub fn opened(&self) -> usize {
-        self.state.lock().expect("fake lock").len()
+        self.state.lock().len()
     }
 
     /// The `n`th opened conversation (0-based), waiting for it to be opened.
     pub async fn conversation(&self, n: usize) -> FakeConversation {
         loop {
             let notified = self.opened.notified();
-            if let Some(c) = self.state.lock().expect("fake lock").get(n) {
+            if let Some(c) = self.state.lock().get(n) {
                 return c.clone();
             }
             tokio::time::timeout(Duration::from_secs(10), notified)
@@ -153,7 +151,7 @@ impl FakeHarness {
     /// Holds every open from now on at a gate, as a harness that boots slowly would.
     pub fn hold_boots(&self) -> Gate {
         let gate = Gate::default();
-        *self.gate.lock().expect("fake lock") = Some(gate.clone());
+        *self.gate.lock() = Some(gate.clone());
         gate
     }
 
@@ -161,7 +159,7 @@ impl FakeHarness {
     /// keeps its live slot until the test opens it.
     pub fn hold_closes(&self) -> Gate {
         let gate = Gate::default();
-        *self.close_gate.lock().expect("fake lock") = Some(gate.clone());
+        *self.close_gate.lock() = Some(gate.clone());
         gate
     }
 
@@ -181,7 +179,7 @@ impl FakeHarness {
 
     /// Loses the saved state of conversation `id`, as a deleted database would.
     pub fn lose(&self, id: &str) {
-        self.saved.lock().expect("fake lock").remove(id);
+        self.saved.lock().remove(id);
     }
 }
 
@@ -197,7 +195,7 @@ impl ConversationSource for FakeHarness {
         config: HarnessConfig,
         callbacks: Arc<dyn Callbacks>,
     ) -> Result<Box<dyn ConversationHandle>, HarnessError> {
-        let gate = self.gate.lock().expect("fake lock").clone();
+        let gate = self.gate.lock().clone();
         if let Some(gate) = gate {
             gate.pass().await;
         }
@@ -211,7 +209,7 @@ impl ConversationSource for FakeHarness {
         let (inputs_tx, inputs_rx) = mpsc::unbounded_channel();
         let id = config.cascade_id().to_owned();
         // The harness resumes what it kept, and refuses to resume what it does not have.
-        let history = self.saved.lock().expect("fake lock").get(&id).cloned();
+        let history = self.saved.lock().get(&id).cloned();
         let resume = config.session_continuation_mode()
             == harness_proto::lh::harness_config::SessionContinuationMode::Resume;
         if resume && history.is_none() {
@@ -222,11 +220,7 @@ impl ConversationSource for FakeHarness {
                 ),
             });
         }
-        self.saved
-            .lock()
-            .expect("fake lock")
-            .entry(id.clone())
-            .or_default();
+        self.saved.lock().entry(id.clone()).or_default();
         let open = Arc::new(AtomicBool::new(true));
         let conversation = FakeConversation {
             process: placement.process.label.clone(),
@@ -244,7 +238,7 @@ impl ConversationSource for FakeHarness {
         };
         let cancels = conversation.cancels.clone();
         let kills = conversation.kills.clone();
-        self.state.lock().expect("fake lock").push(conversation);
+        self.state.lock().push(conversation);
         self.opened.notify_waiters();
         Ok(Box::new(FakeHandle {
             init: InitInfo {
@@ -266,7 +260,7 @@ impl ConversationSource for FakeHarness {
     }
 
     async fn shutdown(&self) {
-        for c in self.state.lock().expect("fake lock").iter() {
+        for c in self.state.lock().iter() {
             c.open.store(false, Ordering::SeqCst);
         }
     }
@@ -344,12 +338,12 @@ impl FakeConversation {
 
     /// How many cancels the session sent.
     pub fn cancels(&self) -> usize {
-        *self.cancels.lock().expect("fake lock")
+        *self.cancels.lock()
     }
 
     /// How many times the session killed the conversation's process.
     pub fn kills(&self) -> usize {
-        *self.kills.lock().expect("fake lock")
+        *self.kills.lock()
     }
 
     /// Pushes an event as the harness would (root steps are also kept as its saved history).
@@ -540,12 +534,7 @@ impl ConversationHandle for FakeHandle {
             return Err(HarnessError::Closed(CloseReason::ClosedByHost));
         }
         // The harness keeps the user's input as the turn's first step.
-        let index = self
-            .saved
-            .lock()
-            .expect("fake lock")
-            .get(&self.id)
-            .map_or(0, Vec::len);
+        let index = self.saved.lock().get(&self.id).map_or(0, Vec::len);
         let echo = Step {
             key: StepKey {
                 trajectory_id: self.id.clone(),
@@ -567,7 +556,7 @@ impl ConversationHandle for FakeHandle {
     fn canceller(&self) -> Arc<dyn Fn() -> bool + Send + Sync> {
         let cancels = self.cancels.clone();
         Arc::new(move || {
-            *cancels.lock().expect("fake lock") += 1;
+            *cancels.lock() += 1;
             true
         })
     }
@@ -585,18 +574,12 @@ impl ConversationHandle for FakeHandle {
         if !self.open.load(Ordering::SeqCst) {
             return Err(HarnessError::Closed(CloseReason::ClosedByHost));
         }
-        self.init.history = self
-            .saved
-            .lock()
-            .expect("fake lock")
-            .get(&self.id)
-            .cloned()
-            .unwrap_or_default();
+        self.init.history = self.saved.lock().get(&self.id).cloned().unwrap_or_default();
         Ok(self.init.clone())
     }
 
     async fn close(self: Box<Self>) {
-        let gate = self.close_gate.lock().expect("fake lock").clone();
+        let gate = self.close_gate.lock().clone();
         if let Some(gate) = gate {
             gate.pass().await;
         }
@@ -604,7 +587,7 @@ impl ConversationHandle for FakeHandle {
     }
 
     fn kill_process(&self) {
-        *self.kills.lock().expect("fake lock") += 1;
+        *self.kills.lock() += 1;
         self.open.store(false, Ordering::SeqCst);
         let _ = self
             .own_events

@@ -1,11 +1,12 @@
 //! Where the ids of emitted messages, reasoning spans and tool calls come from.
 
+use parking_lot::Mutex;
 use std::collections::hash_map::RandomState;
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 use std::hash::BuildHasher;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
 
 use harness_proto::step::StepKey;
 
@@ -190,7 +191,7 @@ impl ToolCallIds {
     /// that is (a taken one is retried with a numbered suffix, so even a source that repeats
     /// itself cannot produce a duplicate).
     pub fn assign(&self, harness_id: Option<&str>, mut fresh: impl FnMut() -> String) -> String {
-        let mut used = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut used = self.0.lock();
         let id = match harness_id {
             Some(id) if !id.is_empty() && !used.contains(id) => id.to_owned(),
             _ => {

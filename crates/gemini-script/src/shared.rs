@@ -1,7 +1,7 @@
 //! The state every handler shares: the engine and the server's shutdown signal. Its own module
 //! so that the model routes and the control routes both depend on it, not on each other.
 
-use std::sync::{Mutex, MutexGuard};
+use parking_lot::{Mutex, MutexGuard};
 
 use tokio::sync::watch;
 
@@ -24,7 +24,7 @@ impl Shared {
 
     /// The engine; a panic elsewhere must not make the server unusable.
     pub(crate) fn engine(&self) -> MutexGuard<'_, Engine> {
-        self.engine.lock().unwrap_or_else(|e| e.into_inner())
+        self.engine.lock()
     }
 
     /// Turns true when the server shuts down, so open streams end.

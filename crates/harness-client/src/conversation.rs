@@ -1,6 +1,6 @@
 //! A conversation: one WebSocket to a harness process, its events, and its inputs.
 
-use std::sync::{Arc, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
 use harness_proto::lh::{
@@ -101,11 +101,7 @@ impl Conversation {
 
     /// Why the connection ended, once it has.
     pub fn close_reason(&self) -> Option<CloseReason> {
-        self.link
-            .closed
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+        self.link.closed.lock().clone()
     }
 
     /// Whether the connection is still up.
@@ -130,11 +126,7 @@ impl Conversation {
     /// harness then runs in the same turn: one turn end for both). Returns once the frame is on
     /// the socket.
     pub async fn send(&self, input: lh::UserInput) -> Result<()> {
-        self.link
-            .tracker
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .input_sent();
+        self.link.tracker.lock().input_sent();
         self.send_event(input_event::Event::UserInput(input)).await
     }
 
@@ -146,11 +138,7 @@ impl Conversation {
     /// Asks the harness to stop the running turn (`haltRequest`). The turn then ends with a
     /// normal idle state; [`crate::TurnEnd::halted`] tells that it was cancelled.
     pub async fn cancel(&self) -> Result<()> {
-        self.link
-            .tracker
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .halted();
+        self.link.tracker.lock().halted();
         self.send_event(input_event::Event::HaltRequest(true)).await
     }
 
@@ -231,7 +219,7 @@ impl Drop for Conversation {
 #[derive(Clone)]
 pub struct Canceller {
     outbound: tokio::sync::mpsc::UnboundedSender<Outbound>,
-    tracker: Arc<std::sync::Mutex<crate::turn_end::TurnTracker>>,
+    tracker: Arc<parking_lot::Mutex<crate::turn_end::TurnTracker>>,
 }
 
 impl std::fmt::Debug for Canceller {
@@ -243,10 +231,7 @@ impl std::fmt::Debug for Canceller {
 impl Canceller {
     /// Sends `haltRequest`; false when the connection is already gone.
     pub fn cancel(&self) -> bool {
-        self.tracker
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .halted();
+        self.tracker.lock().halted();
         let halt = InputEvent {
             event: Some(input_event::Event::HaltRequest(true)),
         };

@@ -12,9 +12,10 @@
 //! next owner or thread before it arrives can boot its process ahead of need
 //! ([`HarnessPool::reserve`]).
 
+use parking_lot::Mutex;
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use harness_proto::lh::HarnessConfig;
@@ -190,12 +191,7 @@ struct Waiting {
 impl Drop for Waiting {
     fn drop(&mut self) {
         if let Some(pool) = self.pool.upgrade()
-            && let Some(partition) = pool
-                .state
-                .lock()
-                .expect("pool lock")
-                .partitions
-                .get_mut(&self.key)
+            && let Some(partition) = pool.state.lock().partitions.get_mut(&self.key)
         {
             partition.waiting = partition.waiting.saturating_sub(1);
         }
@@ -302,11 +298,7 @@ impl HarnessPool {
                 Next::Boot => self.boot(&key, &options, None).await?,
                 Next::Wait(failures) => {
                     booted.await;
-                    let state = self
-                        .inner
-                        .state
-                        .lock()
-                        .unwrap_or_else(PoisonError::into_inner);
+                    let state = self.inner.state.lock();
                     if let Some(partition) = state.partitions.get(&key)
                         && partition.failures > failures
                         && partition.free_slots(self.inner.options.max_conversations_per_process)
@@ -338,11 +330,7 @@ impl HarnessPool {
         let mut options = process.clone();
         options.binary = Some(key.binary.clone());
         if let Some(warm_up) = warm_up {
-            let mut state = self
-                .inner
-                .state
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner);
+            let mut state = self.inner.state.lock();
             state.partitions.entry(key.clone()).or_default().warm_up = Some(warm_up);
         }
         self.maybe_prestart(&key, &options);
@@ -363,11 +351,7 @@ impl HarnessPool {
         let mut options = process.clone();
         options.binary = Some(key.binary.clone());
         {
-            let mut state = self
-                .inner
-                .state
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner);
+            let mut state = self.inner.state.lock();
             if state.closed {
                 return Err(HarnessError::PoolClosed);
             }
@@ -378,11 +362,7 @@ impl HarnessPool {
             }
         }
         self.boot(&key, &options, warm_up).await?;
-        let mut state = self
-            .inner
-            .state
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let mut state = self.inner.state.lock();
         let capacity = self.inner.options.max_conversations_per_process;
         let slot = state
             .partitions
@@ -410,11 +390,7 @@ impl HarnessPool {
     /// later `open` calls fail with [`HarnessError::PoolClosed`].
     pub async fn shutdown(&self) {
         let processes: Vec<HarnessProcess> = {
-            let mut state = self
-                .inner
-                .state
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner);
+            let mut state = self.inner.state.lock();
             state.closed = true;
             state
                 .partitions
@@ -428,11 +404,7 @@ impl HarnessPool {
 
     /// Current counts.
     pub fn stats(&self) -> PoolStats {
-        let state = self
-            .inner
-            .state
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let state = self.inner.state.lock();
         let slots = state.partitions.values().flat_map(|p| &p.slots);
         PoolStats {
             processes: slots
@@ -469,11 +441,7 @@ impl HarnessPool {
         returning: Option<&str>,
         waiting: &mut Option<Waiting>,
     ) -> Result<Next> {
-        let mut state = self
-            .inner
-            .state
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let mut state = self.inner.state.lock();
         if state.closed {
             return Err(HarnessError::PoolClosed);
         }
@@ -527,7 +495,7 @@ impl HarnessPool {
         let (key, options) = (key.clone(), options.clone());
         let task = tokio::spawn(async move {
             let booted = HarnessProcess::spawn(&options).await;
-            let mut state = inner.state.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut state = inner.state.lock();
             let closed = state.closed;
             let partition = state.partitions.entry(key.clone()).or_default();
             partition.booting = partition.booting.saturating_sub(1);
@@ -582,14 +550,7 @@ impl HarnessPool {
                             );
                         }
                         // A shutdown stops the process under its warm-up: nothing to report.
-                        Err(reason)
-                            if pool.upgrade().is_none_or(|p| {
-                                p.state
-                                    .lock()
-                                    .unwrap_or_else(PoisonError::into_inner)
-                                    .closed
-                            }) =>
-                        {
+                        Err(reason) if pool.upgrade().is_none_or(|p| p.state.lock().closed) => {
                             tracing::debug!(pid = process.pid(), %reason, "warm-up ended by the pool's shutdown");
                         }
                         Err(reason) => {
@@ -616,11 +577,7 @@ impl HarnessPool {
         }
         let capacity = self.inner.options.max_conversations_per_process;
         let warm_up = {
-            let mut state = self
-                .inner
-                .state
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner);
+            let mut state = self.inner.state.lock();
             let partition = state.partitions.entry(key.clone()).or_default();
             let coming = partition.free_slots(capacity) + partition.booting * capacity;
             if coming >= spare_below_free_slots(capacity) {
@@ -668,7 +625,7 @@ impl Drop for Lease {
         let Some(pool) = self.pool.upgrade() else {
             return;
         };
-        let mut state = pool.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut state = pool.state.lock();
         if let Some(slot) = state
             .partitions
             .get_mut(&self.key)
@@ -726,7 +683,7 @@ async fn reap(pool: Weak<PoolInner>) {
         let keep_spare = pool.options.prestart_spare;
         let mut stopped = Vec::new();
         {
-            let mut state = pool.state.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut state = pool.state.lock();
             for partition in state.partitions.values_mut() {
                 let slots = &mut partition.slots;
                 slots.retain(|slot| match slot.process.exit_info() {
@@ -790,7 +747,7 @@ mod tests {
             let before = seen.load(Ordering::SeqCst);
             std::thread::sleep(Duration::from_millis(300));
             let during = seen.load(Ordering::SeqCst) - before;
-            recorded.lock().unwrap().push(during);
+            recorded.lock().push(during);
             Ok(PathBuf::from("/nonexistent/localharness"))
         });
         let pool = HarnessPool::with_discovery(PoolOptions::default(), discovery).unwrap();
@@ -805,7 +762,7 @@ mod tests {
         });
         let results = futures_util::future::join_all(opens).await;
         ticker.abort();
-        let during = ticks_during.lock().unwrap().clone();
+        let during = ticks_during.lock().clone();
         assert_eq!(during.len(), 1, "one lookup for every racing open");
         assert!(
             during[0] >= 3,

@@ -1,9 +1,10 @@
 //! One `localharness` process: spawn, stdio handshake, stderr, exit monitoring and shutdown.
 
+use parking_lot::Mutex;
 use std::collections::{BTreeMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
 use harness_proto::lh::{ClientInfo, InputConfig, OutputConfig};
@@ -461,13 +462,7 @@ impl HarnessProcess {
             .unwrap_or_default();
         let mut live = inner.live.subscribe();
         let _ = tokio::time::timeout(Duration::from_secs(2), live.wait_for(|n| *n == 0)).await;
-        drop(
-            inner
-                .stdin
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .take(),
-        );
+        drop(inner.stdin.lock().take());
         let info = match tokio::time::timeout(grace, self.wait()).await {
             Ok(info) => info,
             Err(_) => {
@@ -770,7 +765,7 @@ impl StderrLog {
     }
 
     fn push(&self, line: String) {
-        let mut lines = self.lines.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut lines = self.lines.lock();
         if lines.len() == self.capacity {
             lines.pop_front();
         }
@@ -781,7 +776,7 @@ impl StderrLog {
 
     /// The kept lines, oldest first.
     fn tail(&self) -> String {
-        let lines = self.lines.lock().unwrap_or_else(PoisonError::into_inner);
+        let lines = self.lines.lock();
         lines
             .iter()
             .map(String::as_str)

@@ -3,10 +3,11 @@
 //! what its PID 1 does for the host among its processes (stopping the commands, measuring the
 //! files they hold unlinked).
 
+use parking_lot::Mutex;
 use std::collections::VecDeque;
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
 use tokio::io::Interest;
 use tokio::io::{AsyncWriteExt as _, DuplexStream};
@@ -228,11 +229,8 @@ impl SandboxControl {
         self.lock().failure.clone()
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
-        self.shared
-            .state
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+    fn lock(&self) -> parking_lot::MutexGuard<'_, State> {
+        self.shared.state.lock()
     }
 
     /// Sends a request; `queue` runs under the send lock, right before it, with the state.
@@ -360,8 +358,8 @@ async fn read_reports(
     }
 }
 
-fn shared_state(shared: &Shared) -> std::sync::MutexGuard<'_, State> {
-    shared.state.lock().unwrap_or_else(PoisonError::into_inner)
+fn shared_state(shared: &Shared) -> parking_lot::MutexGuard<'_, State> {
+    shared.state.lock()
 }
 
 /// Hands a service's listener to the host's services, keeping the grant.

@@ -7,11 +7,11 @@
 //! goes with the first sweep after a day — so a forgotten thread never counts against its owner.
 //! Claims kept by an earlier version in `<save_dir>/owners/` are moved in when the store opens.
 
+use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::fs;
-use std::io::{self, Write as _};
+use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, SystemTime};
 
 use serde::{Deserialize, Serialize};
@@ -75,7 +75,7 @@ impl ThreadStore {
         if let Some(owner) = read_claim(&path)? {
             return Ok(verdict(&owner, identity));
         }
-        let mut counts = self.claims.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut counts = self.claims.0.lock();
         let counts = counts.get_or_insert_with(|| self.count_claims());
         if counts.get(identity).copied().unwrap_or(0) >= max {
             return Ok(Admission::LimitReached(max));
@@ -85,7 +85,8 @@ impl ThreadStore {
             owner: identity.to_owned(),
         })
         .map_err(io::Error::other)?;
-        match link_new(&self.dir, &path, &content)? {
+        fs::create_dir_all(&self.dir)?;
+        match crate::claim::claim_file(&path, &content)? {
             true => {
                 *counts.entry(identity.to_owned()).or_default() += 1;
                 Ok(Admission::Yours)
@@ -107,12 +108,7 @@ impl ThreadStore {
         match fs::remove_file(&path) {
             Ok(()) => {
                 if let Some(owner) = owner
-                    && let Some(counts) = self
-                        .claims
-                        .0
-                        .lock()
-                        .unwrap_or_else(PoisonError::into_inner)
-                        .as_mut()
+                    && let Some(counts) = self.claims.0.lock().as_mut()
                     && let Some(n) = counts.get_mut(&owner)
                 {
                     *n = n.saturating_sub(1);
@@ -203,14 +199,14 @@ impl ThreadStore {
             };
             let target = self.claim_path(&claim.thread_id);
             let content = serde_json::to_vec(&claim).map_err(io::Error::other)?;
-            if !link_new(&self.dir, &target, &content)? {
+            if !crate::claim::claim_file(&target, &content)? {
                 tracing::warn!(thread_id = %claim.thread_id, "a thread claimed in both places keeps its newer claim");
             }
             fs::remove_file(&path)?;
             moved += 1;
         }
         fs::remove_dir(legacy)?;
-        *self.claims.0.lock().unwrap_or_else(PoisonError::into_inner) = None;
+        *self.claims.0.lock() = None;
         Ok(moved)
     }
 }
@@ -237,32 +233,6 @@ fn read_claim_file(path: &Path) -> io::Result<Option<ClaimFile>> {
             )
         })?)),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(e),
-    }
-}
-
-/// Writes `content` as `path` unless something has that name: a complete file is written
-/// under a name nobody else uses, synced, then hard-linked into place (a link never replaces a
-/// file, so of two such writes one wins), and the directory synced. `false` when another
-/// file had the name.
-pub(crate) fn link_new(dir: &Path, path: &Path, content: &[u8]) -> io::Result<bool> {
-    fs::create_dir_all(dir)?;
-    let temp = dir.join(format!(".{}.claim", uuid::Uuid::new_v4().simple()));
-    let linked = (|| {
-        let mut file = fs::File::create_new(&temp)?;
-        file.write_all(content)?;
-        file.sync_all()?;
-        fs::hard_link(&temp, path)
-    })();
-    let _ = fs::remove_file(&temp);
-    match linked {
-        Ok(()) => {
-            if let Ok(dir) = fs::File::open(dir) {
-                let _ = dir.sync_all();
-            }
-            Ok(true)
-        }
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(false),
         Err(e) => Err(e),
     }
 }

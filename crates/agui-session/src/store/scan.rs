@@ -3,10 +3,10 @@
 //! is read again only when its slot files changed (their length or modification time), so a
 //! scan of a thousand unchanged threads reads their metadata and nothing more.
 
+use parking_lot::Mutex;
 use std::collections::{BTreeMap, HashMap};
 use std::fs;
 use std::os::unix::fs::MetadataExt as _;
-use std::sync::{Mutex, PoisonError};
 
 use super::slots::{self, Slot, Stored};
 use super::{ThreadRecord, ThreadStore};
@@ -45,11 +45,7 @@ impl ThreadStore {
                 .or_default()
                 .insert(slot, (meta.len(), modified));
         }
-        let mut cache = self
-            .scanned
-            .0
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let mut cache = self.scanned.0.lock();
         cache.retain(|stem, _| seen.contains_key(stem));
         let mut records = Vec::with_capacity(seen.len());
         for (stem, fingerprint) in seen {

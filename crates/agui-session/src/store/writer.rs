@@ -5,8 +5,9 @@
 //! writes it (records written in a burst are coalesced per thread); reads see a waiting record
 //! before the file, so a thread resumed meanwhile gets its newest state. Shutdown flushes.
 
+use parking_lot::Mutex;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Weak};
 
 use tokio::sync::Notify;
 
@@ -218,8 +219,8 @@ async fn write_behind(writer: Weak<RecordWriter>, wake: Arc<Notify>) {
     }
 }
 
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|p| p.into_inner())
+fn lock<T>(mutex: &Mutex<T>) -> parking_lot::MutexGuard<'_, T> {
+    mutex.lock()
 }
 
 #[cfg(test)]

@@ -3,9 +3,9 @@
 //! that reached it too late (they go to the thread's next task) by message, never by calling up
 //! into the agent.
 
+use parking_lot::{Mutex, MutexGuard};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use tokio::sync::mpsc;
 
@@ -42,7 +42,7 @@ impl Registry {
     /// The map, recovered if a holder panicked (a plain map stays consistent between
     /// statements).
     pub(crate) fn lock(&self) -> MutexGuard<'_, HashMap<String, ThreadHandle>> {
-        self.threads.lock().unwrap_or_else(PoisonError::into_inner)
+        self.threads.lock()
     }
 
     /// A number no other task of this agent had.

@@ -5,7 +5,7 @@
 //! callback task, reads the state, changes it and sets it back, and must see its own write at
 //! once. The lock is a plain mutex held only to copy or replace a value, never across an await.
 
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use parking_lot::{Mutex, MutexGuard};
 
 use agui_types::Context;
 use serde_json::{Map, Value};
@@ -34,7 +34,7 @@ impl Default for Shared {
 
 impl Shared {
     fn lock(&self) -> MutexGuard<'_, Inner> {
-        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+        self.0.lock()
     }
 
     /// Adopts the client's state and context at the start of a run. The state is kept when

@@ -22,10 +22,11 @@ pub(crate) mod claims;
 mod spares;
 mod usage;
 
+use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
 use harness_sandbox::{AgentDir, SandboxError, SandboxIdentity};
 
@@ -445,8 +446,8 @@ impl Trees {
         }
     }
 
-    fn lock_owners(&self) -> std::sync::MutexGuard<'_, HashMap<Owner, TreeId>> {
-        self.owners.lock().unwrap_or_else(PoisonError::into_inner)
+    fn lock_owners(&self) -> parking_lot::MutexGuard<'_, HashMap<Owner, TreeId>> {
+        self.owners.lock()
     }
 
     /// Removes what a thread left: its workspace, app data dir and conversation database (the

@@ -1,9 +1,10 @@
 //! Spares: unclaimed trees whose harness process the backend has booted and warmed ahead of
 //! need, for the next new owner (or, per thread, the next new thread) to claim.
 
+use parking_lot::Mutex;
 use std::path::Path;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
 
 use super::{Hold, TreeError, Trees, door_error};
 use crate::owner::Owner;
@@ -31,8 +32,8 @@ pub(super) struct Spares {
 }
 
 impl Spares {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Spare>> {
-        self.ready.lock().unwrap_or_else(PoisonError::into_inner)
+    fn lock(&self) -> parking_lot::MutexGuard<'_, Vec<Spare>> {
+        self.ready.lock()
     }
 
     /// A ready spare, taken.

@@ -1,8 +1,9 @@
 //! The disk each tree takes, measured in the background through the door (links not
 //! followed, each inode once), read against the disk cap (`workspace_max_bytes`).
 
+use parking_lot::Mutex;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
 use harness_sandbox::{AgentDir, DiskUsage};
 
@@ -34,19 +35,14 @@ struct Measured {
 impl Trees {
     /// The disk `tree` used when last measured (workspaces and state; blocks allocated).
     pub(crate) fn usage(&self, tree: &TreeId) -> Option<DiskUsage> {
-        self.usage
-            .0
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(tree)
-            .and_then(|u| u.usage)
+        self.usage.0.lock().get(tree).and_then(|u| u.usage)
     }
 
     /// Measures `tree` in the background (once at a time per tree; the result is read with
     /// [`Trees::usage`]).
     pub(crate) fn measure(&self, tree: &TreeId) {
         {
-            let mut usage = self.usage.0.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut usage = self.usage.0.lock();
             let entry = usage.entry(tree.clone()).or_default();
             if entry.measuring {
                 return;
@@ -68,7 +64,7 @@ impl Trees {
                     }
                 }
             }
-            let mut cache = cache.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut cache = cache.lock();
             cache.insert(
                 tree,
                 Measured {
@@ -83,11 +79,7 @@ impl Trees {
     /// background, when never.
     pub(crate) fn slot_usage(&self, place: &Place) -> u64 {
         let known = {
-            let state = self
-                .slot_usage
-                .0
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner);
+            let state = self.slot_usage.0.lock();
             state.bytes.get(place).copied()
         };
         match known {
@@ -102,11 +94,7 @@ impl Trees {
     /// Measures `place`'s workspace in the background (after a turn, an upload, a delete).
     pub(crate) fn measure_slot(&self, place: &Place) {
         let start = {
-            let mut state = self
-                .slot_usage
-                .0
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner);
+            let mut state = self.slot_usage.0.lock();
             if !state.queued.contains(place) {
                 state.queued.push(place.clone());
             }
@@ -119,7 +107,7 @@ impl Trees {
         tokio::task::spawn_blocking(move || {
             loop {
                 let next = {
-                    let mut state = cache.lock().unwrap_or_else(PoisonError::into_inner);
+                    let mut state = cache.lock();
                     let next = state.queued.pop();
                     if next.is_none() {
                         state.measuring = false;
@@ -131,11 +119,7 @@ impl Trees {
                     .and_then(|tree| tree.dir(std::path::Path::new(&place.slot)))
                     .and_then(|workspace| workspace.disk_usage())
                     .map_or(0, |usage| usage.bytes);
-                cache
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .bytes
-                    .insert(place, bytes);
+                cache.lock().bytes.insert(place, bytes);
             }
         });
     }

@@ -13,7 +13,8 @@ mod convert;
 mod dispatch;
 mod socket;
 
-use std::sync::{Arc, Mutex};
+use parking_lot::Mutex;
+use std::sync::Arc;
 use std::time::Duration;
 
 use harness_proto::lh::{self, InputEvent};

@@ -3,7 +3,8 @@
 //! requests to the [`Dispatcher`], and decides why the link ended — the harness closed it, the
 //! process died (its exit can lag the socket by milliseconds) or the host is shutting down.
 
-use std::sync::{Arc, Mutex};
+use parking_lot::Mutex;
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::stream::{SplitSink, SplitStream};
@@ -127,7 +128,7 @@ impl Reader {
                     Some(Ok(Message::Close(close))) => {
                         break CloseReason::ClosedByHarness {
                             code: close.map(|c| u16::from(c.code)),
-                            turn_error: self.tracker.lock().expect("tracker lock").last_error(),
+                            turn_error: self.tracker.lock().last_error(),
                         };
                     }
                     Some(Ok(_)) => {}
@@ -157,7 +158,7 @@ impl Reader {
         // The turn did end at that idle: its end precedes the connection's.
         self.release_held_end();
         tracing::debug!(%reason, "conversation connection ended");
-        *self.closed.lock().expect("closed lock") = Some(reason.clone());
+        *self.closed.lock() = Some(reason.clone());
         let _ = self.events.send(ConversationEvent::Closed(reason.clone()));
         self.dispatcher.abort_all();
         if reason == CloseReason::ClosedByHost {
@@ -195,7 +196,7 @@ impl Reader {
             Some(Event::StepUpdate(update)) => {
                 let step = Step::from(update);
                 if is_system_message(&step) {
-                    self.tracker.lock().expect("tracker lock").on_step(&step);
+                    self.tracker.lock().on_step(&step);
                 }
                 // The step reaches the event stream before its callback starts, so a host that
                 // sees the callback park has every event that preceded it queued.
@@ -207,11 +208,7 @@ impl Reader {
             }
             Some(Event::TrajectoryStateUpdate(update)) => {
                 let state = TrajectoryState::from(&update);
-                let signal = self
-                    .tracker
-                    .lock()
-                    .expect("tracker lock")
-                    .on_trajectory(&state);
+                let signal = self.tracker.lock().on_trajectory(&state);
                 self.emit(ConversationEvent::Trajectory(state));
                 if let Some(signal) = signal {
                     match &signal {
@@ -247,7 +244,7 @@ impl Reader {
     /// Sends the held end of the turn, if any.
     fn release_held_end(&mut self) {
         if let Some(mut end) = self.held_end.release() {
-            end.halted |= self.tracker.lock().expect("tracker lock").take_halted();
+            end.halted |= self.tracker.lock().take_halted();
             self.emit(ConversationEvent::TurnEnded(end));
         }
     }
