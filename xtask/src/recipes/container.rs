@@ -4,8 +4,10 @@
 //!
 //! - Docker's default seccomp profile (`deploy/seccomp-agui.json` without its `agui-antigravity`
 //!   rules): not ready, `unshare` refused;
-//! - `deploy/seccomp-agui.json` with Docker's masked `/proc`: not ready, the sandbox's `/proc`
-//!   mount refused — why the recipes unmask it (`systempaths=unconfined`, `procMount: Unmasked`);
+//! - no seccomp filter at all (`seccomp=unconfined`, what the compose file once set) with
+//!   Docker's masked `/proc`: not ready, the sandbox's `/proc` mount refused;
+//! - `deploy/seccomp-agui.json` with Docker's masked `/proc`: not ready, the same — why the
+//!   recipes unmask it (`systempaths=unconfined`, `procMount: Unmasked`);
 //! - `deploy/seccomp-agui.json` with `/proc` unmasked, no-new-privileges: ready.
 //!
 //! The profile is turned into the runtime spec's form as Docker and containerd do (rules kept or
@@ -53,6 +55,8 @@ const DOCKER_CAPS: &[&str] = &[
 /// One measured setting and what it must give.
 struct Case {
     name: &'static str,
+    /// No seccomp filter.
+    unconfined: bool,
     docker_default_profile: bool,
     masked_proc: bool,
     ready: bool,
@@ -63,13 +67,23 @@ struct Case {
 const CASES: &[Case] = &[
     Case {
         name: "Docker's default seccomp profile",
+        unconfined: false,
         docker_default_profile: true,
         masked_proc: false,
         ready: false,
         log_says: "unshare(",
     },
     Case {
+        name: "no seccomp filter, /proc masked as Docker masks it",
+        unconfined: true,
+        docker_default_profile: false,
+        masked_proc: true,
+        ready: false,
+        log_says: "\"/proc\"",
+    },
+    Case {
         name: "seccomp-agui.json, /proc masked as Docker masks it",
+        unconfined: false,
         docker_default_profile: false,
         masked_proc: true,
         ready: false,
@@ -77,6 +91,7 @@ const CASES: &[Case] = &[
     },
     Case {
         name: "seccomp-agui.json, /proc unmasked (the recipes' settings)",
+        unconfined: false,
         docker_default_profile: false,
         masked_proc: false,
         ready: true,
@@ -221,7 +236,9 @@ fn run_case(
         linux["maskedPaths"] = json!([]);
         linux["readonlyPaths"] = json!([]);
     }
-    linux["seccomp"] = to_runtime_spec(&profile, DOCKER_CAPS)?;
+    if !case.unconfined {
+        linux["seccomp"] = to_runtime_spec(&profile, DOCKER_CAPS)?;
+    }
     if let Some(object) = linux.as_object_mut() {
         // cgroups are the host's business here (v1 or v2, delegated or not).
         object.remove("resources");
