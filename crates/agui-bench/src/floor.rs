@@ -52,9 +52,9 @@ impl Floor {
         )
         .context("parsing the server flags for the floor")?;
         let agent = config.agents.first().context("no agent configured")?;
-        let options = agui_server::build::options(agent, "/", &dirs.root, None)
+        let options = agui_server::internals::options(agent, "/", &dirs.root, None)
             .context("building the agent options for the floor")?;
-        // As `agui_server::build` makes the pool of an agent.
+        // As the server makes the pool of an agent (its `build.rs`).
         let defaults = PoolOptions::default();
         let pool_options = PoolOptions {
             max_conversations_per_process: agent
@@ -65,7 +65,7 @@ impl Floor {
                 .map_or(defaults.idle_grace, Duration::from_secs),
             prestart_spare: agent
                 .prestart_harness
-                .unwrap_or(agui_server::defaults::PRESTART_HARNESS),
+                .unwrap_or(agui_server::internals::PRESTART_HARNESS),
             ..defaults
         };
         let mut process = ProcessOptions::new(options.save_dir.clone());

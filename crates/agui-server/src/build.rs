@@ -32,14 +32,14 @@ pub struct MountedAgent {
     /// Served by the demo model.
     pub demo: bool,
     /// How its harness processes are confined.
-    pub sandbox: SandboxStatus,
+    pub(crate) sandbox: SandboxStatus,
     /// What one identity may have.
-    pub owner_limits: OwnerLimits,
+    pub(crate) owner_limits: OwnerLimits,
 }
 
 /// What one identity (an `auth_tokens` name, a proxy's user) may have of an agent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct OwnerLimits {
+pub(crate) struct OwnerLimits {
     /// Threads it may create.
     pub max_threads: usize,
     /// Runs (and connects) it may have in flight at once.
@@ -51,9 +51,10 @@ pub struct Runtime {
     /// The agents, in mount order.
     pub agents: Vec<MountedAgent>,
     /// The embedded demo model, when an agent uses it.
-    pub demo_model: Option<gemini_script::Handle>,
+    #[expect(dead_code, reason = "held, not read: dropping it stops the demo model")]
+    pub(crate) demo_model: Option<gemini_script::Handle>,
     /// The harnesses' model endpoint, which holds the real keys.
-    pub model_proxy: ModelProxy,
+    pub(crate) model_proxy: ModelProxy,
 }
 
 impl std::fmt::Debug for Runtime {
@@ -82,7 +83,7 @@ impl Runtime {
 
 /// Where data goes when nothing is configured: `$AGUI_DATA_DIR`, else
 /// `$XDG_DATA_HOME/agui-antigravity`, else `~/.local/share/agui-antigravity`.
-pub fn default_data_dir() -> PathBuf {
+pub(crate) fn default_data_dir() -> PathBuf {
     let var = |name: &str| {
         std::env::var_os(name)
             .filter(|v| !v.is_empty())
@@ -101,7 +102,7 @@ pub fn default_data_dir() -> PathBuf {
 /// sandboxes of confined agents (default: this program, if its `main` calls
 /// [`sandbox::launcher_if_asked`]; without one, a confined agent is refused); the machine is
 /// probed once, before the first such agent.
-pub async fn build(
+pub(crate) async fn build(
     config: &ServerConfig,
     tools_for: impl Fn(&str) -> ToolRegistry,
     mut demo_script: Option<gemini_script::Script>,
@@ -531,6 +532,7 @@ fn model_headers(settings: &AgentSettings) -> BTreeMap<String, String> {
 }
 
 /// The session options of one agent.
+#[cfg_attr(not(feature = "internals"), allow(unreachable_pub))]
 pub fn options(
     settings: &AgentSettings,
     path: &str,

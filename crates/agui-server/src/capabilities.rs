@@ -19,7 +19,7 @@ use crate::sandbox::SandboxStatus;
 
 /// The capabilities of `agent`; `demo` marks an agent served by the scripted demo model,
 /// `sandbox` says how its harness processes are confined.
-pub fn derive(agent: &Agent, demo: bool, sandbox: &SandboxStatus) -> AgentCapabilities {
+pub(crate) fn derive(agent: &Agent, demo: bool, sandbox: &SandboxStatus) -> AgentCapabilities {
     let options = agent.options();
     let server_tools: Vec<agui_types::Tool> = agent
         .tools()

@@ -185,7 +185,7 @@ fn choice_names<T: clap::ValueEnum>() -> String {
 }
 
 /// The set of tools `choices` names: `all` adds every tool, `none` none.
-pub fn builtin_tools(choices: &[BuiltinToolChoice]) -> BTreeSet<BuiltinTool> {
+pub(crate) fn builtin_tools(choices: &[BuiltinToolChoice]) -> BTreeSet<BuiltinTool> {
     let mut tools = BTreeSet::new();
     for choice in choices {
         match choice {

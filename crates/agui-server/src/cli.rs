@@ -45,8 +45,8 @@ pub struct ServeArgs {
 }
 
 impl Cli {
-    /// The command line, with each option's help ending in its default from
-    /// [`defaults::documented`] (the options themselves have none, so that an unset flag lets
+    /// The command line, with each option's help ending in its default (the README's
+    /// configuration table lists the same; the options themselves have none, so that an unset flag lets
     /// the file's value through).
     pub fn command() -> clap::Command {
         let table = defaults::documented();

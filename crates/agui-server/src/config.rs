@@ -19,8 +19,9 @@ use serde_json::Value;
 
 use crate::error::{ConfigProblem, ServerError};
 
+pub(crate) use crate::choices::builtin_tools;
 pub use crate::choices::{
-    BuiltinToolChoice, LogFormat, SandboxMode, SystemInstructionsMode, ThinkingLevel, builtin_tools,
+    BuiltinToolChoice, LogFormat, SandboxMode, SystemInstructionsMode, ThinkingLevel,
 };
 pub(crate) use crate::choices::{BuiltinToolParser, choice_name};
 
@@ -55,8 +56,8 @@ macro_rules! agent_settings {
 }
 
 agent_settings! {
-    /// Settings of one agent; every key is optional so layers can be merged. Defaults are in
-    /// [`crate::defaults`].
+    /// Settings of one agent; every key is optional so layers can be merged. Defaults are in the
+    /// README's configuration table.
     #[derive(Debug, Clone, Default, PartialEq, Deserialize, clap::Args)]
     #[serde(deny_unknown_fields)]
     pub struct AgentSettings {
@@ -488,7 +489,7 @@ pub struct ServerConfig {
     /// How long a thread lease lasts unless renewed.
     pub lease_ttl: Duration,
     /// The host id confined harness processes run as when the server runs as root, as set
-    /// (`None`: the default, [`crate::defaults::SANDBOX_UID`]).
+    /// (`None`: the default, 65534 as the README's configuration table says).
     pub sandbox_uid: Option<u32>,
     /// The agents, with paths normalised (`/` or `/a/b`), in mount order.
     pub agents: Vec<AgentSettings>,

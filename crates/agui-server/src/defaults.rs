@@ -11,78 +11,80 @@ use harness_client::PoolOptions;
 use crate::choices::{LogFormat, SandboxMode, SystemInstructionsMode, choice_name};
 
 /// Listen address.
-pub const BIND: &str = "127.0.0.1:8027";
+pub(crate) const BIND: &str = "127.0.0.1:8027";
 /// Request body limit: large enough for inline attachments.
-pub const MAX_BODY_BYTES: usize = 64 << 20;
+pub(crate) const MAX_BODY_BYTES: usize = 64 << 20;
 /// Seconds between SSE keep-alive comments: well under the idle timeouts of common proxies.
-pub const KEEP_ALIVE_SECS: u64 = 15;
+pub(crate) const KEEP_ALIVE_SECS: u64 = 15;
 /// Log format.
-pub const LOG_FORMAT: LogFormat = LogFormat::Text;
+pub(crate) const LOG_FORMAT: LogFormat = LogFormat::Text;
 /// Serve the scripted demo model even where a model endpoint is configured.
-pub const DEMO: bool = false;
+pub(crate) const DEMO: bool = false;
 /// Serve a non-loopback bind with no token.
-pub const INSECURE_NO_AUTH: bool = false;
+pub(crate) const INSECURE_NO_AUTH: bool = false;
 /// Text model (also the name the demo model answers to).
-pub const MODEL: &str = "gemini-3-flash-preview";
+pub(crate) const MODEL: &str = "gemini-3-flash-preview";
 /// What `system_instructions` does to Antigravity's prompt.
-pub const SYSTEM_INSTRUCTIONS_MODE: SystemInstructionsMode = SystemInstructionsMode::Append;
+pub(crate) const SYSTEM_INSTRUCTIONS_MODE: SystemInstructionsMode = SystemInstructionsMode::Append;
 /// Loopback port of the model proxy: any free one, since only the server's own harnesses call it
 /// (they are told its address).
-pub const MODEL_PROXY_PORT: u16 = 0;
+pub(crate) const MODEL_PROXY_PORT: u16 = 0;
 /// How long the model proxy waits to connect to the model.
-pub const MODEL_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const MODEL_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long the model proxy waits for the next bytes of a model's answer: generous, since a
 /// model may think for minutes before its first event, but a stream silent for this long is
 /// dead.
-pub const MODEL_READ_TIMEOUT: Duration = Duration::from_secs(600);
+pub(crate) const MODEL_READ_TIMEOUT: Duration = Duration::from_secs(600);
 /// Largest model request the proxy forwards (streamed, never buffered). The harness sends the
 /// whole conversation, attachments included (20 MiB each by default, a third more in base64),
 /// in every request.
-pub const MODEL_MAX_REQUEST_BYTES: u64 = 64 << 20;
+pub(crate) const MODEL_MAX_REQUEST_BYTES: u64 = 64 << 20;
 /// Model calls one harness process may have in flight at once (8 conversations, each with
 /// subagents working in parallel, stay well below it).
-pub const MODEL_MAX_CONCURRENT_CALLS: usize = 32;
+pub(crate) const MODEL_MAX_CONCURRENT_CALLS: usize = 32;
 /// Model calls one harness process may start per minute.
-pub const MODEL_CALLS_PER_MINUTE: u32 = 600;
+pub(crate) const MODEL_CALLS_PER_MINUTE: u32 = 600;
 /// Start a harness with the server, and a spare before the live ones are full, each warmed by a
 /// throwaway turn the model proxy answers: the first run of a new thread (also the first after a
 /// start) is then fast, which a server wants (a library user of the pool may not). A harness
 /// nobody uses stops after `harness_idle_grace_secs`.
+#[cfg_attr(not(feature = "internals"), allow(unreachable_pub))]
 pub const PRESTART_HARNESS: bool = true;
 
 /// How long a thread lease lasts unless renewed (with `replica_id`): a dead replica's threads
 /// move after at most this long, and a live one renews every third of it.
-pub const LEASE_TTL_SECS: u64 = 15;
+pub(crate) const LEASE_TTL_SECS: u64 = 15;
 
 /// Confine harness processes per owner.
-pub const SANDBOX: SandboxMode = SandboxMode::Owner;
+pub(crate) const SANDBOX: SandboxMode = SandboxMode::Owner;
 /// Run unconfined with identities or a non-loopback bind.
-pub const INSECURE_UNCONFINED: bool = false;
+pub(crate) const INSECURE_UNCONFINED: bool = false;
 /// Report ready (`GET /readyz`) while a confined agent's sandbox is unavailable.
-pub const READY_WITHOUT_SANDBOX: bool = false;
+pub(crate) const READY_WITHOUT_SANDBOX: bool = false;
 /// Processes and threads one confined harness process and its commands may have at once.
-pub const SANDBOX_MAX_PIDS: u64 = 1024;
+pub(crate) const SANDBOX_MAX_PIDS: u64 = 1024;
 /// Memory one confined harness process and its commands may use, in MiB (`/tmp` included).
-pub const SANDBOX_MEMORY_MB: u64 = 4096;
+pub(crate) const SANDBOX_MEMORY_MB: u64 = 4096;
 /// The size of a confined process's private `/tmp`, in MiB.
-pub const SANDBOX_TMP_MB: u64 = 512;
+pub(crate) const SANDBOX_TMP_MB: u64 = 512;
 /// The largest file a command may write, in MiB.
-pub const SANDBOX_FILE_MB: u64 = 2048;
+pub(crate) const SANDBOX_FILE_MB: u64 = 2048;
 /// The host user and group id confined harness processes run as when the server runs as root.
-pub const SANDBOX_UID: u32 = harness_client::sandbox::SandboxIdentity::DEFAULT_ID;
+pub(crate) const SANDBOX_UID: u32 = harness_client::sandbox::SandboxIdentity::DEFAULT_ID;
 /// The disk one owner's (or thread's) workspaces and state may take, in MiB.
-pub const WORKSPACE_MAX_MB: u64 = 10240;
+pub(crate) const WORKSPACE_MAX_MB: u64 = 10240;
 /// Threads one identity may create.
-pub const MAX_THREADS_PER_OWNER: usize = 1000;
+pub(crate) const MAX_THREADS_PER_OWNER: usize = 1000;
 /// Runs one identity may have in flight at once.
-pub const MAX_RUNS_PER_OWNER: usize = 16;
+pub(crate) const MAX_RUNS_PER_OWNER: usize = 16;
 /// Days a thread is remembered after its last activity (then its record, workspace and
 /// directories are removed).
-pub const THREAD_RETENTION_DAYS: u64 = 30;
+pub(crate) const THREAD_RETENTION_DAYS: u64 = 30;
 
 /// Every key's default as the README's configuration table writes it, in the table's order:
 /// `(key, default)`. Keys with no default value say what happens instead (`none`, `discovered`,
 /// …).
+#[cfg_attr(not(feature = "internals"), allow(unreachable_pub))]
 pub fn documented() -> Vec<(&'static str, String)> {
     let pool = PoolOptions::default();
     let text = |s: &str| s.to_owned();

@@ -7,12 +7,12 @@ use crate::error::ServerError;
 
 /// Starts the scripted demo model ([`gemini_script::demo::script`]) on an ephemeral loopback
 /// port.
-pub async fn start_model() -> Result<gemini_script::Handle, ServerError> {
+pub(crate) async fn start_model() -> Result<gemini_script::Handle, ServerError> {
     start_model_with(gemini_script::demo::script()).await
 }
 
 /// Starts a scripted model running `script` as the demo model, on an ephemeral loopback port.
-pub async fn start_model_with(
+pub(crate) async fn start_model_with(
     script: gemini_script::Script,
 ) -> Result<gemini_script::Handle, ServerError> {
     let handle = gemini_script::ScriptedModel::start(script).await?;
@@ -25,7 +25,7 @@ pub async fn start_model_with(
 }
 
 /// Adds the demo's `get_weather` server tool, unless the registry already has one.
-pub fn add_demo_tools(tools: &mut ToolRegistry) {
+pub(crate) fn add_demo_tools(tools: &mut ToolRegistry) {
     if tools.get(gemini_script::demo::SERVER_TOOL).is_some() {
         return;
     }

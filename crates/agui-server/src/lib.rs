@@ -24,12 +24,12 @@
 //! agents (server tools with shared state and interrupts, its own offline script).
 
 mod access;
-pub mod build;
+mod build;
 mod capabilities;
 mod choices;
 pub mod cli;
-pub mod config;
-pub mod defaults;
+mod config;
+mod defaults;
 pub mod demo;
 mod egress;
 mod endpoint;
@@ -41,7 +41,11 @@ mod ids;
 mod layers;
 mod leases;
 mod metrics;
+#[cfg(feature = "internals")]
 pub mod model_proxy;
+#[cfg(not(feature = "internals"))]
+#[allow(unreachable_pub, reason = "public with the internals feature")]
+mod model_proxy;
 mod playground;
 mod routing;
 pub mod sandbox;
@@ -58,12 +62,20 @@ use axum::serve::ListenerExt as _;
 use tokio::sync::watch;
 
 pub use build::{MountedAgent, Runtime};
-pub use capabilities::derive as capabilities;
 pub use config::{
     AgentSettings, AuthTokens, BuiltinToolChoice, FileConfig, LogFormat, SandboxMode, ServerConfig,
-    SystemInstructionsMode, ThinkingLevel,
+    SystemInstructionsMode, ThinkingLevel, normalise_path,
 };
 pub use error::{ConfigProblem, ServerError};
+
+/// What agui-bench and this crate's own tests reach beyond the API contract (ARCHITECTURE.md,
+/// "agui-server"): only with the `internals` feature, and free to change with any release.
+#[cfg(feature = "internals")]
+pub mod internals {
+    pub use crate::build::options;
+    pub use crate::defaults::{PRESTART_HARNESS, documented};
+    pub use crate::model_proxy::{CallLimits, ModelProxy, uses_ambient_credentials};
+}
 
 impl ServerConfig {
     /// The configuration a command line (`serve` options, as the binary takes them) describes,
@@ -320,7 +332,7 @@ pub fn init_logging(format: LogFormat) {
 }
 
 /// Resolves on SIGINT (Ctrl-C) or SIGTERM.
-pub async fn shutdown_signal() {
+async fn shutdown_signal() {
     let interrupt = async {
         let _ = tokio::signal::ctrl_c().await;
     };

@@ -23,12 +23,12 @@ use crate::error::{ConfigProblem, ServerError};
 use crate::model_proxy::ModelChannel;
 
 /// The subcommand that makes a program the sandbox launcher.
-pub const LAUNCHER_ARG: &str = "__sandbox-exec";
+pub(crate) const LAUNCHER_ARG: &str = "__sandbox-exec";
 
 /// Built-in tools withheld where harness processes cannot be confined: they run commands or
 /// write files. (The read tools stay, limited by the harness's own workspace check, which
 /// cannot be raced without a command or a write.)
-pub const UNCONFINABLE_TOOLS: [BuiltinTool; 3] = [
+pub(crate) const UNCONFINABLE_TOOLS: [BuiltinTool; 3] = [
     BuiltinTool::RunCommand,
     BuiltinTool::CreateFile,
     BuiltinTool::EditFile,
@@ -98,7 +98,7 @@ pub(crate) fn no_launcher(path: &str, mode: SandboxMode) -> ServerError {
 /// How an agent's harness processes are confined, as the log and `/capabilities` tell it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct SandboxStatus {
+pub(crate) struct SandboxStatus {
     /// The configured mode (`owner`, `thread` or `off`).
     pub mode: String,
     /// Which threads share a harness process: `owner` (an owner's threads), `thread` (none),
@@ -131,7 +131,7 @@ pub struct SandboxStatus {
 impl SandboxStatus {
     /// The agent was to be confined (`owner` or `thread`) but the machine cannot confine it:
     /// its command and write tools are withheld.
-    pub fn is_unavailable(&self) -> bool {
+    pub(crate) fn is_unavailable(&self) -> bool {
         self.mode != choice_name(&SandboxMode::Off) && !self.confined
     }
 }
@@ -139,7 +139,7 @@ impl SandboxStatus {
 /// The limits of a confined process, as `/capabilities` tells them.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct LimitsStatus {
+pub(crate) struct LimitsStatus {
     /// Processes and threads at most, when a cgroup applies it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pids: Option<u64>,

@@ -445,7 +445,7 @@ fn the_documented_defaults_are_the_code_defaults() {
         .into_iter()
         .map(|k| (k.key, k.default))
         .collect();
-    let code: Vec<(String, String)> = agui_server::defaults::documented()
+    let code: Vec<(String, String)> = agui_server::internals::documented()
         .into_iter()
         .map(|(k, d)| (k.to_owned(), d))
         .collect();
@@ -543,7 +543,7 @@ fn unconfined_agents_with_identities_or_a_public_bind_need_insecure_unconfined()
     let strict = ServerConfig::from_args(["agui-antigravity", "--sandbox", "strict"]).unwrap();
     assert_eq!(
         strict.agents[0].sandbox,
-        Some(agui_server::config::SandboxMode::Thread)
+        Some(agui_server::SandboxMode::Thread)
     );
 }
 

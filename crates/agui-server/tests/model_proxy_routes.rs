@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use agui_server::model_proxy::{CallLimits, ModelProxy, uses_ambient_credentials};
+use agui_server::internals::{CallLimits, ModelProxy, uses_ambient_credentials};
 use axum::body::Body;
 use axum::response::Response;
 use harness_client::ModelEndpoint;

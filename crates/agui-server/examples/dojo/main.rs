@@ -28,9 +28,8 @@ mod script;
 use std::process::ExitCode;
 
 use agui_server::cli::{Cli, Command, ServeArgs};
-use agui_server::config::normalise_path;
 use agui_server::{
-    AgentSettings, BuiltinToolChoice, FileConfig, Server, ServerConfig, ServerError,
+    AgentSettings, BuiltinToolChoice, FileConfig, Server, ServerConfig, ServerError, normalise_path,
 };
 use agui_session::{
     FnTool, InterruptAnswer, InterruptRequest, ToolContext, ToolError, ToolRegistry,

@@ -20,6 +20,7 @@ mod placement;
 mod runs;
 mod state;
 mod teardown;
+mod timers;
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -371,127 +372,6 @@ impl Task {
             .turn()
             .filter(|turn| turn.halted_at().is_none())
             .map(|turn| turn.last_progress() + self.ctx.options.turn_stall_timeout)
-    }
-
-    /// The next deadline of the thread's timers.
-    fn next_deadline(&mut self) -> Instant {
-        let now = Instant::now();
-        // Past, while the turn waits for the client: left out (a deadline already passed would
-        // wake the loop at once, over and over).
-        let stall_at = self
-            .stall_deadline()
-            .filter(|&t| t > now || !self.waits_for_client());
-        let options = &self.ctx.options;
-        let mut deadline = now + Duration::from_secs(24 * 60 * 60);
-        let mut at = |t: Instant| deadline = deadline.min(t);
-        for waiting in &self.waiting {
-            at(waiting.deadline);
-        }
-        if let Lease::Held { renew_at, .. } = self.lease {
-            at(renew_at);
-        }
-        if let Some(stall_at) = stall_at {
-            at(stall_at);
-        }
-        if let Some(turn) = self.conversation.turn() {
-            match turn.halted_at() {
-                Some(since) => at(since + STOP_GRACE),
-                None if options.workspace_max_bytes.is_some() => {
-                    at(self.disk.checked + DISK_CHECK_EVERY);
-                }
-                None => {}
-            }
-        }
-        if !self.is_watched() {
-            if self.conversation.turn().is_some() || self.status.is_parked() {
-                at(self.last_activity + options.parked_timeout);
-            } else {
-                at(self.last_activity + options.session_timeout);
-                if self.conversation.is_open() && !self.conversation.runs_background_tasks() {
-                    at(self.last_activity + options.hibernate_after);
-                }
-            }
-        }
-        deadline
-    }
-
-    async fn tick(&mut self) -> Flow {
-        let now = Instant::now();
-        if let Flow::Exit(exit) = self.renew_lease(now).await {
-            return Flow::Exit(exit);
-        }
-        while let Some(i) = self.waiting.iter().position(|w| w.deadline <= now) {
-            let Some(waiting) = self.waiting.remove(i) else {
-                break;
-            };
-            self.reject(&waiting.input, waiting.events, busy());
-        }
-        let options = self.ctx.options.clone();
-        let mut disk_due = false;
-        if let Some(open) = self.conversation.as_open()
-            && let Some(turn) = open.turn.as_mut()
-        {
-            match turn.halted_at() {
-                Some(since) if now >= since + STOP_GRACE => {
-                    tracing::warn!(
-                        "the harness did not stop the turn in time; killing its process"
-                    );
-                    open.handle.kill_process();
-                    turn.halting();
-                }
-                Some(_) => {}
-                None => disk_due = now >= self.disk.checked + DISK_CHECK_EVERY,
-            }
-        }
-        if disk_due {
-            self.check_disk();
-        }
-        let stalled = self.stall_deadline().is_some_and(|t| now >= t);
-        if stalled && !self.waits_for_client() && !self.is_halting() {
-            tracing::warn!(
-                stalled_secs = options.turn_stall_timeout.as_secs(),
-                "the harness made no progress on the turn; halting it"
-            );
-            self.owe_watchers(Verdict::Failed(RunFailure::new(
-                RunErrorCode::TurnStalled,
-                format!(
-                    "The agent made no progress for {} s, so the turn was stopped (turn_stall_timeout_secs). The conversation is kept; send a message to continue.",
-                    options.turn_stall_timeout.as_secs()
-                ),
-            )));
-            self.halt();
-        }
-        if self.is_watched() {
-            return Flow::Continue;
-        }
-        let idle = now.saturating_duration_since(self.last_activity);
-        let parked = self.parking.is_parked();
-        if self.conversation.turn().is_some() || parked {
-            if idle >= options.parked_timeout {
-                tracing::info!(parked, "giving up on a thread waiting for its client");
-                return Flow::Exit(Exit::Abandoned);
-            }
-            return Flow::Continue;
-        }
-        if idle >= options.session_timeout {
-            tracing::info!("closing an idle thread");
-            return Flow::Exit(Exit::Idle);
-        }
-        if self.conversation.runs_background_tasks() {
-            // Its harness answers the tasks' end in a turn of its own: kept connected.
-            return Flow::Continue;
-        }
-        if idle >= options.hibernate_after && !matches!(self.lease, Lease::NotNeeded) {
-            // With leases, hibernating ends the task and gives the lease up.
-            tracing::debug!("hibernating an idle thread and giving its lease up");
-            return Flow::Exit(Exit::Idle);
-        }
-        if idle >= options.hibernate_after && self.conversation.is_open() {
-            tracing::debug!("hibernating an idle thread");
-            self.conversation.let_go(LetGo::Close).await;
-            self.persist();
-        }
-        Flow::Continue
     }
 
     /// Hands the thread's record to the store (written behind the run path), if the record is
