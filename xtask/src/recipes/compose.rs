@@ -2,7 +2,8 @@
 //! processes with the same command-line flags and environment, sharing one save dir and
 //! workspace root with their replica ids, behind the real nginx running
 //! `deploy/nginx-compose.conf`, and a stand-in for oauth2-proxy. Then two users behind it must
-//! be two owners.
+//! be two owners. The replicas start at once on a fresh volume, as `docker compose up` starts
+//! them.
 //!
 //! Only what containers would supply is rewritten, mechanically, so what runs is what ships:
 //! - container paths (the volumes' mount points) become directories of a temporary folder, in
@@ -242,6 +243,7 @@ fn two_users_are_two_owners(
     let settling = Instant::now();
     'settle: loop {
         let mut settled = true;
+        let mut seen = Vec::new();
         for replica in &running.replicas {
             for (user, own, other) in [
                 ("alice", alice_thread, bob_thread),
@@ -262,6 +264,7 @@ fn two_users_are_two_owners(
                     replica.name
                 );
                 settled &= ids.iter().any(|t| t == own);
+                seen.push(format!("{} lists {ids:?} to {user}", replica.name));
             }
         }
         if settled {
@@ -269,7 +272,9 @@ fn two_users_are_two_owners(
         }
         ensure!(
             settling.elapsed() < Duration::from_secs(10),
-            "the replicas do not all list each user's thread 10 s after the runs"
+            "the replicas do not all list each user's thread 10 s after the runs: {}\n{}",
+            seen.join("; "),
+            warnings(running)
         );
         std::thread::sleep(Duration::from_millis(50));
     }
@@ -373,6 +378,21 @@ fn two_users_are_two_owners(
          no session is 401, a replica without the proxy token is 401"
     );
     Ok(())
+}
+
+/// The warnings and errors in the replicas' logs, for a failure's message.
+fn warnings(running: &Running) -> String {
+    let mut out = String::new();
+    for replica in &running.replicas {
+        let log = std::fs::read_to_string(&replica.log).unwrap_or_default();
+        for line in log
+            .lines()
+            .filter(|l| l.contains("WARN") || l.contains("ERROR"))
+        {
+            out.push_str(&format!("{}: {line}\n", replica.name));
+        }
+    }
+    out
 }
 
 /// The ids a `GET /threads` answer lists.
