@@ -561,7 +561,12 @@ fn mounts(service: &Value, deploy: &Path, dir: &Path) -> anyhow::Result<Vec<(Str
             std::fs::read_to_string(&source).with_context(|| source.display().to_string())?;
         let copy = dir.join("bound").join(target.trim_start_matches('/'));
         std::fs::create_dir_all(copy.parent().context("a bound file without a folder")?)?;
-        std::fs::write(&copy, rewrite(&text, &named))?;
+        // Written once: rewriting it for the next replica (truncating it) while a started one
+        // reads it would hand that one an empty configuration.
+        let rewritten = rewrite(&text, &named);
+        if std::fs::read_to_string(&copy).ok().as_deref() != Some(rewritten.as_str()) {
+            std::fs::write(&copy, rewritten)?;
+        }
         all.push((target, copy.display().to_string()));
     }
     all.sort_by_key(|(target, _)| std::cmp::Reverse(target.len()));
