@@ -56,7 +56,7 @@ describe("playground on the demo model", () => {
     assert.match(await reasoning.locator(".md").innerText(), /introduce myself/);
     assert.match(await page.locator(".run-note .usage").last().innerText(), /tokens/, "token usage of the run");
     assert.equal(await page.locator(".msg.user .bubble").innerText(), "Hello there");
-    assert.deepEqual(await page.locator("#thread-list .thread").allInnerTexts(), ["Hello there"], "the thread is listed by its first message");
+    assert.deepEqual(await page.locator("#thread-list .thread-title").allInnerTexts(), ["Hello there"], "the thread is listed by its first message");
 
     assert.ok(authorized.length > 0 && authorized.every((a) => a === `Bearer ${TOKEN}`), "every POST carries the token");
     assert.equal(await page.evaluate(() => localStorage.getItem("agui-playground:token")), TOKEN, "kept for the next visit");
@@ -70,7 +70,7 @@ describe("playground on the demo model", () => {
     const card = page.locator(".tool").first();
     assert.match(await card.getAttribute("data-tool-name"), /^list_dir(ectory)?$/);
     assert.equal(await card.getAttribute("data-status"), "done");
-    assert.match(await card.locator(".tool-gist").innerText(), /^\//, "the directory's path, not a file:// URL");
+    assert.equal(await card.locator(".tool-gist").innerText(), ".", "the workspace, relative to itself: neither the server's path nor a file:// URL");
     assert.equal(await card.locator(".tool-result").count(), 1, "with its result");
     assert.match(await lastReply(page), /Here's what I found in your workspace/);
     await screenshot(page, "demo-builtin-tool-card");
@@ -96,7 +96,7 @@ describe("playground on the demo model", () => {
     assert.match(background, /linear-gradient/, "the page changed its background");
     assert.match(await lastReply(page), /I changed the background/);
     // Tall enough to show the whole conversation (this one is the README's screenshot).
-    await page.setViewportSize({ width: 1280, height: 1040 });
+    await page.setViewportSize({ width: 1280, height: 1100 });
     await page.locator("#log").evaluate((log) => (log.scrollTop = 0));
     await screenshot(page, "demo-server-and-frontend-tools");
   });

@@ -1,8 +1,9 @@
 // The playground against agents on the scripted model (`gemini-script`): interrupts answered
 // through their forms (a question, approvals approved and denied) and a RUN_ERROR shown
-// plainly; a reload finds the thread again (connect), stop cancels a running command, and a
-// subagent and activities are nested under their tool calls. Three agents on one server: `/`
-// asks questions, `/guarded` asks before each tool, `/coder` delegates and writes files.
+// plainly; a reload finds the thread again (connect), and so does another tab from the thread
+// list; stop cancels a running command, and a subagent and activities are nested under their
+// tool calls. Three agents on one server: `/` asks questions, `/guarded` asks before each tool,
+// `/coder` delegates and writes files.
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import fs from "node:fs";
@@ -118,11 +119,14 @@ describe("playground on the scripted model", () => {
     assert.equal(await lastReply(page), reply);
     assert.equal(await page.locator("details.reasoning").count(), 1, "reasoning is part of the history");
     assert.ok(await page.locator("#notice").isHidden(), "no complaint about connect");
-    assert.deepEqual(await page.locator("#thread-list .thread").allInnerTexts(), ["pg-text: remember me"]);
+    const listed = `#thread-list li[data-thread-id="${threadId}"]`;
+    assert.equal(await page.locator(`${listed} .thread-title`).innerText(), "pg-text: remember me", "listed by the server");
 
-    // A fresh tab opened on the thread list finds it too.
+    // A fresh tab starts a new chat; the thread is in its list (from the server), and opens.
     const other = await browser().newPage();
     await other.goto(`${url()}/`);
+    assert.notEqual(await other.evaluate(() => decodeURIComponent(location.hash.slice(1))), threadId);
+    await other.locator(`${listed} .thread`).click();
     await connected(other);
     assert.equal(await lastReply(other), reply);
     await screenshot(other, "scripted-reload-history");

@@ -20,9 +20,12 @@ const INDEX_HTML: &str = include_str!("../playground/dist/index.html");
 const SCRIPT: &str = include_str!("../playground/dist/playground.js");
 const STYLE: &str = include_str!("../playground/dist/playground.css");
 
-/// The page's Content-Security-Policy: scripts, styles and requests to this origin only.
+/// The page's Content-Security-Policy: scripts, styles and requests to this origin only. Images
+/// may also be `blob:` URLs: the Files panel previews a workspace image from a blob it fetched
+/// with the token (an `<img>` pointing at the file route could not send it); a blob URL is made
+/// only by this page's own script.
 pub(crate) const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'; \
-     style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; \
+     style-src 'self'; img-src 'self' data: blob:; connect-src 'self'; base-uri 'none'; \
      form-action 'none'; frame-ancestors 'none'";
 
 /// Where the assets of the agent at `path` are served (`/playground` for `/`).

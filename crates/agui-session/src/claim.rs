@@ -40,6 +40,19 @@ pub fn claim_file(path: &Path, content: &[u8]) -> io::Result<bool> {
     }
 }
 
+/// Writes `path` (replacing what had the name), readable by the server only, flushed to disk:
+/// for a file written under a temporary name and then renamed into place.
+pub(crate) fn write_private(path: &Path, content: &[u8]) -> io::Result<()> {
+    let mut file = fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)?;
+    file.write_all(content)?;
+    file.sync_all()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

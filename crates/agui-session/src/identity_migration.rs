@@ -25,7 +25,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
-use std::io::{self, Write as _};
+use std::io;
 use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::Path;
 
@@ -514,17 +514,7 @@ fn replace(path: &Path, bytes: &[u8]) -> Result<(), SessionError> {
 
 /// Writes a file readable by the server only, flushed to disk.
 fn write_synced(path: &Path, bytes: &[u8]) -> Result<(), SessionError> {
-    let written = (|| {
-        let mut file = fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(path)?;
-        file.write_all(bytes)?;
-        file.sync_all()
-    })();
-    written.map_err(io_error(format!("write {}", path.display())))
+    crate::claim::write_private(path, bytes).map_err(io_error(format!("write {}", path.display())))
 }
 
 /// Makes a directory's new entries durable. Best effort: the files themselves are complete.

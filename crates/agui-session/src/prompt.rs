@@ -256,7 +256,12 @@ pub(crate) fn convert_user_message_with(message: &UserMessage, limits: &PromptLi
 
 /// A user message's text: its text, or its text parts joined with `"\n"`.
 fn message_text(message: &UserMessage) -> String {
-    match &message.content {
+    content_text(&message.content)
+}
+
+/// A message content's text: the text, or its text parts joined with `"\n"`.
+fn content_text(content: &Content) -> String {
+    match content {
         Content::Text(text) => text.clone(),
         Content::Parts(parts) => parts
             .iter()
@@ -276,17 +281,7 @@ fn message_text(message: &UserMessage) -> String {
 /// error, followed by the content when there is any, so a client-side failure never reads as
 /// success.
 pub(crate) fn tool_result_text(message: &ToolMessage) -> ToolResultText {
-    let text = match &message.content {
-        Content::Text(text) => text.clone(),
-        Content::Parts(parts) => parts
-            .iter()
-            .filter_map(|part| match part {
-                ContentPart::Text(text) => Some(text.text.as_str()),
-                _ => None,
-            })
-            .collect::<Vec<_>>()
-            .join("\n"),
-    };
+    let text = content_text(&message.content);
     match message.error.as_deref().map(str::trim) {
         Some(error) if !error.is_empty() => {
             let output = text.trim();

@@ -38,6 +38,8 @@ pub struct FakeHarness {
     gate: Arc<Mutex<Option<Gate>>>,
     /// Holds closes (see [`FakeHarness::hold_closes`]).
     close_gate: Arc<Mutex<Option<Gate>>>,
+    /// Holds re-attaches (see [`FakeHarness::hold_reconnects`]).
+    reconnect_gate: Arc<Mutex<Option<Gate>>>,
 }
 
 /// A gate the fake's opens (or closes) wait at, as at a harness that takes long to boot: the
@@ -163,6 +165,14 @@ impl FakeHarness {
         gate
     }
 
+    /// Holds every re-attach of a conversation's connection from now on at a gate, as a
+    /// harness slow to answer would.
+    pub fn hold_reconnects(&self) -> Gate {
+        let gate = Gate::default();
+        *self.reconnect_gate.lock() = Some(gate.clone());
+        gate
+    }
+
     /// Makes the next open fail like an init the harness refused.
     pub fn refuse_next_open(&self) {
         self.refuse_next_open.store(true, Ordering::SeqCst);
@@ -249,6 +259,7 @@ impl ConversationSource for FakeHarness {
             },
             own_events: events_tx,
             close_gate: self.close_gate.clone(),
+            reconnect_gate: self.reconnect_gate.clone(),
             kills,
             saved: self.saved.clone(),
             id,
@@ -513,6 +524,7 @@ struct FakeHandle {
     /// Its own event stream, for the process's death when it is killed.
     own_events: mpsc::UnboundedSender<ConversationEvent>,
     close_gate: Arc<Mutex<Option<Gate>>>,
+    reconnect_gate: Arc<Mutex<Option<Gate>>>,
     kills: Arc<Mutex<usize>>,
     inputs: mpsc::UnboundedSender<UserInput>,
     cancels: Arc<Mutex<usize>>,
@@ -570,6 +582,10 @@ impl ConversationHandle for FakeHandle {
     }
 
     async fn reconnect(&mut self) -> Result<InitInfo, HarnessError> {
+        let gate = self.reconnect_gate.lock().clone();
+        if let Some(gate) = gate {
+            gate.pass().await;
+        }
         // The process keeps the conversation: a new connection resumes it, with its history.
         if !self.open.load(Ordering::SeqCst) {
             return Err(HarnessError::Closed(CloseReason::ClosedByHost));

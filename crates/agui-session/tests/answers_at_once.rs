@@ -289,3 +289,134 @@ async fn a_shutdown_while_the_thread_waits_ends_its_run_without_waiting_for_the_
         shutdown.await.unwrap();
     }
 }
+
+#[tokio::test]
+async fn a_thread_whose_close_is_held_answers_connect_and_stop_and_reopens_only_once_closed() {
+    support::init_tracing();
+    let dir = tempfile::tempdir().unwrap();
+    let harness = FakeHarness::new();
+    let mut options = support::options(dir.path());
+    options.hibernate_after = Duration::from_millis(50);
+    let agent = Agent::new(options, harness.backend(), ToolRegistry::new()).unwrap();
+    let run = agent.run(on("t", json!({"messages": [user("m1", "hi")]})));
+    let c = harness.conversation(0).await;
+    c.next_input().await;
+    let gate = harness.hold_closes();
+    c.idle(None);
+    finish(run).await;
+    // Unwatched and idle, the thread hibernates: its close is held at the gate.
+    gate.waiting(1).await;
+    let within = Duration::from_secs(5);
+    let connect = tokio::time::timeout(
+        within,
+        agent.connect(on("t", json!({"messages": [user("m1", "hi")]}))),
+    )
+    .await
+    .expect("the connect is taken while the close is held")
+    .unwrap();
+    let events = tokio::time::timeout(within, finish(connect))
+        .await
+        .expect("the connect is answered while the close is held");
+    assert_eq!(
+        types(&events),
+        "RUN_STARTED MESSAGES_SNAPSHOT STATE_SNAPSHOT RUN_FINISHED"
+    );
+    let stopped = tokio::time::timeout(within, agent.stop("t"))
+        .await
+        .expect("the stop is answered while the close is held")
+        .unwrap();
+    assert!(!stopped, "nothing runs to stop");
+    // A run now waits for the close before opening the conversation again.
+    let run = agent.run(on(
+        "t",
+        json!({"messages": [user("m1", "hi"), user("m2", "again")]}),
+    ));
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(harness.opened(), 1, "not reopened while the close is held");
+    assert!(c.is_open(), "the close is still held");
+    gate.open();
+    let again = harness.conversation(1).await;
+    assert!(!c.is_open(), "closed before it was opened again");
+    assert_eq!(again.id(), c.id(), "the same conversation, resumed");
+    assert_eq!(again.next_input().await, "again");
+    again.idle(None);
+    let events = finish(run).await;
+    assert_eq!(outcome(&events), None, "{}", types(&events));
+    agent.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_thread_whose_re_attach_is_held_answers_connect_and_stop_then_sends_on_the_same_conversation()
+ {
+    support::init_tracing();
+    let dir = tempfile::tempdir().unwrap();
+    let harness = FakeHarness::new();
+    let agent = Agent::new(
+        support::options(dir.path()),
+        harness.backend(),
+        ToolRegistry::new(),
+    )
+    .unwrap();
+    let run = agent.run(on("t", json!({"messages": [user("m1", "hi")]})));
+    let c = harness.conversation(0).await;
+    c.next_input().await;
+    // A turn error: the harness closes the connection, re-attached on the next run.
+    c.idle(Some("the model failed"));
+    finish(run).await;
+    let gate = harness.hold_reconnects();
+    let history = json!({"messages": [user("m1", "hi"), user("m2", "again")]});
+    let run = agent.run(on("t", history.clone()));
+    gate.waiting(1).await;
+    let within = Duration::from_secs(5);
+    let connect = tokio::time::timeout(within, agent.connect(on("t", history.clone())))
+        .await
+        .expect("the connect is taken while the re-attach is held")
+        .unwrap();
+    let events = tokio::time::timeout(within, finish(connect))
+        .await
+        .expect("the connect is answered while the re-attach is held");
+    assert!(
+        types(&events).starts_with("RUN_STARTED MESSAGES_SNAPSHOT"),
+        "{}",
+        types(&events)
+    );
+    gate.open();
+    assert_eq!(
+        c.next_input().await,
+        "again",
+        "sent on the re-attached conversation"
+    );
+    assert_eq!(harness.opened(), 1, "no new conversation was opened");
+    c.idle(None);
+    let events = finish(run).await;
+    assert_eq!(outcome(&events), None, "{}", types(&events));
+    // A stop while the re-attach is held ends the run; its message is never sent.
+    let run = agent.run(on(
+        "t",
+        json!({"messages": [user("m1", "hi"), user("m2", "again"), user("m3", "third")]}),
+    ));
+    assert_eq!(c.next_input().await, "third");
+    c.idle(Some("the model failed again"));
+    finish(run).await;
+    let gate = harness.hold_reconnects();
+    let run = agent.run(on(
+        "t",
+        json!({"messages": [user("m1", "hi"), user("m2", "again"), user("m3", "third"), user("m4", "fourth")]}),
+    ));
+    gate.waiting(1).await;
+    let stopped = tokio::time::timeout(within, agent.stop("t"))
+        .await
+        .expect("the stop is answered while the re-attach is held")
+        .unwrap();
+    assert!(stopped);
+    let events = finish(run).await;
+    assert_eq!(
+        outcome(&events),
+        Some(RunOutcome::Cancelled),
+        "{}",
+        types(&events)
+    );
+    gate.open();
+    assert_eq!(c.input_within(Duration::from_millis(200)).await, None);
+    agent.shutdown().await;
+}

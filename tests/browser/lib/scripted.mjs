@@ -1,9 +1,15 @@
 // The scripted model's replies and the two agents the scripted browser tests talk to. Each test
 // keys the script with a tag in its prompt (`pg-…`), so tests stay independent.
 import { after, before } from "node:test";
+import zlib from "node:zlib";
 import { modelFlags } from "../../e2e/lib/mode.mjs";
 import { startModel, startServer, stopAll } from "../../e2e/lib/procs.mjs";
 
+/** A 64×48 PNG (a colour gradient), which the agent writes on `pg-image` as `img/dot.png`. */
+export const PNG = gradientPng(64, 48);
+
+/** The text the upload test gives the agent (`pg-cat-upload` reads it back). */
+export const UPLOADED = "uploaded through the Files panel\n";
 
 /**
  * `/` asks questions and runs commands; `/guarded` asks before every tool call; `/coder`
@@ -123,6 +129,27 @@ export const SCRIPT = {
         calls: [{ name: "write_to_file", args: { TargetFile: "{{workspace}}/notes.md", CodeContent: "# Notes\n- playground\n" }, fill_required: true }],
       },
     },
+    // Files: an image written by a command; an uploaded file read back by one.
+    {
+      name: "write an image",
+      repeat: "forever",
+      match: { user_text_contains: "pg-image", last_part: "text" },
+      reply: {
+        text: "Drawing a picture.",
+        calls: [
+          {
+            name: "run_command",
+            args: { CommandLine: `mkdir -p img && echo ${PNG.toString("base64")} | base64 -d > img/dot.png && ls img`, Cwd: "{{workspace}}", WaitMsBeforeAsync: 5000 },
+          },
+        ],
+      },
+    },
+    {
+      name: "read the upload",
+      repeat: "forever",
+      match: { user_text_contains: "pg-cat-upload", last_part: "text" },
+      reply: { calls: [{ name: "run_command", args: { CommandLine: "cat upload-me.txt", Cwd: "{{workspace}}", WaitMsBeforeAsync: 5000 } }] },
+    },
     {
       name: "text",
       repeat: "forever",
@@ -160,4 +187,48 @@ export function useScriptedServer() {
   const url = () => server.url;
   url.dir = () => server.dir;
   return url;
+}
+
+/** A `width`×`height` RGB PNG of a gradient (deterministic bytes). */
+function gradientPng(width, height) {
+  // Each row with PNG's "Sub" filter (1): a byte minus the one of the pixel on its left, which
+  // keeps the image small enough for a command line.
+  const raw = Buffer.alloc((width * 3 + 1) * height);
+  for (let y = 0; y < height; y++) {
+    const row = y * (width * 3 + 1);
+    raw[row] = 1;
+    let left = [0, 0, 0];
+    for (let x = 0; x < width; x++) {
+      const pixel = [x * 4, 90, y * 5];
+      for (let c = 0; c < 3; c++) raw[row + 1 + x * 3 + c] = (pixel[c] - left[c]) & 0xff;
+      left = pixel;
+    }
+  }
+  const chunk = (type, data) => {
+    const body = Buffer.concat([Buffer.from(type, "ascii"), data]);
+    const length = Buffer.alloc(4);
+    length.writeUInt32BE(data.length);
+    const crc = Buffer.alloc(4);
+    crc.writeUInt32BE(crc32(body));
+    return Buffer.concat([length, body, crc]);
+  };
+  const header = Buffer.alloc(13);
+  header.writeUInt32BE(width, 0);
+  header.writeUInt32BE(height, 4);
+  header.set([8, 2, 0, 0, 0], 8);
+  return Buffer.concat([
+    Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
+    chunk("IHDR", header),
+    chunk("IDAT", zlib.deflateSync(raw, { level: 9 })),
+    chunk("IEND", Buffer.alloc(0)),
+  ]);
+}
+
+function crc32(bytes) {
+  let crc = 0xffffffff;
+  for (const byte of bytes) {
+    crc ^= byte;
+    for (let k = 0; k < 8; k++) crc = crc & 1 ? (crc >>> 1) ^ 0xedb88320 : crc >>> 1;
+  }
+  return (crc ^ 0xffffffff) >>> 0;
 }

@@ -154,7 +154,7 @@ impl Definitions {
 }
 
 /// True for `#[cfg(test)]` (and `#[cfg(all(test, …))]`-like attributes naming `test`).
-fn is_test_only(attrs: &[syn::Attribute]) -> bool {
+pub(super) fn is_test_only(attrs: &[syn::Attribute]) -> bool {
     attrs.iter().any(|attr| {
         attr.path().is_ident("cfg")
             && attr.meta.require_list().is_ok_and(|list| {

@@ -12,6 +12,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
+use super::definitions::is_test_only;
 use anyhow::Context as _;
 use syn::visit::Visit;
 
@@ -349,19 +350,6 @@ impl Paths<'_> {
             }
         }
     }
-}
-
-/// True for `#[cfg(test)]` (and `#[cfg(all(test, …))]`-like attributes naming `test`).
-fn is_test_only(attrs: &[syn::Attribute]) -> bool {
-    attrs.iter().any(|attr| {
-        attr.path().is_ident("cfg")
-            && attr.meta.require_list().is_ok_and(|list| {
-                list.tokens
-                    .to_string()
-                    .split(|c: char| !(c.is_alphanumeric() || c == '_'))
-                    .any(|word| word == "test")
-            })
-    })
 }
 
 fn item_attrs(item: &syn::Item) -> &[syn::Attribute] {

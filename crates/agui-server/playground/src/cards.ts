@@ -1,5 +1,13 @@
 // Readable views of tool calls, their results and activities (plan, file diffs, command output).
+// Paths are shown relative to the thread's workspace, and those inside it open in the Files panel.
 import { h, parseJson, pretty } from "./dom";
+import { type WorkspacePaths, plainPath } from "./workspace";
+
+/** How the views show paths and open a workspace file (`rel`: relative to the workspace). */
+export interface PathLinks {
+  paths: WorkspacePaths;
+  open(rel: string): void;
+}
 
 /** Argument names that hold a file or directory path, in the harness's and the model's spelling. */
 const PATH_KEYS = [
@@ -19,13 +27,10 @@ const PATH_KEYS = [
 ];
 /** Argument names that hold a shell command. */
 const COMMAND_KEYS = ["commandLine", "CommandLine", "command"];
+/** Argument names that hold a command's working directory. */
+const CWD_KEYS = ["workingDir", "Cwd", "cwd"];
 /** Argument names that hold file contents written by a tool. */
 const CONTENT_KEYS = ["codeContent", "CodeContent", "content"];
-
-/** `file:///x` as `/x`; other strings unchanged. */
-function plainPath(value: string): string {
-  return value.startsWith("file://") ? decodeURIComponent(value.slice("file://".length)) : value;
-}
 
 function firstString(args: Record<string, unknown>, keys: string[]): string | undefined {
   for (const key of keys) {
@@ -35,14 +40,46 @@ function firstString(args: Record<string, unknown>, keys: string[]): string | un
   return undefined;
 }
 
+/**
+ * The paths a tool call's arguments or an activity's content name, for WorkspacePaths.learn:
+ * a command's working directory (`command: true`) and file or directory paths.
+ */
+export function namedPaths(value: unknown): { path: string; command: boolean }[] {
+  if (!value || typeof value !== "object" || Array.isArray(value)) return [];
+  const record = value as Record<string, unknown>;
+  const found: { path: string; command: boolean }[] = [];
+  const cwd = firstString(record, CWD_KEYS);
+  if (cwd && firstString(record, COMMAND_KEYS) !== undefined) found.push({ path: cwd, command: true });
+  const path = firstString(record, PATH_KEYS);
+  if (path) found.push({ path, command: false });
+  return found;
+}
+
+/** A path, relative to the workspace when it is in it; a link to the Files panel then. */
+function pathView(path: string, links: PathLinks): HTMLElement {
+  const rel = links.paths.relative(path);
+  const shown = links.paths.display(path);
+  if (rel === undefined || rel === "") return h("div", { class: "path", title: plainPath(path) }, shown);
+  return h(
+    "div",
+    { class: "path" },
+    h("button", { type: "button", class: "link file-link", title: `Open ${rel} in the Files panel`, "data-path": rel, onclick: () => links.open(rel) }, shown),
+  );
+}
+
+/** Where a command runs: `in the workspace`, `in src`, or its absolute path outside it. */
+function cwdText(cwd: string, links: PathLinks): string {
+  return links.paths.relative(cwd) === "" ? "in the workspace" : `in ${links.paths.display(cwd)}`;
+}
+
 /** The one-line gist of a call: its command, its path, or its first short string argument. */
-export function callGist(args: unknown): string {
+export function callGist(args: unknown, paths: WorkspacePaths): string {
   if (!args || typeof args !== "object") return "";
   const record = args as Record<string, unknown>;
   const command = firstString(record, COMMAND_KEYS);
   if (command) return `$ ${command}`;
   const path = firstString(record, PATH_KEYS);
-  if (path) return plainPath(path);
+  if (path) return paths.display(path);
   for (const [key, value] of Object.entries(record)) {
     if (key === "toolSummary" || key === "toolAction") continue;
     if (typeof value === "string" && value.length <= 80) return value;
@@ -51,7 +88,7 @@ export function callGist(args: unknown): string {
 }
 
 /** The arguments, readable: command and working directory, path and written content, then JSON. */
-export function argsView(argsText: string): HTMLElement {
+export function argsView(argsText: string, links: PathLinks): HTMLElement {
   const args = parseJson(argsText);
   const box = h("div", { class: "tool-args" });
   if (!args || typeof args !== "object" || Array.isArray(args)) {
@@ -63,11 +100,11 @@ export function argsView(argsText: string): HTMLElement {
   const path = firstString(record, PATH_KEYS);
   const content = firstString(record, CONTENT_KEYS);
   if (command) {
-    const cwd = firstString(record, ["workingDir", "Cwd", "cwd"]);
+    const cwd = firstString(record, CWD_KEYS);
     box.append(h("pre", { class: "terminal" }, `$ ${command}`));
-    if (cwd) box.append(h("div", { class: "muted small" }, `in ${plainPath(cwd)}`));
+    if (cwd) box.append(h("div", { class: "muted small cwd" }, cwdText(cwd, links)));
   } else if (path) {
-    box.append(h("div", { class: "path" }, plainPath(path)));
+    box.append(pathView(path, links));
   }
   if (content) box.append(h("pre", { class: "code" }, content));
   box.append(
@@ -166,7 +203,7 @@ function diffClass(line: string): string {
 }
 
 /** An activity (AG-UI `role: "activity"`): a plan, a file diff, command output, or its JSON. */
-export function activityView(activityType: string, content: Record<string, unknown>): HTMLElement {
+export function activityView(activityType: string, content: Record<string, unknown>, links: PathLinks): HTMLElement {
   const box = h("div", { class: "activity", "data-activity-type": activityType });
   const title = typeof content.title === "string" ? content.title : activityType;
   box.append(h("div", { class: "activity-head" }, h("span", { class: "badge" }, activityType), " ", title === activityType ? "" : title));
@@ -183,13 +220,15 @@ export function activityView(activityType: string, content: Record<string, unkno
     box.append(list);
   } else if (diff !== undefined) {
     const path = firstString(content, PATH_KEYS) ?? firstString(content, ["file", "filename"]);
-    if (path) box.append(h("div", { class: "path" }, plainPath(path)));
+    if (path) box.append(pathView(path, links));
     const pre = h("pre", { class: "diff" });
     for (const line of diff.split("\n")) pre.append(h("span", { class: diffClass(line) }, `${line}\n`));
     box.append(pre);
   } else if (command !== undefined) {
     const state = content.state ?? content.status;
     box.append(h("pre", { class: "terminal" }, `$ ${command}\n${typeof content.output === "string" ? content.output : ""}`));
+    const cwd = firstString(content, CWD_KEYS);
+    if (cwd) box.append(h("div", { class: "muted small cwd" }, cwdText(cwd, links)));
     const exit = content.exitCode !== undefined ? ` · exit code ${String(content.exitCode)}` : "";
     if (state !== undefined || exit) box.append(h("div", { class: "muted small" }, `${state === undefined ? "" : String(state)}${exit}`));
   } else {

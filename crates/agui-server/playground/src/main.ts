@@ -1,6 +1,7 @@
 // The playground: a chat with the agent mounted at this page's path, through the official
 // AG-UI client. Everything shown comes from the client's message list and state, plus what
-// only events carry (subagents, run outcomes, usage, errors).
+// only events carry (subagents, run outcomes, usage, errors); the thread list and the Files
+// panel come from the server's thread routes.
 import type {
   AgentSubscriber,
   Interrupt,
@@ -13,11 +14,15 @@ import type {
   ToolCall,
 } from "@ag-ui/client";
 import { PlaygroundAgent, httpStatus, token } from "./agent";
-import { activityParent, activityView, argsView, callGist, resultView } from "./cards";
+import { Routes, onUnauthorized } from "./api";
+import { type PathLinks, activityParent, activityView, argsView, callGist, namedPaths, resultView } from "./cards";
 import { byId, h, parseJson, pretty } from "./dom";
+import { FilesPanel } from "./files";
 import { DEFAULT_REASONS, type Reasons, interruptForm } from "./interrupts";
 import { markdown } from "./markdown";
-import { ThreadStore, newThreadId } from "./threads";
+import { ThreadListView } from "./thread-list";
+import { ThreadIndex, newThreadId } from "./threads";
+import { WorkspacePaths } from "./workspace";
 
 // ------------------------------------------------------------------ the page's frontend tool
 
@@ -54,7 +59,8 @@ function executeFrontendTool(call: ToolCall): string {
 
 const agentPath = document.querySelector<HTMLMetaElement>('meta[name="agui-agent-path"]')?.content || "/";
 const agentUrl = new URL(agentPath, location.origin).href;
-const threads = new ThreadStore(agentPath);
+const routes = new Routes(agentUrl);
+const threads = new ThreadIndex(routes);
 
 const els = {
   log: byId("log"),
@@ -72,6 +78,9 @@ const els = {
   tokenDialog: byId<HTMLDialogElement>("token-dialog"),
   tokenInput: byId<HTMLInputElement>("token-input"),
   tokenReason: byId("token-reason"),
+  confirmDialog: byId<HTMLDialogElement>("confirm-dialog"),
+  confirmText: byId("confirm-text"),
+  confirmOk: byId<HTMLButtonElement>("confirm-ok"),
 };
 
 let reasons: Reasons = DEFAULT_REASONS;
@@ -107,6 +116,10 @@ class Conversation {
   /** Rendered elements by key (message id, `card:<toolCallId>`, `sub:<runId>`, `note:<key>`). */
   elements = new Map<string, HTMLElement>();
   rendered = new Map<string, string>();
+  /** Its workspace's path, learned from its tool calls and activities. */
+  paths = new WorkspacePaths();
+  /** What `paths` has learned from already (`<id>:<length>` of each call's arguments or content). */
+  learnedFrom = new Set<string>();
 
   constructor(readonly threadId: string) {
     this.agent = new PlaygroundAgent({ url: agentUrl, threadId });
@@ -168,8 +181,35 @@ function messageText(message: Message): string {
   return "";
 }
 
+/** Learns the workspace's path from the tool calls and activities not seen yet. */
+function learnPaths(messages: Message[]): void {
+  const learn = (key: string, value: unknown) => {
+    if (convo.learnedFrom.has(key)) return;
+    convo.learnedFrom.add(key);
+    for (const { path, command } of namedPaths(value)) convo.paths.learn(path, command);
+  };
+  for (const m of messages) {
+    if (m.role === "assistant") {
+      for (const call of m.toolCalls ?? []) learn(`${call.id}:${call.function.arguments.length}`, parseJson(call.function.arguments));
+    } else if (m.role === "activity") {
+      const content = m.content ?? {};
+      learn(`${m.id}:${JSON.stringify(content).length}`, content);
+    }
+  }
+}
+
+/** Paths shown relative to the open thread's workspace; those in it open in the Files panel. */
+const links: PathLinks = {
+  get paths() {
+    return convo.paths;
+  },
+  open: (rel) => void files.reveal(rel),
+};
+
 function render(): void {
   const messages = convo.agent.messages;
+  learnPaths(messages);
+  const root = convo.paths.root ?? "";
   const placer = new Placer();
   const results = new Map<string, string>();
   for (const m of messages) if (m.role === "tool") results.set(m.toolCallId, messageText(m));
@@ -239,7 +279,7 @@ function render(): void {
         }
         const callsBox = el.querySelector<HTMLElement>(".calls")!;
         for (const call of m.toolCalls ?? []) {
-          const card = toolCard(call, results.get(call.id), waiting.has(call.id));
+          const card = toolCard(call, results.get(call.id), waiting.has(call.id), root);
           cards.set(call.id, card);
           placer.place(callsBox, card);
         }
@@ -249,8 +289,8 @@ function render(): void {
       case "activity": {
         const content = (m.content ?? {}) as Record<string, unknown>;
         const el = element(m.id, () => h("div", { class: "activity-slot" }));
-        if (changed(m.id, `${m.activityType}|${JSON.stringify(content)}`)) {
-          el.replaceChildren(activityView(m.activityType, content));
+        if (changed(m.id, `${m.activityType}|${JSON.stringify(content)}|${root}`)) {
+          el.replaceChildren(activityView(m.activityType, content, links));
         }
         const parent = activityParent(content, m.metadata);
         const nested = parent ? cards.get(parent)?.querySelector<HTMLElement>(".nested") : undefined;
@@ -286,7 +326,7 @@ function render(): void {
   scrollToEnd();
 }
 
-function toolCard(call: ToolCall, result: string | undefined, waitingForApproval: boolean): HTMLElement {
+function toolCard(call: ToolCall, result: string | undefined, waitingForApproval: boolean, root: string): HTMLElement {
   const key = `card:${call.id}`;
   const card = element(key, () =>
     h(
@@ -307,18 +347,18 @@ function toolCard(call: ToolCall, result: string | undefined, waitingForApproval
           : convo.running
             ? "running"
             : "no result";
-  if (changed(key, `${call.function.name}|${call.function.arguments}|${status}|${result}`)) {
+  if (changed(key, `${call.function.name}|${call.function.arguments}|${status}|${result}|${root}`)) {
     card.dataset.toolName = call.function.name;
     card.dataset.status = status;
     const args = parseJson(call.function.arguments);
     card.querySelector("summary")!.replaceChildren(
       h("span", { class: "tool-icon", "aria-hidden": "true" }, frontend ? "◧" : "⚙"),
       h("span", { class: "tool-name" }, call.function.name),
-      h("code", { class: "tool-gist" }, callGist(args)),
+      h("code", { class: "tool-gist" }, callGist(args, convo.paths)),
       h("span", { class: `status ${status.replace(/\s+/g, "-")}` }, status),
     );
     const body = card.querySelector<HTMLElement>(".tool-body")!;
-    body.replaceChildren(argsView(call.function.arguments), result !== undefined ? resultView(result) : h("div", { class: "muted small pending" }, "…"));
+    body.replaceChildren(argsView(call.function.arguments, links), result !== undefined ? resultView(result) : h("div", { class: "muted small pending" }, "…"));
   }
   return card;
 }
@@ -381,16 +421,8 @@ function renderInterrupts(): void {
 }
 
 function renderThreads(): void {
-  els.threadList.replaceChildren(
-    ...threads.list().map((t) =>
-      h(
-        "li",
-        { class: t.id === convo.threadId ? "active" : "" },
-        h("button", { type: "button", class: "thread", "data-thread-id": t.id, title: t.id, onclick: () => openThread(t.id, true) }, t.title),
-      ),
-    ),
-  );
-  els.threadTitle.textContent = threads.list().find((t) => t.id === convo.threadId)?.title ?? "New chat";
+  threadList.render();
+  els.threadTitle.textContent = threads.get(convo.threadId)?.title || "New chat";
 }
 
 function updateControls(): void {
@@ -499,6 +531,14 @@ async function startRun(params: RunAgentParameters, mode: Mode = "run"): Promise
   c.answers.clear();
   renderInterrupts();
   render();
+  // A first message the server never took leaves no thread to list.
+  if (runId === undefined && mode === "run" && !retry) threads.forgetProvisional(c.threadId);
+  if (runId !== undefined) {
+    // The server has the thread now: what the turn changed in its files, and its summary (in
+    // case a live event was missed).
+    if (mode === "run") void threads.refresh(c.threadId);
+    void files.known(mode === "run");
+  }
   // How many runs this page has finished: lets a test (or a curious user) tell runs apart.
   document.body.dataset.runs = String(Number(document.body.dataset.runs ?? 0) + 1);
   if (retry) return startRun(params, mode);
@@ -553,9 +593,7 @@ function answerInterrupt(entry: ResumeEntry): void {
 
 async function sendMessage(text: string): Promise<void> {
   const c = convo;
-  if (!c.agent.messages.some((m) => m.role === "user")) threads.touch(c.threadId, text.slice(0, 48));
-  else threads.touch(c.threadId);
-  renderThreads();
+  threads.provisional(c.threadId, text);
   c.agent.addMessage({ id: `user-${crypto.randomUUID()}`, role: "user", content: text });
   await startRun({});
 }
@@ -581,6 +619,7 @@ async function stop(): Promise<void> {
 
 // ------------------------------------------------------------------------------- threads
 
+/** Opens `threadId`; `reconnect`: the server has it, load its history (connect). */
 function openThread(threadId: string, reconnect: boolean): void {
   if (convo?.running) convo.agent.abortRun();
   convo = new Conversation(threadId);
@@ -593,11 +632,60 @@ function openThread(threadId: string, reconnect: boolean): void {
   renderThreads();
   renderState();
   updateControls();
+  files.setThread(threadId, reconnect);
   if (reconnect) void startRun({}, "connect");
 }
 
 function newThread(): void {
   openThread(newThreadId(), false);
+}
+
+/** Asks the user to confirm `message`; resolves true when they chose `action`. */
+function confirmAction(message: string, action: string): Promise<boolean> {
+  return new Promise<boolean>((resolve) => {
+    els.confirmText.textContent = message;
+    els.confirmOk.textContent = action;
+    els.confirmDialog.addEventListener("close", () => resolve(els.confirmDialog.returnValue === "ok"), { once: true });
+    els.confirmDialog.returnValue = "";
+    els.confirmDialog.showModal();
+  });
+}
+
+const threadList = new ThreadListView(threads, els.threadList, byId<HTMLInputElement>("thread-search"), byId<HTMLInputElement>("show-archived"), {
+  current: () => convo.threadId,
+  open: (id) => openThread(id, true),
+  confirm: confirmAction,
+  fail: (message) => showNotice(message, "error"),
+  deletedCurrent: () => newThread(),
+});
+threads.onChange = () => {
+  if (convo) renderThreads();
+};
+let filesRefresh: ReturnType<typeof setTimeout> | undefined;
+threads.onEvent = (type, thread) => {
+  if (thread.id !== convo?.threadId) return;
+  if (type === "created") void files.known(false);
+  // Another client (or tab) changed the open thread's files: list them again, once.
+  if (type === "updated" && !convo.running) {
+    clearTimeout(filesRefresh);
+    filesRefresh = setTimeout(() => void files.refresh(), 300);
+  }
+};
+
+// ------------------------------------------------------------------------------- panels
+
+const files = new FilesPanel(routes, {
+  uploaded: (threadId) => void threads.refresh(threadId),
+  show: () => showTab("files"),
+});
+
+/** Shows the side panel's `files` or `state` tab. */
+function showTab(name: "files" | "state"): void {
+  for (const tab of ["files", "state"] as const) {
+    byId(`tab-${tab}`).setAttribute("aria-selected", String(tab === name));
+    byId(`${tab}-panel`).hidden = tab !== name;
+  }
+  document.body.classList.add("show-side");
 }
 
 // ---------------------------------------------------------------------------------- auth
@@ -634,9 +722,11 @@ function askToken(reason: string): Promise<boolean> {
 /** Loads the agent's capabilities: its name, whether it is the demo, its interrupt reasons. */
 async function loadCapabilities(): Promise<void> {
   const url = `${agentUrl.replace(/\/+$/, "")}/capabilities`;
+  const sent = token.get();
   const res = await fetch(url, { headers: token.headers() });
   if (res.status === 401) {
-    if (await askToken("This server needs its access token (auth_token).")) await loadCapabilities();
+    // A token saved while this request was out is tried before asking.
+    if (token.get() !== sent || (await askToken("This server needs its access token (auth_token)."))) await loadCapabilities();
     return;
   }
   if (!res.ok) return;
@@ -681,18 +771,23 @@ els.stop.addEventListener("click", () => void stop());
 byId("new-thread").addEventListener("click", newThread);
 byId("set-token").addEventListener("click", () => {
   void askToken("Enter the server's access token (leave empty and cancel to keep the current one).").then((saved) => {
-    if (saved) void loadCapabilities();
+    if (!saved) return;
+    void loadCapabilities();
+    void threads.reload();
+    threads.listen();
+    void files.refresh();
   });
 });
-byId("toggle-state").addEventListener("click", () => document.body.classList.toggle("show-state"));
+byId("toggle-side").addEventListener("click", () => document.body.classList.toggle("show-side"));
+byId("tab-files").addEventListener("click", () => showTab("files"));
+byId("tab-state").addEventListener("click", () => showTab("state"));
+onUnauthorized(askToken);
 
+// A link names a thread (`#<id>`): open it; else a new chat, the server's threads beside it.
 const fromHash = decodeURIComponent(location.hash.slice(1));
-const start = fromHash || threads.last()?.id;
-if (start) {
-  threads.touch(start);
-  openThread(start, true);
-} else {
-  newThread();
-}
+if (fromHash) openThread(fromHash, true);
+else newThread();
 void loadCapabilities();
+void threads.loadMore();
+threads.listen();
 els.prompt.focus();

@@ -78,6 +78,10 @@ pub(crate) enum Conversation {
     Open(Box<OpenConversation>),
     /// Its harness process died (`why`); the next run opens it on a new one.
     Lost { why: String },
+    /// Closed from the thread's side, its connection still being closed by a child task (a
+    /// hibernation or a rebuild does not hold the loop while the harness answers); the next
+    /// opening waits for it first, so the conversation is never open twice.
+    Closing(JoinHandle<()>),
 }
 
 /// A conversation being opened: the child task doing it, and the client tools it is opened
@@ -85,6 +89,8 @@ pub(crate) enum Conversation {
 pub(crate) struct Opening {
     pub(crate) stage: OpeningStage,
     pub(crate) contract: Contract,
+    /// The close of the conversation's previous connection, which the boot waits for.
+    pub(crate) after: Option<JoinHandle<()>>,
 }
 
 /// What the child opening a conversation waits for.
@@ -101,7 +107,13 @@ pub(crate) enum OpeningStage {
         boot: JoinHandle<Result<Box<dyn ConversationHandle>, BootFailure>>,
         slot: LiveSlot,
     },
+    /// The open conversation whose connection the harness closed, being re-attached: the
+    /// child gives it back with how many steps its history has, or why it could not.
+    Reattach(JoinHandle<Reattached>),
 }
+
+/// What the child re-attaching a conversation gives back.
+pub(crate) type Reattached = (Box<OpenConversation>, Result<usize, String>);
 
 /// Why the child could not open the conversation.
 pub(crate) enum BootFailure {
@@ -214,7 +226,38 @@ impl Conversation {
         match std::mem::replace(self, Self::Closed) {
             Self::Open(open) => close(open.handle, how).await,
             Self::Opening(opening) => abandon(opening.stage, how),
+            Self::Closing(closing) => {
+                // A hand-over must find the conversation closed.
+                let _ = closing.await;
+            }
             Self::Closed | Self::Lost { .. } => {}
+        }
+    }
+
+    /// Closes the open connection in a child task, the loop going on at once; its live slot
+    /// is freed when the close is done. The next opening waits for it ([`Conversation::Closing`]).
+    pub(crate) fn close_in_background(&mut self) {
+        match std::mem::replace(self, Self::Closed) {
+            Self::Open(open) => {
+                let OpenConversation { handle, _slot, .. } = *open;
+                let closing = async move {
+                    close(handle, LetGo::Close).await;
+                    drop(_slot);
+                };
+                *self = Self::Closing(tokio::spawn(tracing::Instrument::in_current_span(closing)));
+            }
+            other => *self = other,
+        }
+    }
+
+    /// The close in flight, if any, for the next opening to wait for.
+    pub(crate) fn take_closing(&mut self) -> Option<JoinHandle<()>> {
+        match std::mem::replace(self, Self::Closed) {
+            Self::Closing(closing) => Some(closing),
+            other => {
+                *self = other;
+                None
+            }
         }
     }
 
@@ -251,6 +294,13 @@ fn abandon(stage: OpeningStage, how: LetGo) {
     match stage {
         OpeningStage::Spare(wait) => wait.abort(),
         OpeningStage::Slot(slot) => slot.abort(),
+        OpeningStage::Reattach(reattach) => {
+            tokio::spawn(async move {
+                if let Ok((open, _)) = reattach.await {
+                    close(open.handle, how).await;
+                }
+            });
+        }
         OpeningStage::Boot { boot, .. } => {
             tokio::spawn(async move {
                 if let Ok(Ok(handle)) = boot.await {

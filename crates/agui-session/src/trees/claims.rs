@@ -5,8 +5,7 @@
 //! are the server's own: plain file calls are safe here, and nowhere else in `trees`.
 
 use std::fs;
-use std::io::{self, Write as _};
-use std::os::unix::fs::OpenOptionsExt as _;
+use std::io;
 use std::path::{Path, PathBuf};
 
 use harness_sandbox::AgentDir;
@@ -120,7 +119,7 @@ impl Claims {
         let file = self.marker_file(tree);
         let temp = file.with_extension("json.new");
         let json = serde_json::to_vec(marker).expect("a marker serialises");
-        write_private(&temp, &json)
+        crate::claim::write_private(&temp, &json)
             .and_then(|()| fs::rename(&temp, &file))
             .map_err(io_error(format!("write {}", file.display())))
     }
@@ -194,18 +193,6 @@ pub(super) fn make_exclusive(dir: &Path) -> io::Result<()> {
 /// Removes a tree root just made and still empty.
 pub(super) fn remove_empty_root(dir: &Path) {
     let _ = fs::remove_dir(dir);
-}
-
-/// Writes a new file readable by the server only.
-fn write_private(path: &Path, data: &[u8]) -> io::Result<()> {
-    let mut file = fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(path)?;
-    file.write_all(data)?;
-    file.sync_all()
 }
 
 /// An owner's claim file, as `{owner, tree}`.

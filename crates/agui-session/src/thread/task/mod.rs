@@ -34,7 +34,7 @@ use tracing::Instrument as _;
 
 use super::command::Command;
 use super::context::ThreadContext;
-use super::conversation::{BootFailure, Conversation, LetGo, Link, OpeningStage};
+use super::conversation::{BootFailure, Conversation, Link, OpeningStage};
 use super::link::{Request, ThreadLink};
 use super::output::{ModelLabel, Output};
 use super::parking::Parking;
@@ -176,6 +176,8 @@ enum Change {
     Slot(Result<super::conversation::LiveSlot, RunFailure>),
     /// The child opening the conversation is done.
     Booted(Result<Box<dyn ConversationHandle>, BootFailure>),
+    /// The child re-attaching the conversation is done (`None`: it panicked).
+    Reattached(Option<super::conversation::Reattached>),
 }
 
 impl Task {
@@ -349,7 +351,7 @@ impl Task {
         if !matches!(self.lease, Lease::NotNeeded) {
             return Flow::Exit(Exit::Idle);
         }
-        self.conversation.let_go(LetGo::Close).await;
+        self.conversation.close_in_background();
         self.persist();
         Flow::Continue
     }
@@ -361,6 +363,7 @@ impl Task {
             Change::SpareReady => self.spare_ready().await,
             Change::Slot(slot) => self.slot_taken(slot).await,
             Change::Booted(booted) => self.booted(booted).await,
+            Change::Reattached(reattached) => self.reattached(reattached),
         }
         Flow::Continue
     }
@@ -623,6 +626,7 @@ async fn next_change(conversation: &mut Conversation) -> Change {
                 )
                 .with_detail(e))
             })),
+            OpeningStage::Reattach(reattach) => Change::Reattached(reattach.await.ok()),
             OpeningStage::Boot { boot, .. } => Change::Booted(boot.await.unwrap_or_else(|e| {
                 Err(BootFailure::Failed(
                     RunFailure::new(

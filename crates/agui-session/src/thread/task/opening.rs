@@ -7,11 +7,12 @@
 use std::sync::Arc;
 
 use harness_client::HarnessError;
+use tokio::task::JoinHandle;
 use tracing::Instrument as _;
 
 use super::super::callbacks::ThreadCallbacks;
 use super::super::conversation::{
-    BootFailure, Conversation, LetGo, Link, LiveSlot, Opening, OpeningStage,
+    BootFailure, Conversation, Link, LiveSlot, Opening, OpeningStage, Reattached,
 };
 use super::super::history;
 use super::Task;
@@ -39,23 +40,29 @@ impl Task {
             tracing::warn!(reason = %why, "the harness of this thread is gone; opening the conversation on a new one");
             self.conversation = Conversation::Closed;
         }
-        if let Some(open) = self.conversation.as_open()
-            && open.link == Link::Down
+        if self
+            .conversation
+            .as_open()
+            .is_some_and(|open| open.link == Link::Down)
+            && let Conversation::Open(mut open) =
+                std::mem::replace(&mut self.conversation, Conversation::Closed)
         {
-            // A connection to a local harness: it answers at once or fails at once.
-            match open.handle.reconnect().await {
-                Ok(info) => {
-                    open.link = Link::Attached;
-                    tracing::info!(
-                        steps = info.history.len(),
-                        "re-attached to the conversation"
-                    );
+            // A local harness answers at once or fails at once; still, never on the loop.
+            let contract = open.contract.clone();
+            let reattach = tokio::spawn(
+                async move {
+                    let result = open.handle.reconnect().await;
+                    let steps = result.map(|info| info.history.len());
+                    (open, steps.map_err(|e| e.to_string()))
                 }
-                Err(e) => {
-                    tracing::warn!(error = %e, "could not re-attach; starting over on a new connection");
-                    self.conversation.forget(None);
-                }
-            }
+                .instrument(self.span.clone()),
+            );
+            self.conversation = Conversation::Opening(Opening {
+                stage: OpeningStage::Reattach(reattach),
+                contract,
+                after: None,
+            });
+            return Readiness::Pending;
         }
         if let Some(open) = self.conversation.as_open()
             && open.contract.signature != contract.signature
@@ -69,20 +76,25 @@ impl Task {
             tracing::info!(
                 "the client's tools changed; rebuilding the conversation (history is kept)"
             );
-            self.conversation.let_go(LetGo::Close).await;
+            self.conversation.close_in_background();
         }
         match &self.conversation {
             Conversation::Open(_) => Readiness::Ready,
             Conversation::Opening(_) => Readiness::Pending,
-            Conversation::Closed | Conversation::Lost { .. } => {
-                self.start_opening(contract.clone()).await
+            Conversation::Closed | Conversation::Lost { .. } | Conversation::Closing(_) => {
+                let after = self.conversation.take_closing();
+                self.start_opening(contract.clone(), after).await
             }
         }
     }
 
     /// Starts opening the conversation: a thread that needs a new tree waits for a spare
     /// being booted first, if one is.
-    async fn start_opening(&mut self, contract: Contract) -> Readiness {
+    async fn start_opening(
+        &mut self,
+        contract: Contract,
+        after: Option<JoinHandle<()>>,
+    ) -> Readiness {
         if self.record.place.is_none() {
             let owner = self.record.owner.clone().unwrap_or_default();
             if self.ctx.trees.should_await_spare(&owner) {
@@ -91,18 +103,19 @@ impl Task {
                 self.conversation = Conversation::Opening(Opening {
                     stage: OpeningStage::Spare(wait),
                     contract,
+                    after,
                 });
                 return Readiness::Pending;
             }
         }
-        self.take_slot(contract).await
+        self.take_slot(contract, after).await
     }
 
     /// Takes a live slot for the conversation: at once when one is free, else by a child that
     /// asks idle threads to hibernate.
-    async fn take_slot(&mut self, contract: Contract) -> Readiness {
+    async fn take_slot(&mut self, contract: Contract, after: Option<JoinHandle<()>>) -> Readiness {
         if let Some(slot) = self.ctx.slots.try_take() {
-            return self.boot(contract, slot).await;
+            return self.boot(contract, slot, after).await;
         }
         let (ctx, id) = (self.ctx.clone(), self.id.clone());
         let wait =
@@ -110,13 +123,19 @@ impl Task {
         self.conversation = Conversation::Opening(Opening {
             stage: OpeningStage::Slot(wait),
             contract,
+            after,
         });
         Readiness::Pending
     }
 
     /// Places the thread, then starts the child that opens its conversation on a harness
     /// (booting one if its partition has none).
-    async fn boot(&mut self, contract: Contract, slot: LiveSlot) -> Readiness {
+    async fn boot(
+        &mut self,
+        contract: Contract,
+        slot: LiveSlot,
+        after: Option<JoinHandle<()>>,
+    ) -> Readiness {
         let (placement, hold) = match self.place_thread().await {
             Ok(placed) => placed,
             Err(failure) => return Readiness::Failed(failure),
@@ -153,6 +172,10 @@ impl Task {
         let ctx = self.ctx.clone();
         let boot = tokio::spawn(
             async move {
+                if let Some(closing) = after {
+                    // The harness may not open a conversation a connection still holds.
+                    let _ = closing.await;
+                }
                 let opened = ctx.backend.0.open(&placement, config, callbacks).await;
                 // The spare's process serves this conversation now (or failed to): it goes
                 // back to the pool's care.
@@ -178,8 +201,38 @@ impl Task {
         self.conversation = Conversation::Opening(Opening {
             stage: OpeningStage::Boot { boot, slot },
             contract,
+            after: None,
         });
         Readiness::Pending
+    }
+
+    /// The child re-attaching the conversation is done: open again, or closed (the next
+    /// readiness check opens it anew, as after a lost connection).
+    pub(super) fn reattached(&mut self, reattached: Option<Reattached>) {
+        if !matches!(
+            &self.conversation,
+            Conversation::Opening(Opening {
+                stage: OpeningStage::Reattach(_),
+                ..
+            })
+        ) {
+            return;
+        }
+        self.conversation = Conversation::Closed;
+        match reattached {
+            Some((mut open, Ok(steps))) => {
+                open.link = Link::Attached;
+                tracing::info!(steps, "re-attached to the conversation");
+                self.conversation = Conversation::Open(open);
+                for waiting in std::mem::take(&mut self.history_waiters) {
+                    self.serve_connect(waiting.input, waiting.events);
+                }
+            }
+            Some((_, Err(e))) => {
+                tracing::warn!(error = %e, "could not re-attach; starting over on a new connection");
+            }
+            None => tracing::warn!("the re-attach failed; starting over on a new connection"),
+        }
     }
 
     /// The spare the thread waited for is ready (or the wait gave up): on to the slot.
@@ -189,7 +242,7 @@ impl Task {
         else {
             return;
         };
-        if let Readiness::Failed(failure) = self.take_slot(opening.contract).await {
+        if let Readiness::Failed(failure) = self.take_slot(opening.contract, opening.after).await {
             self.open_failed(failure).await;
         }
     }
@@ -202,7 +255,7 @@ impl Task {
             return;
         };
         let readiness = match slot {
-            Ok(slot) => self.boot(opening.contract, slot).await,
+            Ok(slot) => self.boot(opening.contract, slot, opening.after).await,
             Err(failure) => Readiness::Failed(failure),
         };
         if let Readiness::Failed(failure) = readiness {
@@ -220,6 +273,7 @@ impl Task {
         let Conversation::Opening(Opening {
             stage: OpeningStage::Boot { slot, .. },
             contract,
+            ..
         }) = std::mem::replace(&mut self.conversation, Conversation::Closed)
         else {
             return;

@@ -9,7 +9,6 @@ use tokio::time::Instant;
 
 use super::state::{Exit, Flow, Lease, Verdict};
 use super::{DISK_CHECK_EVERY, STOP_GRACE, Task, busy};
-use super::super::conversation::LetGo;
 use crate::error::{RunErrorCode, RunFailure};
 
 /// A timer of the thread task, in the order due timers act (a lease that cannot be renewed
@@ -69,10 +68,13 @@ impl Task {
                 timers.push((Timer::Abandon, self.last_activity + options.parked_timeout));
             } else {
                 timers.push((Timer::Idle, self.last_activity + options.session_timeout));
-                let hibernates = !matches!(self.lease, Lease::NotNeeded)
-                    || self.conversation.is_open();
+                let hibernates =
+                    !matches!(self.lease, Lease::NotNeeded) || self.conversation.is_open();
                 if hibernates && !self.conversation.runs_background_tasks() {
-                    timers.push((Timer::Hibernate, self.last_activity + options.hibernate_after));
+                    timers.push((
+                        Timer::Hibernate,
+                        self.last_activity + options.hibernate_after,
+                    ));
                 }
             }
         }
@@ -123,7 +125,9 @@ impl Task {
                 if let Some(open) = self.conversation.as_open()
                     && let Some(turn) = open.turn.as_mut()
                 {
-                    tracing::warn!("the harness did not stop the turn in time; killing its process");
+                    tracing::warn!(
+                        "the harness did not stop the turn in time; killing its process"
+                    );
                     open.handle.kill_process();
                     turn.halting();
                 }
@@ -160,7 +164,7 @@ impl Task {
                     return Flow::Exit(Exit::Idle);
                 }
                 tracing::debug!("hibernating an idle thread");
-                self.conversation.let_go(LetGo::Close).await;
+                self.conversation.close_in_background();
                 self.persist();
             }
         }
