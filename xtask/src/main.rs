@@ -13,6 +13,7 @@ mod import_captures;
 mod import_protos;
 mod live_gate;
 mod playground;
+mod recipes;
 mod record;
 mod soak;
 mod system_packages;
@@ -41,6 +42,9 @@ enum Task {
     Record(record::Args),
     /// Run the whole test suite, installing the harness and the Node test packages first.
     Test(test::Args),
+    /// Check the deployment recipes (`deploy/`): the manifest against Kubernetes' schema, the
+    /// confinement settings in runc containers, the compose configuration behind nginx.
+    Recipes(recipes::Args),
     /// Run the benchmark of record (no name: W1-W4 against the release server next to the raw
     /// harness floor, tables and JSON) or a named benchmark (`translate`).
     Bench(bench::Args),
@@ -79,6 +83,7 @@ fn main() -> anyhow::Result<()> {
         Task::Bench(args) => bench::run(args),
         Task::Soak(args) => soak::run(args),
         Task::Test(args) => test::run(args),
+        Task::Recipes(args) => recipes::run(args),
         Task::Record(args) => record::run(args),
         Task::E2e(args) => e2e::run(args),
         Task::LiveGate(args) => live_gate::run(args),

@@ -1,6 +1,7 @@
 //! The Debian packages the test suites need beside the harness and the Node packages: headless
 //! Chromium and its driver (the browser suite and the CopilotKit example's tests), a font for
-//! its screenshots, nginx (the replicas end-to-end test) and libfaketime (a server started days
+//! its screenshots, nginx (the replicas end-to-end test and `cargo xtask recipes`), runc (the
+//! recipes' confinement settings, measured in containers) and libfaketime (a server started days
 //! later, for the retention tests).
 //!
 //! `cargo xtask test` installs what is missing with apt-get when it runs as root, as it installs
@@ -37,6 +38,10 @@ const PACKAGES: &[Package] = &[
     Package {
         name: "faketime",
         installs: &["/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"],
+    },
+    Package {
+        name: "runc",
+        installs: &["/usr/sbin/runc", "/usr/bin/runc"],
     },
     Package {
         name: "nginx-light",

@@ -5,7 +5,7 @@
 //! the real harness (from the wheel, into the project cache) and the Node packages of the
 //! project's official-client tests (the stream validator is installed by the end-to-end suite
 //! when it is missing, see `validate.rs`), then runs every Rust test of the workspace against the real harness, then the
-//! end-to-end suite (`tests/e2e`, see `e2e.rs`), then the browser suite (`tests/browser`, see
+//! deployment recipes' checks (`recipes.rs`), then the end-to-end suite (`tests/e2e`, see `e2e.rs`), then the browser suite (`tests/browser`, see
 //! `browser.rs`).
 
 use std::ffi::OsString;
@@ -53,6 +53,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<()> {
     }
     cargo.args(&args.cargo_args);
     run_checked(&mut cargo, "cargo test")?;
+    crate::recipes::run(crate::recipes::Args {})?;
     crate::e2e::run_suite(&harness, Vec::<OsString>::new())?;
     crate::browser::run_suite(&harness, false, Vec::<OsString>::new())?;
     crate::client::run_suite(&harness, Vec::<OsString>::new())?;

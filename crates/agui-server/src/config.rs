@@ -371,6 +371,10 @@ server_keys! {
     /// commands then run unconfined for several users).
     #[arg(long, num_args = 0..=1, default_missing_value = "true", env = "AGUI_INSECURE_UNCONFINED")]
     pub insecure_unconfined: Option<bool>,
+    /// Answer `GET /readyz` with 200 even while a confined agent's sandbox is unavailable (its
+    /// command and write tools withheld), instead of 503.
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", env = "AGUI_READY_WITHOUT_SANDBOX")]
+    pub ready_without_sandbox: Option<bool>,
     /// Allowed CORS origins (comma-separated; `*` for any).
     #[arg(long, env = "AGUI_CORS_ORIGINS", value_delimiter = ',')]
     pub cors_origins: Option<Vec<String>>,
@@ -467,6 +471,8 @@ pub struct ServerConfig {
     pub metrics_token: Option<String>,
     /// Allow unconfined agents (`sandbox = "off"`) with identities or a non-loopback bind.
     pub insecure_unconfined: bool,
+    /// `GET /readyz` answers 200 even while a confined agent's sandbox is unavailable.
+    pub ready_without_sandbox: bool,
     /// CORS origins (`*` = any); empty disables CORS headers.
     pub cors_origins: Vec<String>,
     /// Host names answered besides loopback names and the bind address (`*`: any).

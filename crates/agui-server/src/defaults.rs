@@ -59,6 +59,8 @@ pub(crate) const LEASE_TTL_SECS: u64 = 15;
 pub(crate) const SANDBOX: SandboxMode = SandboxMode::Owner;
 /// Run unconfined with identities or a non-loopback bind.
 pub(crate) const INSECURE_UNCONFINED: bool = false;
+/// Report ready (`GET /readyz`) while a confined agent's sandbox is unavailable.
+pub(crate) const READY_WITHOUT_SANDBOX: bool = false;
 /// Processes and threads one confined harness process and its commands may have at once.
 pub(crate) const SANDBOX_MAX_PIDS: u64 = 1024;
 /// Memory one confined harness process and its commands may use, in MiB (`/tmp` included).
@@ -199,6 +201,7 @@ pub fn documented() -> Vec<(&'static str, String)> {
         ),
         ("sandbox", choice_name(&SANDBOX)),
         ("insecure_unconfined", on_off(INSECURE_UNCONFINED)),
+        ("ready_without_sandbox", on_off(READY_WITHOUT_SANDBOX)),
         ("egress_allow", text("none")),
         ("sandbox_ro_paths", text("none")),
         ("sandbox_max_pids", SANDBOX_MAX_PIDS.to_string()),

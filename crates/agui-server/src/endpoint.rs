@@ -23,6 +23,8 @@ pub(crate) struct HttpOptions {
     pub(crate) max_body_bytes: usize,
     /// SSE keep-alive interval.
     pub(crate) keep_alive: Duration,
+    /// `GET /readyz` answers 200 even while a confined agent's sandbox is unavailable.
+    pub(crate) ready_without_sandbox: bool,
 }
 
 /// One mounted agent, as its routes see it.

@@ -1,12 +1,12 @@
 //! The HTTP surface: `POST <path>` runs, `GET <path>/capabilities`, `GET /healthz`,
-//! `GET /metrics`, with the checks a request passes before a run starts; `GET <path>` from a
-//! browser is the playground (`playground.rs`).
+//! `GET /readyz`, `GET /metrics`, with the checks a request passes before a run starts;
+//! `GET <path>` from a browser is the playground (`playground.rs`).
 //!
 //! Every request passes two layers before its handler (decisions in `access.rs`):
-//! [`check_site`] (Host and Origin) on every route but `/healthz`, then [`authenticate`]
-//! (token, and the caller's identity) on every agent route, or [`authenticate_metrics`] on
-//! `/metrics` — the playground's page and assets are public, it asks for the token itself. A
-//! route added to [`agent_routes`] gets both. Handlers that take a thread id call
+//! [`check_site`] (Host and Origin) on every route but `/healthz` and `/readyz`, then
+//! [`authenticate`] (token, and the caller's identity) on every agent route, or
+//! [`authenticate_metrics`] on `/metrics` — the playground's page and assets are public, it
+//! asks for the token itself. A route added to [`agent_routes`] gets both. Handlers that take a thread id call
 //! [`admit_thread`] once the id is valid.
 
 use std::sync::Arc;
@@ -94,15 +94,64 @@ pub(crate) fn router(
     };
     // Outermost, so a refused page's preflight is refused too.
     let site = site.layer(middleware::from_fn_with_state(state.clone(), check_site));
-    // Liveness for load balancers and orchestrators, which probe by any name or address; it
-    // answers a constant and does nothing, so it needs no check.
+    // Liveness and readiness for load balancers and orchestrators, which probe by any name or
+    // address; each answers what was settled at start and does nothing, so it needs no check.
+    let (ready, readiness) = readiness(agents, options.ready_without_sandbox);
     Router::new()
         .route(
             "/healthz",
             get(|| async { axum::Json(json!({"status": "ok"})) }),
         )
+        .route(
+            "/readyz",
+            get(move || {
+                let readiness = readiness.clone();
+                async move { (ready, axum::Json(readiness)) }
+            }),
+        )
         .merge(site)
         .with_state(state)
+}
+
+/// What `GET /readyz` answers: 503 while an agent meant to be confined (`sandbox = "owner"` or
+/// `"thread"`) cannot be, so its command and write tools are withheld — unless the operator
+/// opted out (`ready_without_sandbox`); 200 otherwise. Decided once: the sandbox is probed at
+/// start. The body says why without the probe's details (paths, launcher output), which go to
+/// the log and `/capabilities` only: anyone may probe this route.
+fn readiness(
+    agents: &[MountedAgent],
+    ready_without_sandbox: bool,
+) -> (StatusCode, serde_json::Value) {
+    let unavailable = agents.iter().filter(|a| a.sandbox.is_unavailable()).count();
+    if unavailable == 0 {
+        return (StatusCode::OK, json!({"status": "ready"}));
+    }
+    let reason = format!(
+        "the sandbox is unavailable on this machine: {unavailable} of {} agents withhold their command and write tools (the start log's SANDBOX UNAVAILABLE line and <path>/capabilities say why and what fixes it)",
+        agents.len()
+    );
+    if ready_without_sandbox {
+        tracing::warn!(
+            unavailable,
+            "GET /readyz answers 200 although the sandbox is unavailable (ready_without_sandbox)"
+        );
+        return (
+            StatusCode::OK,
+            json!({"status": "ready", "sandbox": "unavailable", "reason": reason, "readyWithoutSandbox": true}),
+        );
+    }
+    tracing::error!(
+        unavailable,
+        "NOT READY: GET /readyz answers 503 while the sandbox is unavailable; make it available, or set ready_without_sandbox = true to serve without the command and write tools"
+    );
+    (
+        StatusCode::SERVICE_UNAVAILABLE,
+        json!({
+            "status": "unavailable",
+            "reason": reason,
+            "fix": "make the sandbox available (see the log), or set ready_without_sandbox = true (--ready-without-sandbox, AGUI_READY_WITHOUT_SANDBOX) to serve without those tools",
+        }),
+    )
 }
 
 /// Every route of one agent: `POST <path>` (a run), `POST <path>/connect` (a thread restated,
@@ -262,7 +311,7 @@ fn refused(metrics: &Metrics, refusal: Refusal) -> Response {
     reject(metrics, refusal.status, refusal.error, refusal.detail)
 }
 
-/// The Host and Origin checks (see `access.rs`), on every route but `/healthz`.
+/// The Host and Origin checks (see `access.rs`), on every route but `/healthz` and `/readyz`.
 async fn check_site(State(state): State<AppState>, request: Request, next: Next) -> Response {
     match state
         .options

@@ -82,6 +82,9 @@ impl ServerConfig {
             insecure_unconfined: keys
                 .insecure_unconfined
                 .unwrap_or(defaults::INSECURE_UNCONFINED),
+            ready_without_sandbox: keys
+                .ready_without_sandbox
+                .unwrap_or(defaults::READY_WITHOUT_SANDBOX),
             cors_origins: keys.cors_origins.unwrap_or_default(),
             allowed_hosts: keys.allowed_hosts.unwrap_or_default(),
             max_body_bytes: keys.max_body_bytes.unwrap_or(defaults::MAX_BODY_BYTES),

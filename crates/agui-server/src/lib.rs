@@ -213,6 +213,7 @@ impl Server {
             access,
             max_body_bytes: self.config.max_body_bytes,
             keep_alive: self.config.keep_alive,
+            ready_without_sandbox: self.config.ready_without_sandbox,
         };
         let app = http::router(&runtime.agents, options, metrics);
         let listener = tokio::net::TcpListener::bind(self.config.bind)

@@ -128,6 +128,14 @@ pub(crate) struct SandboxStatus {
     pub fix: Option<String>,
 }
 
+impl SandboxStatus {
+    /// The agent was to be confined (`owner` or `thread`) but the machine cannot confine it:
+    /// its command and write tools are withheld.
+    pub(crate) fn is_unavailable(&self) -> bool {
+        self.mode != choice_name(&SandboxMode::Off) && !self.confined
+    }
+}
+
 /// The limits of a confined process, as `/capabilities` tells them.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]

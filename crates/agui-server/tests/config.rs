@@ -214,6 +214,7 @@ fn sample(key: &str) -> (&'static str, &'static str, Option<&'static str>) {
         "client_buffer_events" => ("100", "100", None),
         "sandbox" => ("\"off\"", "off", None),
         "insecure_unconfined" => ("true", "true", None),
+        "ready_without_sandbox" => ("true", "true", None),
         "egress_allow" => ("[\"pypi.org\"]", "pypi.org", None),
         "sandbox_ro_paths" => ("[\"/usr\"]", "/usr", None),
         "sandbox_max_pids" => ("256", "256", None),

@@ -217,8 +217,11 @@ fn namespace_fix() -> String {
          `userns` to agui-antigravity)"
             .into()
     } else {
-        "allow unshare(CLONE_NEWUSER) for agui-antigravity (in a container: a seccomp profile \
-         that permits it, e.g. Docker's `--security-opt seccomp=unconfined`)"
+        "allow unshare(CLONE_NEWUSER) for agui-antigravity (in a container: run it as a \
+         non-root user with the seccomp profile deploy/seccomp-agui.json and /proc unmasked, \
+         e.g. Docker's `--security-opt seccomp=seccomp-agui.json --security-opt \
+         systempaths=unconfined`, plus `apparmor=unconfined` under AppArmor; \
+         `seccomp=unconfined` alone is not enough: see deploy/compose.yaml)"
             .into()
     }
 }
