@@ -181,7 +181,9 @@ describe("a coding agent's progress (subagents, activities)", { skip: NEEDS_SCRI
     const [interrupt] = first.finished.interrupts;
     assert.equal(interrupt.subagentRunId, id, "the interrupt was raised inside the subagent");
     const [suspended] = ofType(first, "SUBAGENT_FINISHED");
-    assert.deepEqual(suspended, { type: "SUBAGENT_FINISHED", subagentRunId: id, outcome: { type: "suspended", interruptIds: [interrupt.id] } });
+    const { timestamp, ...rest } = suspended;
+    assert.equal(typeof timestamp, "number", "every event carries its time");
+    assert.deepEqual(rest, { type: "SUBAGENT_FINISHED", subagentRunId: id, outcome: { type: "suspended", interruptIds: [interrupt.id] } });
 
     const resume = buildResumeArray(a.pendingInterrupts, { [interrupt.id]: { status: "resolved", payload: { responses: [{ selected_option_ids: ["1"] }] } } });
     const second = await run(a, { resume }, { timeoutMs: 90_000, log: server.log });

@@ -1,6 +1,9 @@
 import { HttpAgent } from "@ag-ui/client";
 import type { AgentCapabilities, BaseEvent, RunAgentInput } from "@ag-ui/client";
 import { Observable } from "rxjs";
+import { AntigravityHttpError } from "./http.js";
+import { AntigravityThreads } from "./threads.js";
+export { AntigravityHttpError };
 /** The configuration `HttpAgent` takes (`url`, `headers`, `threadId`, `fetch`, …). */
 export type HttpAgentConfig = ConstructorParameters<typeof HttpAgent>[0];
 /** How a run whose stream breaks is recovered through `POST <url>/connect`. */
@@ -26,15 +29,6 @@ export interface AntigravityAgentConfig extends HttpAgentConfig {
      */
     stopGraceMs?: number;
 }
-/** An HTTP failure of one of the server's routes, with its status and body. */
-export declare class AntigravityHttpError extends Error {
-    /** The HTTP status. */
-    readonly status: number;
-    /** The response body (parsed JSON when it was JSON). */
-    readonly payload: unknown;
-    /** `route` names the request in the message (`POST …/connect`). */
-    constructor(route: string, status: number, payload: unknown);
-}
 /**
  * An AG-UI agent served by agui-antigravity: an `HttpAgent` (so it registers wherever one does,
  * e.g. in CopilotKit's runtime) that also
@@ -45,6 +39,8 @@ export declare class AntigravityHttpError extends Error {
  * - connects to a thread (`connect()`/`connectAgent()`, `POST <url>/connect`): its whole history,
  *   then a turn in flight;
  * - routes every request by thread (`X-Thread-Id`) and sends the auth token;
+ * - reaches the caller's threads and their files (`threads`: list, rename, archive, delete,
+ *   watch; list, download, upload);
  * - carries a run on when its stream breaks, through `/connect`, so the client ends on the
  *   server's history instead of a network error.
  */
@@ -67,6 +63,12 @@ export declare class AntigravityAgent extends HttpAgent {
     routeUrl(route: "connect" | "stop" | "capabilities"): string;
     /** The headers of a request about `threadId`: the agent's own, the routing key and the token. */
     headersFor(threadId: string | undefined, base?: HeadersInit | undefined): Record<string, string>;
+    /**
+     * The caller's threads on the agent's server and their workspaces' files (list, rename,
+     * archive, delete, watch; list, download, upload): an {@link AntigravityThreads} that reads
+     * this agent's `url`, `headers`, `authToken` and `fetch` at each request.
+     */
+    get threads(): AntigravityThreads;
     protected requestInit(input: RunAgentInput): RequestInit;
     /**
      * The server's capabilities (`GET <url>/capabilities`); also sets `identity`, and

@@ -5,52 +5,12 @@ import * as agui from "@ag-ui/client";
 import { EMPTY, Observable, catchError, map, throwError } from "rxjs";
 import { toClientEvent } from "./events.js";
 import { OpenBlocks, Rejoin } from "./open-blocks.js";
+import { AntigravityHttpError, agentRouteUrl, httpError, isAbort, requestHeaders, withHeaders } from "./http.js";
 import { InvalidEventError, sseJson } from "./sse.js";
-/** An HTTP failure of one of the server's routes, with its status and body. */
-export class AntigravityHttpError extends Error {
-    /** The HTTP status. */
-    status;
-    /** The response body (parsed JSON when it was JSON). */
-    payload;
-    /** `route` names the request in the message (`POST …/connect`). */
-    constructor(route, status, payload) {
-        const detail = typeof payload === "string" ? payload : JSON.stringify(payload);
-        super(`${route}: HTTP ${status}${detail ? ` ${detail}` : ""}`);
-        this.name = "AntigravityHttpError";
-        this.status = status;
-        this.payload = payload;
-    }
-}
+import { AntigravityThreads } from "./threads.js";
+export { AntigravityHttpError };
 const DEFAULT_RECONNECT = { attempts: 5, delayMs: 500 };
 const DEFAULT_STOP_GRACE_MS = 3000;
-/** `base` with `extra` laid over it, header names compared case-insensitively. */
-function withHeaders(base, extra) {
-    const merged = {};
-    new Headers(base).forEach((value, name) => {
-        merged[name] = value;
-    });
-    for (const [name, value] of Object.entries(extra)) {
-        for (const existing of Object.keys(merged))
-            if (existing.toLowerCase() === name.toLowerCase())
-                delete merged[existing];
-        merged[name] = value;
-    }
-    return merged;
-}
-async function httpError(route, response) {
-    const text = await response.text().catch(() => "");
-    let payload = text;
-    if ((response.headers.get("content-type") ?? "").includes("application/json")) {
-        try {
-            payload = JSON.parse(text);
-        }
-        catch {
-            // keep the raw text
-        }
-    }
-    return new AntigravityHttpError(route, response.status, payload);
-}
-const isAbort = (error) => error?.name === "AbortError";
 /**
  * An AG-UI agent served by agui-antigravity: an `HttpAgent` (so it registers wherever one does,
  * e.g. in CopilotKit's runtime) that also
@@ -61,6 +21,8 @@ const isAbort = (error) => error?.name === "AbortError";
  * - connects to a thread (`connect()`/`connectAgent()`, `POST <url>/connect`): its whole history,
  *   then a turn in flight;
  * - routes every request by thread (`X-Thread-Id`) and sends the auth token;
+ * - reaches the caller's threads and their files (`threads`: list, rename, archive, delete,
+ *   watch; list, download, upload);
  * - carries a run on when its stream breaks, through `/connect`, so the client ends on the
  *   server's history instead of a network error.
  */
@@ -91,17 +53,19 @@ export class AntigravityAgent extends HttpAgent {
     }
     /** The URL of one of the agent's routes beside the run (`connect`, `stop`, `capabilities`). */
     routeUrl(route) {
-        const base = typeof globalThis.location?.href === "string" ? globalThis.location.href : undefined;
-        const url = new URL(this.url, base);
-        url.pathname = `${url.pathname.replace(/\/+$/, "")}/${route}`;
-        return url.toString();
+        return agentRouteUrl(this.url, [route]);
     }
     /** The headers of a request about `threadId`: the agent's own, the routing key and the token. */
     headersFor(threadId, base = this.headers) {
-        return withHeaders(base, {
-            ...(threadId === undefined ? {} : { "X-Thread-Id": threadId }),
-            ...(this.authToken === undefined ? {} : { Authorization: `Bearer ${this.authToken}` }),
-        });
+        return requestHeaders(base, threadId, this.authToken);
+    }
+    /**
+     * The caller's threads on the agent's server and their workspaces' files (list, rename,
+     * archive, delete, watch; list, download, upload): an {@link AntigravityThreads} that reads
+     * this agent's `url`, `headers`, `authToken` and `fetch` at each request.
+     */
+    get threads() {
+        return new AntigravityThreads(this);
     }
     requestInit(input) {
         const init = super.requestInit(input);

@@ -12,3 +12,13 @@ export declare class InvalidEventError extends Error {
  * Unsubscribing cancels the body.
  */
 export declare function sseJson(respond: () => Promise<Response>): Observable<unknown>;
+/** One Server-Sent Events frame: its `event` name (`message` when it has none) and its `data`. */
+export interface SseFrame {
+    event: string;
+    data: string;
+}
+/**
+ * The frames of an SSE body as they arrive; ends when the body does (an incomplete last frame
+ * is discarded), throws the body's read error. Leaving the loop early cancels the body.
+ */
+export declare function sseFrames(body: ReadableStream<Uint8Array>): AsyncGenerator<SseFrame, void, undefined>;

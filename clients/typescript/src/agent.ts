@@ -6,7 +6,11 @@ import type { AgentCapabilities, BaseEvent, RunAgentInput } from "@ag-ui/client"
 import { EMPTY, Observable, type Subscription, catchError, map, throwError } from "rxjs";
 import { toClientEvent } from "./events.js";
 import { OpenBlocks, Rejoin } from "./open-blocks.js";
+import { AntigravityHttpError, agentRouteUrl, httpError, isAbort, requestHeaders, withHeaders } from "./http.js";
 import { InvalidEventError, sseJson } from "./sse.js";
+import { AntigravityThreads } from "./threads.js";
+
+export { AntigravityHttpError };
 
 /** The configuration `HttpAgent` takes (`url`, `headers`, `threadId`, `fetch`, …). */
 export type HttpAgentConfig = ConstructorParameters<typeof HttpAgent>[0];
@@ -36,53 +40,8 @@ export interface AntigravityAgentConfig extends HttpAgentConfig {
   stopGraceMs?: number;
 }
 
-/** An HTTP failure of one of the server's routes, with its status and body. */
-export class AntigravityHttpError extends Error {
-  /** The HTTP status. */
-  readonly status: number;
-  /** The response body (parsed JSON when it was JSON). */
-  readonly payload: unknown;
-
-  /** `route` names the request in the message (`POST …/connect`). */
-  constructor(route: string, status: number, payload: unknown) {
-    const detail = typeof payload === "string" ? payload : JSON.stringify(payload);
-    super(`${route}: HTTP ${status}${detail ? ` ${detail}` : ""}`);
-    this.name = "AntigravityHttpError";
-    this.status = status;
-    this.payload = payload;
-  }
-}
-
 const DEFAULT_RECONNECT: Required<ReconnectOptions> = { attempts: 5, delayMs: 500 };
 const DEFAULT_STOP_GRACE_MS = 3000;
-
-/** `base` with `extra` laid over it, header names compared case-insensitively. */
-function withHeaders(base: HeadersInit | undefined, extra: Record<string, string>): Record<string, string> {
-  const merged: Record<string, string> = {};
-  new Headers(base).forEach((value, name) => {
-    merged[name] = value;
-  });
-  for (const [name, value] of Object.entries(extra)) {
-    for (const existing of Object.keys(merged)) if (existing.toLowerCase() === name.toLowerCase()) delete merged[existing];
-    merged[name] = value;
-  }
-  return merged;
-}
-
-async function httpError(route: string, response: Response): Promise<AntigravityHttpError> {
-  const text = await response.text().catch(() => "");
-  let payload: unknown = text;
-  if ((response.headers.get("content-type") ?? "").includes("application/json")) {
-    try {
-      payload = JSON.parse(text);
-    } catch {
-      // keep the raw text
-    }
-  }
-  return new AntigravityHttpError(route, response.status, payload);
-}
-
-const isAbort = (error: unknown) => (error as { name?: unknown } | undefined)?.name === "AbortError";
 
 /**
  * An AG-UI agent served by agui-antigravity: an `HttpAgent` (so it registers wherever one does,
@@ -94,6 +53,8 @@ const isAbort = (error: unknown) => (error as { name?: unknown } | undefined)?.n
  * - connects to a thread (`connect()`/`connectAgent()`, `POST <url>/connect`): its whole history,
  *   then a turn in flight;
  * - routes every request by thread (`X-Thread-Id`) and sends the auth token;
+ * - reaches the caller's threads and their files (`threads`: list, rename, archive, delete,
+ *   watch; list, download, upload);
  * - carries a run on when its stream breaks, through `/connect`, so the client ends on the
  *   server's history instead of a network error.
  */
@@ -126,18 +87,21 @@ export class AntigravityAgent extends HttpAgent {
 
   /** The URL of one of the agent's routes beside the run (`connect`, `stop`, `capabilities`). */
   routeUrl(route: "connect" | "stop" | "capabilities"): string {
-    const base = typeof globalThis.location?.href === "string" ? globalThis.location.href : undefined;
-    const url = new URL(this.url, base);
-    url.pathname = `${url.pathname.replace(/\/+$/, "")}/${route}`;
-    return url.toString();
+    return agentRouteUrl(this.url, [route]);
   }
 
   /** The headers of a request about `threadId`: the agent's own, the routing key and the token. */
   headersFor(threadId: string | undefined, base: HeadersInit | undefined = this.headers): Record<string, string> {
-    return withHeaders(base, {
-      ...(threadId === undefined ? {} : { "X-Thread-Id": threadId }),
-      ...(this.authToken === undefined ? {} : { Authorization: `Bearer ${this.authToken}` }),
-    });
+    return requestHeaders(base, threadId, this.authToken);
+  }
+
+  /**
+   * The caller's threads on the agent's server and their workspaces' files (list, rename,
+   * archive, delete, watch; list, download, upload): an {@link AntigravityThreads} that reads
+   * this agent's `url`, `headers`, `authToken` and `fetch` at each request.
+   */
+  get threads(): AntigravityThreads {
+    return new AntigravityThreads(this);
   }
 
   protected requestInit(input: RunAgentInput): RequestInit {

@@ -73,3 +73,53 @@ export function sseJson(respond: () => Promise<Response>): Observable<unknown> {
     };
   });
 }
+
+/** One Server-Sent Events frame: its `event` name (`message` when it has none) and its `data`. */
+export interface SseFrame {
+  event: string;
+  data: string;
+}
+
+/** The frame of the lines of one block, or undefined for a block of comments only (keep-alives). */
+function parseFrame(block: string): SseFrame | undefined {
+  let event = "message";
+  const data: string[] = [];
+  for (const line of block.split(/\r?\n/)) {
+    if (line.startsWith("event:")) event = line.slice(6).trim();
+    else if (line.startsWith("data:")) data.push(line.slice(5).replace(/^ /, ""));
+  }
+  return data.length ? { event, data: data.join("\n") } : undefined;
+}
+
+/**
+ * The frames of an SSE body as they arrive; ends when the body does (an incomplete last frame
+ * is discarded), throws the body's read error. Leaving the loop early cancels the body.
+ */
+export async function* sseFrames(body: ReadableStream<Uint8Array>): AsyncGenerator<SseFrame, void, undefined> {
+  const reader = body.getReader();
+  const decoder = new TextDecoder("utf-8");
+  let buffer = "";
+  let finished = false;
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) {
+        finished = true;
+        return;
+      }
+      buffer += decoder.decode(value, { stream: true });
+      const blocks = buffer.split(/\r?\n\r?\n/);
+      buffer = blocks.pop() ?? "";
+      for (const block of blocks) {
+        const frame = parseFrame(block);
+        if (frame) yield frame;
+      }
+    }
+  } catch (error) {
+    finished = true;
+    throw error;
+  } finally {
+    // A consumer that stopped early: the connection is not needed any more.
+    if (!finished) reader.cancel().catch(() => undefined);
+  }
+}

@@ -2,15 +2,17 @@
 // real server, harness and scripted model: /info shows the agent's capabilities; connect gets a
 // thread from the server — one this runtime never ran, and after a new runtime took over — where
 // CopilotKit's own runner has nothing; stop through the runtime stops the server's turn, also one
-// the runtime only rejoined.
+// the runtime only rejoined; CopilotKit's thread endpoints (what `useThreads()` reads) list the
+// server's threads, in a new runtime too, follow the server's changes, read a thread's messages
+// from the server, and with the runner's hooks rename, archive and delete it there.
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
-import { describe, test } from "node:test";
+import { after, describe, test } from "node:test";
 import { HttpAgent } from "@ag-ui/client";
 import { CopilotRuntime, InMemoryAgentRunner, createCopilotRuntimeHandler } from "@copilotkit/runtime/v2";
 import { AntigravityAgent } from "@agui-antigravity/client";
 import { AntigravityRunner } from "@agui-antigravity/client/copilotkit";
-import { shape, useServer } from "./lib/fixture.mjs";
+import { eventually, shape, useServer } from "./lib/fixture.mjs";
 
 process.env.COPILOTKIT_TELEMETRY_DISABLED = "true";
 
@@ -54,12 +56,19 @@ describe("AntigravityRunner in CopilotKit's runtime", () => {
   const handles = useServer();
   const url = () => `${handles.server.url}/`;
 
-  /** A CopilotKit runtime serving `agents` through `runner` (default: ours). */
-  function runtime(agents, runner = new AntigravityRunner({ agents })) {
-    const handler = createCopilotRuntimeHandler({ runtime: new CopilotRuntime({ agents, runner }), basePath: BASE });
-    const call = (path, body) =>
+  const runners = [];
+  after(() => runners.forEach((runner) => runner.close?.()));
+
+  /**
+   * A CopilotKit runtime serving `agents` through `runner` (default: ours), with the runner's
+   * hooks unless `hooks` is false. `call(path, body, method)`: GET without a body, else POST.
+   */
+  function runtime(agents, runner = new AntigravityRunner({ agents }), { hooks = true } = {}) {
+    runners.push(runner);
+    const handler = createCopilotRuntimeHandler({ runtime: new CopilotRuntime({ agents, runner }), basePath: BASE, ...(hooks && runner.hooks ? { hooks: runner.hooks } : {}) });
+    const call = (path, body, method = body === undefined ? "GET" : "POST") =>
       handler(
-        new Request(`http://runtime${BASE}${path}`, body === undefined ? { method: "GET" } : { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) }),
+        new Request(`http://runtime${BASE}${path}`, body === undefined ? { method } : { method, headers: { "content-type": "application/json" }, body: JSON.stringify(body) }),
       );
     return { call, runner };
   }
@@ -158,5 +167,103 @@ describe("AntigravityRunner in CopilotKit's runtime", () => {
     const { call } = runtime({ plain: new HttpAgent({ url: url() }) });
     const replay = sseEvents(await call("/agent/plain/connect", input(direct.threadId)));
     assert.deepEqual(await replay.done, []);
+  });
+
+  /** An agent run directly against the server on a new thread, with `text`. */
+  async function directThread(text) {
+    const direct = new AntigravityAgent({ url: url(), threadId: `c-${randomUUID()}` });
+    direct.messages.push(user(text));
+    await direct.runAgent();
+    return direct;
+  }
+
+  const listed = async (call, query = "agentId=antigravity") => (await (await call(`/threads?${query}`)).json()).threads;
+
+  test("CopilotKit's /threads lists the server's threads, in a new runtime too; a thread's messages come from the server", async () => {
+    const direct = await directThread("c-hello: listed by the runtime");
+    const first = runtime({ antigravity: new AntigravityAgent({ url: url() }) });
+    const record = (await listed(first.call)).find((t) => t.id === direct.threadId);
+    assert.deepEqual(
+      { name: record?.name, agentId: record?.agentId, archived: record?.archived },
+      { name: "c-hello: listed by the runtime", agentId: "antigravity", archived: false },
+      "a thread this runtime never ran, with the server's title",
+    );
+    const info = await (await first.call("/info")).json();
+    assert.deepEqual(info.threadEndpoints, { list: true, inspect: true, mutations: true, realtimeMetadata: false }, "pages are told renames and archiving work");
+
+    // A new runtime (a restart, another replica) lists the same threads, from the server.
+    const second = runtime({ antigravity: new AntigravityAgent({ url: url() }) });
+    assert.ok((await listed(second.call)).some((t) => t.id === direct.threadId), "listed by a new runtime at once");
+    const { messages } = await (await second.call(`/threads/${direct.threadId}/messages`)).json();
+    assert.deepEqual(
+      messages.filter((m) => m.role === "user" || m.role === "assistant").map((m) => [m.role, m.content]),
+      [
+        ["user", "c-hello: listed by the runtime"],
+        ["assistant", "Hello from the server."],
+      ],
+    );
+    assert.deepEqual(second.runner.getThreadMessages(direct.threadId).map((m) => m.id), messages.map((m) => m.id), "the runner's synchronous answer is what the endpoint gave");
+    const state = await (await second.call(`/threads/${direct.threadId}/state`)).json();
+    assert.ok("state" in state);
+
+    const stock = runtime({ antigravity: new AntigravityAgent({ url: url() }) }, new InMemoryAgentRunner());
+    assert.ok(!(await listed(stock.call)).some((t) => t.id === direct.threadId), "CopilotKit's in-memory runner lists only its own runs");
+  });
+
+  test("rename, archive, unarchive and delete through CopilotKit's endpoints reach the server", async () => {
+    const direct = await directThread("c-hello: change me");
+    const threadId = direct.threadId;
+    const { call } = runtime({ antigravity: new AntigravityAgent({ url: url() }) });
+    const server = new AntigravityAgent({ url: url() }).threads;
+
+    const renamed = await call(`/threads/${threadId}`, { agentId: "antigravity", name: "Renamed in CopilotKit" }, "PATCH");
+    assert.equal(renamed.status, 200);
+    assert.equal((await renamed.json()).name, "Renamed in CopilotKit");
+    assert.equal((await server.getThread(threadId)).title, "Renamed in CopilotKit", "the server has the new title");
+    assert.equal((await listed(call)).find((t) => t.id === threadId)?.name, "Renamed in CopilotKit", "and the list at once");
+
+    const archived = await call(`/threads/${threadId}/archive`, { agentId: "antigravity" });
+    assert.deepEqual(await archived.json(), { threadId, archived: true });
+    assert.equal((await server.getThread(threadId)).archived, true, "archived on the server");
+    assert.ok(!(await listed(call)).some((t) => t.id === threadId), "not listed without includeArchived");
+    assert.equal((await listed(call, "agentId=antigravity&includeArchived=true")).find((t) => t.id === threadId)?.archived, true);
+
+    await call(`/threads/${threadId}`, { agentId: "antigravity", archived: false }, "PATCH");
+    assert.equal((await server.getThread(threadId)).archived, false, "unarchived on the server");
+
+    const refused = await call(`/threads/${threadId}`, { agentId: "antigravity", name: " " }, "PATCH");
+    assert.equal(refused.status, 422, "the server's refusal of an empty title");
+    assert.equal(typeof (await refused.json()).error, "string");
+
+    const deleted = await call(`/threads/${threadId}`, { agentId: "antigravity" }, "DELETE");
+    assert.deepEqual(await deleted.json(), { threadId, deleted: true });
+    await assert.rejects(server.getThread(threadId), (error) => error.status === 404, "gone from the server");
+    assert.ok(!(await listed(call, "agentId=antigravity&includeArchived=true")).some((t) => t.id === threadId));
+    assert.equal((await call(`/threads/${threadId}`, { agentId: "antigravity" }, "DELETE")).status, 404);
+  });
+
+  test("without the hooks, CopilotKit lists the server's threads once they are read; its mutations are refused as CopilotKit refuses them", async () => {
+    const direct = await directThread("c-hello: no hooks");
+    const agents = { antigravity: new AntigravityAgent({ url: url() }) };
+    const { call, runner } = runtime(agents, new AntigravityRunner({ agents }), { hooks: false });
+    await runner.threadsReady();
+    assert.ok((await listed(call)).some((t) => t.id === direct.threadId));
+    const info = await (await call("/info")).json();
+    assert.equal(info.threadEndpoints.mutations, false);
+    const refused = await call(`/threads/${direct.threadId}`, { agentId: "antigravity", name: "x" }, "PATCH");
+    assert.equal(refused.status, 422, "CopilotKit 1.75 serves mutations with Intelligence only");
+  });
+
+  test("the runtime's list follows the server: threads made and renamed elsewhere show without a restart", async () => {
+    const { call, runner } = runtime({ antigravity: new AntigravityAgent({ url: url() }) });
+    const heard = [];
+    const unsubscribe = runner.subscribeThreads((change, agentId) => heard.push([change.type, change.thread.id, agentId]));
+    await runner.threadsReady();
+    const direct = await directThread("c-hello: made elsewhere");
+    await eventually(() => runner.listThreads().some((t) => t.id === direct.threadId), 10_000, "the new thread in the runtime's list");
+    await new AntigravityAgent({ url: url() }).threads.renameThread(direct.threadId, "Renamed elsewhere");
+    await eventually(async () => (await listed(call)).find((t) => t.id === direct.threadId)?.name === "Renamed elsewhere", 10_000, "the new title");
+    assert.ok(heard.some(([type, id, agentId]) => type === "created" && id === direct.threadId && agentId === "antigravity"), "listeners heard it");
+    unsubscribe();
   });
 });

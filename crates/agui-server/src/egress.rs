@@ -23,6 +23,9 @@ mod address;
 /// The largest request head read.
 const MAX_HEAD: usize = 16 * 1024;
 
+/// The most headers a proxied request may have.
+const MAX_HEADERS: usize = 64;
+
 /// How long a client may take to send its request head, and an upstream to accept.
 const TIMEOUT: Duration = Duration::from_secs(15);
 
@@ -185,7 +188,7 @@ impl EgressProxy {
                 .and(upstream.write_all(rest).await)
         } else {
             upstream
-                .write_all(&request.origin_form(&head.bytes[..head.end]))
+                .write_all(&request.origin_form())
                 .await
                 .and(upstream.write_all(rest).await)
         };
@@ -218,11 +221,15 @@ async fn read_head(client: &mut TcpStream) -> std::io::Result<Head> {
             return Err(std::io::ErrorKind::UnexpectedEof.into());
         }
         bytes.extend_from_slice(&chunk[..n]);
-        if let Some(end) = bytes.windows(4).position(|w| w == b"\r\n\r\n") {
-            return Ok(Head {
-                bytes,
-                end: end + 4,
-            });
+        // The parser says where the head ends (and refuses what is no HTTP/1 request head); the
+        // head is parsed again, whole, by `Request::parse`.
+        let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+        match httparse::Request::new(&mut headers).parse(&bytes) {
+            Ok(httparse::Status::Complete(end)) => return Ok(Head { bytes, end }),
+            Ok(httparse::Status::Partial) => {}
+            Err(e) => {
+                return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, e));
+            }
         }
         if bytes.len() > MAX_HEAD {
             return Err(std::io::ErrorKind::InvalidData.into());
@@ -240,18 +247,45 @@ struct Request {
     method: String,
     path: String,
     version: String,
+    /// The request's headers but the hop-by-hop ones and `Host`, as sent.
+    headers: Vec<(String, Vec<u8>)>,
 }
 
+/// Headers a proxy does not pass on: they are about the client's hop (RFC 9110 7.6.1), and
+/// `Host` is the proxy's to set.
+const NOT_FORWARDED: &[&str] = &[
+    "host",
+    "connection",
+    "proxy-connection",
+    "proxy-authorization",
+    "keep-alive",
+    "te",
+    "upgrade",
+];
+
 impl Request {
+    /// The request of a complete head, read by an HTTP/1 parser (httparse): the request line,
+    /// then the headers, each checked for the characters a header may hold.
     fn parse(head: &[u8]) -> Result<Self, String> {
-        let text = std::str::from_utf8(head).map_err(|_| "a request head that is not text")?;
-        let line = text.lines().next().unwrap_or_default();
-        let mut words = line.split(' ');
-        let (Some(method), Some(target), Some(version)) =
-            (words.next(), words.next(), words.next())
+        let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+        let mut parsed = httparse::Request::new(&mut headers);
+        match parsed.parse(head) {
+            Ok(httparse::Status::Complete(_)) => {}
+            Ok(httparse::Status::Partial) => return Err("an incomplete request head".into()),
+            Err(e) => return Err(format!("not a proxy request: {e}")),
+        }
+        let (Some(method), Some(target), Some(minor)) =
+            (parsed.method, parsed.path, parsed.version)
         else {
-            return Err(format!("not a proxy request: `{line}`"));
+            return Err("not a proxy request: no request line".into());
         };
+        let version = format!("HTTP/1.{minor}");
+        let headers = parsed
+            .headers
+            .iter()
+            .filter(|h| !NOT_FORWARDED.iter().any(|n| h.name.eq_ignore_ascii_case(n)))
+            .map(|h| (h.name.to_owned(), h.value.to_vec()))
+            .collect();
         if method.eq_ignore_ascii_case("CONNECT") {
             let (host, port) = split_host_port(target, 443)?;
             return Ok(Self {
@@ -260,7 +294,8 @@ impl Request {
                 port,
                 method: method.to_owned(),
                 path: String::new(),
-                version: version.to_owned(),
+                version,
+                headers,
             });
         }
         let scheme = target
@@ -288,41 +323,37 @@ impl Request {
             port,
             method: method.to_owned(),
             path,
-            version: version.to_owned(),
+            version,
+            headers,
         })
     }
 
-    /// The head sent upstream for an absolute-form request: origin-form, no proxy headers, one
-    /// request per connection, and the `Host` of the host connected to (RFC 9112 3.2.2: a proxy
-    /// replaces the client's), so that a server behind the allowed address is not asked for
-    /// another site by name.
-    fn origin_form(&self, head: &[u8]) -> Vec<u8> {
-        let text = String::from_utf8_lossy(head);
-        let mut out = format!("{} {} {}\r\n", self.method, self.path, self.version);
+    /// The head sent upstream for an absolute-form request: origin-form, no proxy or hop-by-hop
+    /// headers, one request per connection, and the `Host` of the host connected to (RFC 9112
+    /// 3.2.2: a proxy replaces the client's), so that a server behind the allowed address is
+    /// not asked for another site by name.
+    fn origin_form(&self) -> Vec<u8> {
+        let mut out = format!("{} {} {}\r\n", self.method, self.path, self.version).into_bytes();
         let host = if self.host.contains(':') {
             format!("[{}]", self.host)
         } else {
             self.host.clone()
         };
-        out.push_str(&match self.port {
-            80 => format!("Host: {host}\r\n"),
-            port => format!("Host: {host}:{port}\r\n"),
-        });
-        for line in text.lines().skip(1) {
-            let name = line.split(':').next().unwrap_or_default().trim();
-            if line.is_empty()
-                || name.eq_ignore_ascii_case("host")
-                || name.eq_ignore_ascii_case("proxy-connection")
-                || name.eq_ignore_ascii_case("proxy-authorization")
-                || name.eq_ignore_ascii_case("connection")
-            {
-                continue;
+        out.extend_from_slice(
+            match self.port {
+                80 => format!("Host: {host}\r\n"),
+                port => format!("Host: {host}:{port}\r\n"),
             }
-            out.push_str(line);
-            out.push_str("\r\n");
+            .as_bytes(),
+        );
+        for (name, value) in &self.headers {
+            out.extend_from_slice(name.as_bytes());
+            out.extend_from_slice(b": ");
+            out.extend_from_slice(value);
+            out.extend_from_slice(b"\r\n");
         }
-        out.push_str("Connection: close\r\n\r\n");
-        out.into_bytes()
+        out.extend_from_slice(b"Connection: close\r\n\r\n");
+        out
     }
 }
 
@@ -468,8 +499,7 @@ mod tests {
             (get.host.as_str(), get.port, get.path.as_str()),
             ("example.com", 80, "/a?b")
         );
-        let head = b"GET http://example.com/a?b HTTP/1.1\r\nHost: example.com\r\nProxy-Connection: keep-alive\r\n\r\n";
-        let sent = String::from_utf8(get.origin_form(head)).unwrap();
+        let sent = String::from_utf8(get.origin_form()).unwrap();
         assert!(
             sent.starts_with("GET /a?b HTTP/1.1\r\nHost: example.com\r\n"),
             "{sent}"
@@ -479,7 +509,7 @@ mod tests {
         let head =
             b"GET http://allowed.example:8080?q#frag HTTP/1.1\r\nHost: internal.example\r\n\r\n";
         let get = Request::parse(head).unwrap();
-        let sent = String::from_utf8(get.origin_form(head)).unwrap();
+        let sent = String::from_utf8(get.origin_form()).unwrap();
         assert_eq!(
             sent,
             "GET /?q HTTP/1.1\r\nHost: allowed.example:8080\r\nConnection: close\r\n\r\n"
@@ -498,6 +528,37 @@ mod tests {
             AllowedHost::parse("pypi.org")
                 .unwrap()
                 .allows(&fqdn.host, 443)
+        );
+    }
+
+    /// A head an HTTP/1 parser refuses is refused, never passed on as the text between its
+    /// line breaks: a header line without a colon, a space before the colon, a control
+    /// character in a value, a folded line, a bare LF inside a header, garbage as the method.
+    #[test]
+    fn malformed_request_heads_are_refused() {
+        for head in [
+            &b"GET http://example.com/ HTTP/1.1\r\nno colon here\r\n\r\n"[..],
+            b"GET http://example.com/ HTTP/1.1\r\nHost : example.com\r\n\r\n",
+            b"GET http://example.com/ HTTP/1.1\r\nX-A: a\x00b\r\n\r\n",
+            b"GET http://example.com/ HTTP/1.1\r\nX-A: a\r\n folded\r\n\r\n",
+            b"GET http://example.com/ HTTP/1.1\r\nX-A: a\rX-B: b\r\n\r\n",
+            b"G(T http://example.com/ HTTP/1.1\r\n\r\n",
+            b"GET http://example.com/ HTTP/2.0\r\n\r\n",
+        ] {
+            assert!(
+                Request::parse(head).is_err(),
+                "{}",
+                String::from_utf8_lossy(head)
+            );
+        }
+        // Headers pass through as sent, the hop-by-hop ones left out.
+        let get = Request::parse(
+            b"POST http://example.com/p HTTP/1.0\r\nContent-Length: 2\r\nKeep-Alive: 5\r\nTE: trailers\r\nX-A: \"b\"\r\n\r\n",
+        )
+        .unwrap();
+        assert_eq!(
+            String::from_utf8(get.origin_form()).unwrap(),
+            "POST /p HTTP/1.0\r\nHost: example.com\r\nContent-Length: 2\r\nX-A: \"b\"\r\nConnection: close\r\n\r\n"
         );
     }
 

@@ -141,22 +141,16 @@ impl FileLeases {
         let now = (self.clock)();
         match read(&path)? {
             None => {
-                let temp = self.write_temp(&self.fresh_record(thread_id))?;
-                let linked = std::fs::hard_link(&temp, &path);
-                let _ = std::fs::remove_file(&temp);
-                match linked {
-                    Ok(()) => {
-                        self.forget_own_request(thread_id);
-                        Ok(Ok(self.ttl))
-                    }
-                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                        // Another replica took it between our read and our link.
-                        Ok(Err(match read(&path)? {
-                            Some(record) => held(&record, now),
-                            None => LeaseDenied::Contended,
-                        }))
-                    }
-                    Err(e) => Err(e),
+                let record = serde_json::to_vec(&self.fresh_record(thread_id))?;
+                if agui_session::claim_file(&path, &record)? {
+                    self.forget_own_request(thread_id);
+                    Ok(Ok(self.ttl))
+                } else {
+                    // Another replica took it between our read and our claim.
+                    Ok(Err(match read(&path)? {
+                        Some(record) => held(&record, now),
+                        None => LeaseDenied::Contended,
+                    }))
                 }
             }
             Some(record) if self.ours(&record) => {

@@ -31,6 +31,7 @@ mod agent;
 mod answers;
 mod backend;
 mod choices;
+mod claim;
 mod contract;
 pub mod defaults;
 mod error;
@@ -60,6 +61,7 @@ pub use backend::Backend;
 pub use choices::{
     Behavior, ConcurrentRuns, InterruptReasons, OnDisconnect, StructuredOutputMode, SubagentEvents,
 };
+pub use claim::claim_file;
 pub use contract::{conversation_config, warm_up};
 pub use error::{RunErrorCode, RunFailure, SessionError};
 pub use identity_migration::{IdentityMigration, migrate_identities};

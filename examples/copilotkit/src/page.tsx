@@ -1,9 +1,10 @@
 // The app's page: CopilotKit's chat on the agent `antigravity` of the runtime (src/server.ts),
 // with what an agui-antigravity agent streams made visible — tool cards for every tool, a
 // frontend tool the page runs itself, questions and approvals answered in the page, the files
-// and commands of the agent's work, subagents under the call that started them. The thread id
-// lives in the address (`#<threadId>`), so a reload returns to the thread.
-import { useEffect, useState } from "react";
+// and commands of the agent's work, subagents under the call that started them; beside it the
+// server's threads (a drawer) and the thread's workspace (a files panel). The thread id lives in
+// the address (`#<threadId>`), so a reload returns to the thread.
+import { useEffect, useRef, useState } from "react";
 import { createRoot } from "react-dom/client";
 import { z } from "zod";
 import type { AbstractAgent } from "@ag-ui/client";
@@ -19,8 +20,10 @@ import {
 } from "@copilotkit/react-core/v2";
 import "@copilotkit/react-core/v2/styles.css";
 import { ACTIVITY_RENDERERS } from "./activities";
+import { FilesPanel } from "./files";
 import { InterruptCard } from "./interrupts";
 import { CUSTOM_MESSAGE_RENDERERS, SubagentList, useSubagentEvents } from "./subagents";
+import { ThreadsDrawer } from "./threads";
 import { RunningContext, ToolCard } from "./tools";
 import "./page.css";
 
@@ -63,10 +66,13 @@ function AgentHeader({ threadId }: { threadId: string }) {
 
 /**
  * Whether the agent has a run in flight; also marks the page with it (`body[data-state]`:
- * `running` or `idle`, and `body[data-runs]`: runs and connects ended), for tests.
+ * `running` or `idle`, and `body[data-runs]`: runs and connects ended), for tests, and calls
+ * `onEnded` when one ends.
  */
-function useRunState(agent: AbstractAgent | undefined): boolean {
+function useRunState(agent: AbstractAgent | undefined, onEnded: () => void): boolean {
   const [running, setRunning] = useState(false);
+  const ending = useRef(onEnded);
+  ending.current = onEnded;
   useEffect(() => {
     if (!agent) return;
     const body = document.body;
@@ -75,6 +81,7 @@ function useRunState(agent: AbstractAgent | undefined): boolean {
       body.dataset.state = "idle";
       body.dataset.runs = String(Number(body.dataset.runs ?? 0) + 1);
       setRunning(false);
+      ending.current();
     };
     const subscription = agent.subscribe({
       onRunInitialized: () => {
@@ -90,10 +97,10 @@ function useRunState(agent: AbstractAgent | undefined): boolean {
 }
 
 /** Registers the tool renderers, the frontend tool and the interrupt UI; renders the chat. */
-function Chat({ threadId }: { threadId: string }) {
+function Chat({ threadId, onRunEnded }: { threadId: string; onRunEnded: () => void }) {
   const { agent } = useAgent({ agentId: AGENT });
   useSubagentEvents(agent);
-  const running = useRunState(agent);
+  const running = useRunState(agent, onRunEnded);
 
   // Every tool call without a renderer of its own (built-in tools, server tools) as a card.
   useDefaultRenderTool({ render: (props) => <ToolCard {...props} /> });
@@ -136,6 +143,8 @@ function Chat({ threadId }: { threadId: string }) {
 
 function App() {
   const [threadId, setThreadId] = useState(threadFromAddress);
+  // Runs (and connects) ended: the drawer and the files panel read the server again on each.
+  const [runs, setRuns] = useState(0);
   useEffect(() => {
     const onHash = () => setThreadId(threadFromAddress());
     window.addEventListener("hashchange", onHash);
@@ -151,7 +160,11 @@ function App() {
     >
       <div className="app">
         <AgentHeader threadId={threadId} />
-        <Chat key={threadId} threadId={threadId} />
+        <div className="app-body">
+          <ThreadsDrawer threadId={threadId} runs={runs} />
+          <Chat key={threadId} threadId={threadId} onRunEnded={() => setRuns((n) => n + 1)} />
+          <FilesPanel threadId={threadId} runs={runs} />
+        </div>
       </div>
     </CopilotKitProvider>
   );

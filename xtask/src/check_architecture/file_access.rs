@@ -72,6 +72,10 @@ const ALLOWED: &[(&str, &str)] = &[
         "the thread store (<save_dir>/threads), out of every sandbox's reach",
     ),
     (
+        "crates/agui-session/src/claim.rs",
+        "claim files (owners, tree claims, leases), in directories only the server writes",
+    ),
+    (
         "crates/agui-session/src/store/owners.rs",
         "thread owners, claimed beside the thread records (and those of <save_dir>/owners moved in)",
     ),

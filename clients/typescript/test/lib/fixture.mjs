@@ -27,6 +27,12 @@ export const SCRIPT = {
       reply: { text: "Running it.", calls: [{ name: "run_command", args: { CommandLine: "sleep 41.5", Cwd: "{{workspace}}", WaitMsBeforeAsync: 60000 } }] },
     },
     {
+      name: "write a file",
+      repeat: "forever",
+      match: { user_text_contains: "c-write", last_part: "text" },
+      reply: { calls: [{ name: "run_command", args: { CommandLine: "mkdir -p out && printf 'written by the agent' > out/agent.txt", Cwd: "{{workspace}}", WaitMsBeforeAsync: 10000 } }] },
+    },
+    {
       name: "short command",
       repeat: "forever",
       match: { user_text_contains: "c-work", last_part: "text" },

@@ -10,7 +10,7 @@
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::fs;
-use std::io::{self, Write as _};
+use std::io;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
@@ -85,7 +85,8 @@ impl ThreadStore {
             owner: identity.to_owned(),
         })
         .map_err(io::Error::other)?;
-        match link_new(&self.dir, &path, &content)? {
+        fs::create_dir_all(&self.dir)?;
+        match crate::claim::claim_file(&path, &content)? {
             true => {
                 *counts.entry(identity.to_owned()).or_default() += 1;
                 Ok(Admission::Yours)
@@ -198,7 +199,7 @@ impl ThreadStore {
             };
             let target = self.claim_path(&claim.thread_id);
             let content = serde_json::to_vec(&claim).map_err(io::Error::other)?;
-            if !link_new(&self.dir, &target, &content)? {
+            if !crate::claim::claim_file(&target, &content)? {
                 tracing::warn!(thread_id = %claim.thread_id, "a thread claimed in both places keeps its newer claim");
             }
             fs::remove_file(&path)?;
@@ -232,32 +233,6 @@ fn read_claim_file(path: &Path) -> io::Result<Option<ClaimFile>> {
             )
         })?)),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(e),
-    }
-}
-
-/// Writes `content` as `path` unless something has that name: a complete file is written
-/// under a name nobody else uses, synced, then hard-linked into place (a link never replaces a
-/// file, so of two such writes one wins), and the directory synced. `false` when another
-/// file had the name.
-pub(crate) fn link_new(dir: &Path, path: &Path, content: &[u8]) -> io::Result<bool> {
-    fs::create_dir_all(dir)?;
-    let temp = dir.join(format!(".{}.claim", uuid::Uuid::new_v4().simple()));
-    let linked = (|| {
-        let mut file = fs::File::create_new(&temp)?;
-        file.write_all(content)?;
-        file.sync_all()?;
-        fs::hard_link(&temp, path)
-    })();
-    let _ = fs::remove_file(&temp);
-    match linked {
-        Ok(()) => {
-            if let Ok(dir) = fs::File::open(dir) {
-                let _ = dir.sync_all();
-            }
-            Ok(true)
-        }
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(false),
         Err(e) => Err(e),
     }
 }

@@ -233,20 +233,16 @@ fn read_claim(file: &Path) -> Result<Option<TreeId>, TreeError> {
 fn link_claim(file: &Path, owner: &Owner, tree: &TreeId) -> Result<Option<TreeId>, TreeError> {
     let dir = file.parent().expect("a claim file has a directory");
     make_private_dir(dir).map_err(io_error(format!("create {}", dir.display())))?;
-    let temp = dir.join(format!(".{tree}.claim"));
     let json = serde_json::to_vec(&Claim {
         owner: owner.clone(),
         tree: tree.clone(),
     })
     .expect("a claim serialises");
-    write_private(&temp, &json).map_err(io_error(format!("write {}", temp.display())))?;
-    let linked = fs::hard_link(&temp, file);
-    let _ = fs::remove_file(&temp);
-    match linked {
-        Ok(()) => Ok(None),
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => read_claim(file)?
-            .ok_or_else(|| io_error(format!("read {}", file.display()))(e))
-            .map(Some),
+    match crate::claim::claim_file(file, &json) {
+        Ok(true) => Ok(None),
+        Ok(false) => read_claim(file)?.map(Some).ok_or_else(|| {
+            io_error(format!("read {}", file.display()))(io::ErrorKind::NotFound.into())
+        }),
         Err(e) => Err(io_error(format!("claim {}", file.display()))(e)),
     }
 }
