@@ -117,9 +117,14 @@ export class Leaks {
     this.astray = now;
   }
 
+  /** Processes of the soak's kind still running (every server stopped: none may be). */
+  leftAfterStop() {
+    return processTable().filter((p) => isOurKind(p) && ours(p, this.dir));
+  }
+
   /** At the very end, every server stopped: nothing of the soak's kind may run. */
   final() {
-    const left = processTable().filter((p) => isOurKind(p) && ours(p, this.dir));
+    const left = this.leftAfterStop();
     if (left.length) violate(`processes left after every server stopped: ${left.map((p) => `${p.pid} (${p.cmdline.slice(0, 60)})`).join(", ")}`);
     return left.length;
   }

@@ -28,6 +28,8 @@ export class ConversationWatch {
     /** Conversations seen open in two processes, with the first evidence of each. */
     this.doubled = new Map();
     this.homes = new Map();
+    /** Conversations open in a frozen replica's harness and in another one's at once. */
+    this.frozenOverlap = new Set();
     this.timer = undefined;
   }
 
@@ -73,7 +75,7 @@ export class ConversationWatch {
           const target = fs.readlinkSync(`/proc/${p.pid}/fd/${fd}`);
           if (target.startsWith(this.volume) && target.endsWith(".db")) {
             const list = byDb.get(target) ?? [];
-            if (!list.some((x) => x.pid === p.pid)) list.push({ pid: p.pid, replica });
+            if (!list.some((x) => x.pid === p.pid)) list.push({ pid: p.pid, replica, stopped: p.state === "T" });
             byDb.set(target, list);
           }
         } catch {
@@ -93,6 +95,12 @@ export class ConversationWatch {
     if (shared) this.sharedSamples += 1;
     for (const [db, holders] of byDb) {
       if (holders.length < 2) continue;
+      // A holder frozen with its replica (SIGSTOP) drives nothing while frozen: counted apart;
+      // once thawed, its replica must stop it before it writes (then it shows here, running).
+      if (holders.filter((h) => !h.stopped).length < 2) {
+        this.frozenOverlap.add(db);
+        continue;
+      }
       const seen = this.doubled.get(db);
       if (seen) {
         seen.samples += 1;
@@ -111,6 +119,7 @@ export class ConversationWatch {
       sharedTreeSamples: this.sharedSamples,
       sharedTrees: this.sharedTrees.size,
       mostHarnessesInOneTree: this.most,
+      openWhileAHolderWasFrozen: this.frozenOverlap.size,
       conversationsOpenTwice: [...this.doubled].map(([db, e]) => ({ db, ...e })),
     };
   }

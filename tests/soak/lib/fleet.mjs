@@ -189,6 +189,13 @@ export class Fleet {
     return reload;
   }
 
+  /** A replica no nginx routes to, started alone on the shared volume (the cold-resume check). */
+  async fresh() {
+    const r = { id: "fresh", port: await freePort(), state: "down", extra: true, unrouted: true };
+    this.replicas.push(r);
+    return this.boot(r);
+  }
+
   /** Every replica still running stops by SIGTERM; nginx too. */
   async stopAll() {
     for (const r of this.replicas.filter((x) => x.state === "up" || x.state === "frozen")) {

@@ -59,7 +59,8 @@ export class Users {
     } catch (err) {
       return { cut: true, losses, error: String(err) };
     }
-    const upstream = res.headers.get("x-upstream") ?? via?.id;
+    const upstream = res.headers.get("x-upstream") ?? (via ? `127.0.0.1:${via.port}` : undefined);
+    thread.lastUpstream = upstream;
     if (res.status !== 200) return { status: res.status, text: await res.text(), losses, upstream };
     const decoder = new TextDecoder();
     let text = "";
