@@ -127,8 +127,21 @@ export class Faults {
         world.losses += 1;
         for (const pid of frozen) stop(pid, "SIGSTOP");
         const measured = probe?.();
-        // Longer than a lease lives: another replica may take the victim's threads meanwhile.
-        await sleep(LEASE_TTL_SECS * 1000 + this.rnd.int(2_000, 6_000));
+        // Longer than a lease lives; then another replica is asked for the probe's thread
+        // straight (as a client of another proxy would), takes it over, and the thawed replica
+        // must find its lease gone and stop the thread (LEASE_LOST), never drive it on.
+        await sleep(LEASE_TTL_SECS * 1000 + 1_500);
+        const other = f.up().find((x) => x !== r);
+        if (this.probed && other) {
+          const thread = this.probed;
+          const message = { id: `u-takeover-${thread.id}`, role: "user", content: `s-say ${thread.id}-takeover` };
+          thread.messages.push(message);
+          const rec = await this.users.post(thread, { via: other });
+          const end = rec.events?.find((e) => e.type === "RUN_FINISHED" || e.type === "RUN_ERROR");
+          count(world.tally.faults, `frozen replica's thread taken over: ${end?.type === "RUN_FINISHED" ? "answered" : end?.code ?? rec.status ?? "cut"}`);
+          if (end?.type === "RUN_FINISHED") thread.answered.add(message.id);
+        }
+        await sleep(this.rnd.int(0, 3_000));
         for (const pid of frozen) stop(pid, "SIGCONT");
         r.state = "up";
         await measured;
@@ -159,16 +172,17 @@ export class Faults {
     for (let i = 0; i < 24 && !thread; i++) {
       const candidate = this.users.newThread(0);
       this.threads.push(candidate);
-      const end = await this.users.turn(candidate, `s-say probe-${candidate.id}-${i}`, world.faultClock, this.rnd);
+      const end = await this.users.turn(candidate, `s-say ${candidate.id}-probe-${i}`, world.faultClock, this.rnd);
       const routed = candidate.lastUpstream;
       if (end?.type === "RUN_FINISHED" && routed === upstream) thread = candidate;
     }
+    this.probed = thread;
     if (!thread) return undefined;
     return async () => {
       const started = Date.now();
       const seen = {};
       for (let i = 0; Date.now() - started < 90_000; i++) {
-        const message = { id: `u-probe-${i}-${thread.id}`, role: "user", content: `s-say probe-${thread.id}-after-${i}` };
+        const message = { id: `u-probe-${i}-${thread.id}`, role: "user", content: `s-say ${thread.id}-after-${i}` };
         thread.messages.push(message);
         const rec = await this.users.post(thread, {});
         const end = rec.events?.find((e) => e.type === "RUN_FINISHED" || e.type === "RUN_ERROR");
