@@ -688,6 +688,26 @@ pub fn options(
     Ok(options)
 }
 
+/// Removes the sandbox roots that killed launchers (of this server's predecessors) left in the
+/// temporary directory, before this server starts any.
+async fn clear_stale_roots() {
+    let tmp = std::env::temp_dir();
+    let cleared =
+        tokio::task::spawn_blocking(move || harness_client::sandbox::clear_stale_roots(&tmp))
+            .await
+            .unwrap_or_default();
+    if !cleared.removed.is_empty() {
+        tracing::info!(
+            removed = cleared.removed.len(),
+            dir = %std::env::temp_dir().display(),
+            "removed the sandbox roots that killed launchers left"
+        );
+    }
+    for (root, why) in &cleared.kept {
+        tracing::warn!(root = %root.display(), reason = %why, "a killed launcher's sandbox root is left in place");
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -730,25 +750,5 @@ mod tests {
             ("/b", "workspace_root = \"/w\""),
         ]);
         assert!(clash.unwrap_err().contains("workspace_root `/w`"));
-    }
-}
-
-/// Removes the sandbox roots that killed launchers (of this server's predecessors) left in the
-/// temporary directory, before this server starts any.
-async fn clear_stale_roots() {
-    let tmp = std::env::temp_dir();
-    let cleared =
-        tokio::task::spawn_blocking(move || harness_client::sandbox::clear_stale_roots(&tmp))
-            .await
-            .unwrap_or_default();
-    if !cleared.removed.is_empty() {
-        tracing::info!(
-            removed = cleared.removed.len(),
-            dir = %std::env::temp_dir().display(),
-            "removed the sandbox roots that killed launchers left"
-        );
-    }
-    for (root, why) in &cleared.kept {
-        tracing::warn!(root = %root.display(), reason = %why, "a killed launcher's sandbox root is left in place");
     }
 }
