@@ -1,4 +1,5 @@
-//! `cargo xtask soak --minutes N [--seed S] [--users M]`: the release server, the real harness
+//! `cargo xtask soak --minutes N [--seed S] [--users M] [--replicas R]`: the release server (or
+//! R replicas of it behind nginx, configured as `deploy/nginx.conf` routes), the real harness
 //! and the scripted model under simulated users and injected faults for N minutes
 //! (`tests/soak/soak.mjs` says what it does and checks). It prints a table, writes a JSON report
 //! (`target/soak/`), and fails on any violation.
@@ -22,11 +23,15 @@ pub(crate) struct Args {
     /// How many users act at once.
     #[arg(long, default_value_t = 4)]
     users: u32,
+    /// How many replicas (sharing one save dir and workspace root, leases on, behind nginx);
+    /// 1: one server alone.
+    #[arg(long, default_value_t = 1)]
+    replicas: u32,
 }
 
 pub(crate) fn run(args: Args) -> anyhow::Result<()> {
-    if args.minutes.is_nan() || args.minutes <= 0.0 || args.users == 0 {
-        bail!("--minutes must be above 0 and --users at least 1");
+    if args.minutes.is_nan() || args.minutes <= 0.0 || args.users == 0 || args.replicas == 0 {
+        bail!("--minutes must be above 0, --users and --replicas at least 1");
     }
     let harness = install_harness()?;
     let root = workspace_root();
@@ -40,7 +45,8 @@ pub(crate) fn run(args: Args) -> anyhow::Result<()> {
         .env("ANTIGRAVITY_HARNESS_PATH", &harness)
         .arg("tests/soak/soak.mjs")
         .args(["--minutes", &args.minutes.to_string()])
-        .args(["--users", &args.users.to_string()]);
+        .args(["--users", &args.users.to_string()])
+        .args(["--replicas", &args.replicas.to_string()]);
     if let Some(seed) = args.seed {
         node.args(["--seed", &seed.to_string()]);
     }

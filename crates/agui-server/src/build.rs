@@ -248,6 +248,7 @@ pub(crate) async fn build(
                             "confined harness processes run as this host user and group"
                         );
                     }
+                    clear_stale_roots().await;
                     let support = harness_client::sandbox::probe(launcher, run_as).await;
                     let cgroups = tokio::task::spawn_blocking(cgroups::detect)
                         .await
@@ -688,6 +689,26 @@ pub fn options(
     }
     options.validate().map_err(|e| bad(e.to_string()))?;
     Ok(options)
+}
+
+/// Removes the sandbox roots that killed launchers (of this server's predecessors) left in the
+/// temporary directory, before this server starts any.
+async fn clear_stale_roots() {
+    let tmp = std::env::temp_dir();
+    let cleared =
+        tokio::task::spawn_blocking(move || harness_client::sandbox::clear_stale_roots(&tmp))
+            .await
+            .unwrap_or_default();
+    if !cleared.removed.is_empty() {
+        tracing::info!(
+            removed = cleared.removed.len(),
+            dir = %std::env::temp_dir().display(),
+            "removed the sandbox roots that killed launchers left"
+        );
+    }
+    for (root, why) in &cleared.kept {
+        tracing::warn!(root = %root.display(), reason = %why, "a killed launcher's sandbox root is left in place");
+    }
 }
 
 #[cfg(test)]

@@ -46,6 +46,7 @@ mod identity;
 #[cfg(feature = "launcher")]
 mod launcher;
 mod probe;
+mod roots;
 mod services;
 mod spec;
 
@@ -57,6 +58,7 @@ pub use identity::{SandboxIdentity, sandbox_identity};
 #[cfg(feature = "launcher")]
 pub use launcher::{launcher_main, run_if_launcher};
 pub use probe::{SIMULATE_UNAVAILABLE_ENV, SandboxSupport, probe};
+pub use roots::{ClearedRoots, ROOT_PREFIX, clear_stale_roots};
 pub use services::{NetworkServices, ProcessLabel, ServiceGrant, Services};
 pub use spec::{EGRESS_PORT, MODEL_PORT};
 

@@ -162,15 +162,16 @@ function harnessAlive(pid) {
 
 /**
  * Starts `agui-antigravity serve` (from `AGUI_BIN`) with `args`, optionally a TOML `config`,
- * on 127.0.0.1 port 0, with `AGUI_DATA_DIR`, `--save-dir` and `--workspace-root` in a fresh
- * temporary directory — or in `dir`, which a restarted server reuses and `stop()` then leaves
- * for the caller to remove. The harness comes from `ANTIGRAVITY_HARNESS_PATH` (set by the runner).
+ * on 127.0.0.1 port 0 (or `port`), with `AGUI_DATA_DIR`, `--save-dir` and `--workspace-root` in
+ * a fresh temporary directory — or in `dir`, which a restarted server reuses and `stop()` then
+ * leaves for the caller to remove (`saveDir` and `workspaceRoot` put those two elsewhere, e.g.
+ * on a volume of their own). The harness comes from `ANTIGRAVITY_HARNESS_PATH` (set by the runner).
  */
-export async function startServer({ args = [], config, env = {}, label = "server", dir: reuse } = {}) {
+export async function startServer({ args = [], config, env = {}, label = "server", dir: reuse, port = 0, saveDir, workspaceRoot } = {}) {
   const bin = requiredBinary("AGUI_BIN");
   const dir = reuse ?? tempDir("e2e");
-  const logFile = path.join(dir, `server-${Date.now()}.log`);
-  const all = ["serve", "--bind", "127.0.0.1:0", "--save-dir", path.join(dir, "s"), "--workspace-root", path.join(dir, "w")];
+  const logFile = path.join(dir, `server-${label.replace(/[^\w.-]+/g, "-")}-${Date.now()}.log`);
+  const all = ["serve", "--bind", `127.0.0.1:${port}`, "--save-dir", saveDir ?? path.join(dir, "s"), "--workspace-root", workspaceRoot ?? path.join(dir, "w")];
   if (config !== undefined) {
     const file = path.join(dir, "agents.toml");
     fs.writeFileSync(file, config);
@@ -220,6 +221,8 @@ export async function startServer({ args = [], config, env = {}, label = "server
     harnesses: () => (sample(), [...harnesses]),
     /** The server's PID. */
     pid: child.pid,
+    /** The server's log file. */
+    logFile,
     /**
      * SIGKILL, as a crash: the server gets no chance to clean up. `stop()` afterwards only checks
      * that its harness processes went away with it.

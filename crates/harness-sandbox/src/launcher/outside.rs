@@ -6,6 +6,7 @@ use hakoniwa::{Container, MountOptions, Namespace, Stdio};
 
 use super::{INSIDE_ARG, Own, SETUP_FAILED, identity, text};
 use crate::probe::{PROBE_ARG, SIMULATE_UNAVAILABLE_ENV};
+use crate::roots::{Root, clear_stale_roots};
 use crate::spec::Spec;
 
 /// System directories made readable whole (those that exist; symlinks such as a merged-`/usr`
@@ -80,6 +81,8 @@ pub(super) fn run(spec: &Spec, taken: usize) -> Result<u8, String> {
     let own = Own::find(taken)?;
     let program = text(&own.program)?;
     let mut sources = Sources(spec.run_as.map(|_| identity::Stages::default()));
+    // Removed when this stage returns, after the sandbox.
+    let mut root = None;
     let mut container = match spec.run_as {
         // Its user namespace is made by this stage (`identity.rs`), the others within it.
         Some(_) => {
@@ -93,6 +96,11 @@ pub(super) fn run(spec: &Spec, taken: usize) -> Result<u8, String> {
         }
         None => {
             let mut container = Container::new();
+            // A root of its own naming, so that a server can tell one a killed launcher left;
+            // those earlier launchers left go first.
+            let tmp = std::env::temp_dir();
+            clear_stale_roots(&tmp);
+            container.rootdir(root.insert(Root::make(&tmp)?).path());
             // Inside, the launcher's own identity is 0, the namespace's root: PID 1 keeps its
             // capabilities across `exec` (to bring the loopback up, bind the model's port),
             // whoever the launcher is.
