@@ -1,11 +1,12 @@
 //! The independent check of the end-to-end suite's streams: every response the suite's client
 //! received (kept by `tests/e2e/lib/client.mjs` in `E2E_STREAMS_DIR`) goes through
-//! `ag-ui-validate` (PyPI), which must report no error and no warning.
+//! `ag-ui-validate` (PyPI), which must report no finding at all (no error, warning or info).
 //!
 //! The validator is `AG_UI_VALIDATE` if set, else `ag-ui-validate` on `PATH`, else the package
 //! in `<target dir>/ag-ui-validate-<version>` (`pip install --target`, which `.ci/run` does and
-//! this does when it is missing; the package has no dependencies). Its info-level findings (e.g. AGUI208, a `parentMessageId` it did not see in the run, which the
-//! spec allows) do not fail the check; they are counted in the tally.
+//! this does when it is missing; the package has no dependencies). Every finding fails the
+//! check, info-level ones too (e.g. AGUI902, events without their optional `timestamp`): the
+//! streams are ours, and a hygiene note today is a client's surprise tomorrow.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -67,9 +68,10 @@ pub(crate) fn check(dir: &Path) -> anyhow::Result<()> {
     );
     if !tally.findings.is_empty() {
         bail!(
-            "ag-ui-validate found {} errors and {} warnings:\n- {}",
+            "ag-ui-validate found {} errors, {} warnings and {} info:\n- {}",
             tally.errors,
             tally.warnings,
+            tally.info,
             tally.findings.join("\n- ")
         );
     }
@@ -112,7 +114,7 @@ fn validate(validator: &Validator, stream: &Path, tally: &mut Tally) -> anyhow::
     }
     for finding in report["diagnostics"].as_array().into_iter().flatten() {
         let severity = finding["severity"].as_str().unwrap_or_default();
-        if severity == "error" || severity == "warning" {
+        if matches!(severity, "error" | "warning" | "info") {
             tally.findings.push(format!(
                 "{name}: {} {} (event {}): {}",
                 severity,
