@@ -32,6 +32,12 @@ const ALLOWED: &[(&str, &str)] = &[
         "the host's cgroup file system",
     ),
     (
+        "crates/harness-sandbox/src/roots.rs",
+        "sandbox roots in the host's temp dir: mount points only (the agent writes into what is \
+         mounted on them, never the directories themselves), made 0700 by the launcher, \
+         removed only when empty of data, no link followed",
+    ),
+    (
         "crates/harness-sandbox/src/probe.rs",
         "the host's own executable and /proc",
     ),
