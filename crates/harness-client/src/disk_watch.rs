@@ -49,6 +49,10 @@ enum Verdict {
     Confirm,
     /// Over the cap and growing: stop the commands.
     Stop,
+    /// Commands were just stopped: what they wrote while being killed lands now, so this look
+    /// only takes the floor anew (judging it as growth would kill the next command, the agent's
+    /// cleanup); look again at once.
+    Settle,
 }
 
 /// What the watcher remembers between looks.
@@ -61,6 +65,8 @@ struct Watch {
     floor: Option<u64>,
     /// What the tree took when it was found over the cap, waiting for a second look.
     confirming: Option<u64>,
+    /// Commands were stopped at the last look: this one takes the floor.
+    settling: bool,
 }
 
 /// How much a tree found over its cap must grow before the second look for its writer to count
@@ -83,7 +89,12 @@ fn judge(cap: u64, watch: &mut Watch, now: Look) -> Verdict {
     if !over {
         watch.floor = None;
         watch.confirming = None;
+        watch.settling = false;
         return Verdict::Fine;
+    }
+    if std::mem::take(&mut watch.settling) {
+        watch.floor = Some(now.bytes);
+        return Verdict::Settle;
     }
     if let Some(found) = watch.confirming.take() {
         let verdict = if now.bytes > found.saturating_add(STILL_WRITING) {
@@ -92,6 +103,7 @@ fn judge(cap: u64, watch: &mut Watch, now: Look) -> Verdict {
             Verdict::Fine
         };
         watch.floor = Some(now.bytes);
+        watch.settling = verdict == Verdict::Stop;
         return verdict;
     }
     let verdict = match (before, watch.floor) {
@@ -109,6 +121,7 @@ fn judge(cap: u64, watch: &mut Watch, now: Look) -> Verdict {
         (Verdict::Fine, Some(floor)) => floor.min(now.bytes),
         _ => now.bytes,
     });
+    watch.settling = verdict == Verdict::Stop;
     verdict
 }
 
@@ -168,8 +181,8 @@ pub(crate) async fn watch<T: Send + Sync + 'static>(
             }
         }
         let wait = match verdict {
-            Verdict::Confirm => SOONEST,
-            Verdict::Fine | Verdict::Stop => next_wait(cap, now, took),
+            Verdict::Confirm | Verdict::Stop => SOONEST,
+            Verdict::Fine | Verdict::Settle => next_wait(cap, now, took),
         };
         tokio::time::sleep(wait).await;
     }
@@ -257,6 +270,23 @@ mod tests {
                 Verdict::Confirm,
             ),
             (vec![mb(150), mb(50), mb(60)], Verdict::Fine),
+            // What the stopped writer wrote while being killed is not growth.
+            (vec![mb(90), mb(120), mb(125), mb(130)], Verdict::Settle),
+            (
+                vec![mb(90), mb(120), mb(125), mb(130), mb(110)],
+                Verdict::Fine,
+            ),
+            // After the settling look, growth counts again.
+            (
+                vec![
+                    mb(90),
+                    mb(120),
+                    mb(125),
+                    mb(130),
+                    look((130 << 20) + slack + 1),
+                ],
+                Verdict::Stop,
+            ),
         ] {
             let mut watch = Watch::default();
             let verdicts: Vec<Verdict> = looks.iter().map(|&l| judge(cap, &mut watch, l)).collect();
