@@ -356,3 +356,176 @@ async fn an_edit_forks_on_another_replica_after_a_failover_and_the_branches_are_
         404
     );
 }
+
+/// A `PUT` of a small file to `thread` as `owner` (which makes the thread, theirs): its status.
+async fn seed(client: &reqwest::Client, served: &Served, owner: &str, thread: &str) -> u16 {
+    client
+        .put(format!(
+            "http://{}/threads/{thread}/files/seed.txt",
+            served.addr
+        ))
+        .bearer_auth(token(owner))
+        .body("seed")
+        .send()
+        .await
+        .unwrap()
+        .status()
+        .as_u16()
+}
+
+/// One list page: its `(updatedAt, id)` pairs and its cursor.
+async fn list_page(
+    client: &reqwest::Client,
+    served: &Served,
+    limit: usize,
+    cursor: Option<&str>,
+) -> (Vec<(String, String)>, Option<String>) {
+    let mut url = format!("http://{}/threads?limit={limit}", served.addr);
+    if let Some(cursor) = cursor {
+        url.push_str(&format!("&cursor={cursor}"));
+    }
+    let response = client
+        .get(url)
+        .bearer_auth(token("alice"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let page: Value = response.json().await.unwrap();
+    let threads = page["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            (
+                t["updatedAt"].as_str().unwrap().to_owned(),
+                t["id"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    (threads, page["nextCursor"].as_str().map(str::to_owned))
+}
+
+/// Every page of alice's list with `limit`, following the cursor until there is none; `between`
+/// runs after each page but the last. Each page holds `limit` threads but the last, which holds
+/// at least one.
+async fn walk(
+    client: &reqwest::Client,
+    served: &Served,
+    limit: usize,
+    mut between: impl AsyncFnMut(usize),
+) -> Vec<(String, String)> {
+    let (mut all, mut cursor, mut pages) = (Vec::new(), None::<String>, 0);
+    loop {
+        let (threads, next) = list_page(client, served, limit, cursor.as_deref()).await;
+        pages += 1;
+        assert!(!threads.is_empty(), "page {pages} (limit {limit}) is empty");
+        all.extend(threads.iter().cloned());
+        match next {
+            Some(next) => {
+                assert_eq!(threads.len(), limit, "page {pages} is not full");
+                between(pages).await;
+                cursor = Some(next);
+            }
+            None => {
+                assert!(
+                    threads.len() <= limit,
+                    "page {pages} is longer than {limit}"
+                );
+                return all;
+            }
+        }
+    }
+}
+
+fn only_ids(threads: &[(String, String)]) -> Vec<String> {
+    threads.iter().map(|(_, id)| id.clone()).collect()
+}
+
+#[tokio::test]
+async fn a_thousand_threads_are_listed_page_by_page_each_exactly_once_newest_activity_first() {
+    let started = Instant::now();
+    let served = Served::start(Start::default()).await;
+    let client = client();
+    // The default `max_threads_per_owner` is 1000: alice makes as many, 16 at a time, by a
+    // `PUT` of a file to each new thread.
+    const THREADS: usize = 1000;
+    let (by_ref, served_ref) = (&client, &served);
+    let made: Vec<u16> = futures_util::stream::iter(0..THREADS)
+        .map(move |i| async move { seed(by_ref, served_ref, "alice", &format!("t{i:04}")).await })
+        .buffer_unordered(16)
+        .collect()
+        .await;
+    assert!(made.iter().all(|s| *s == 201), "{made:?}");
+    assert_eq!(
+        seed(&client, &served, "alice", "one-too-many").await,
+        429,
+        "the 1001st thread is past the default cap"
+    );
+    let seeded = started.elapsed();
+
+    // The order the server defines: newest activity first (`updatedAt`, to the second), then
+    // by id; every id exactly once, whatever the page size.
+    let by_100 = walk(&client, &served, 100, async |_| {}).await;
+    let mut expected: Vec<(String, String)> = by_100.clone();
+    expected.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+    assert_eq!(by_100, expected, "pages in the server's order");
+    let mut ids = only_ids(&by_100);
+    ids.sort();
+    let all: Vec<String> = (0..THREADS).map(|i| format!("t{i:04}")).collect();
+    assert_eq!(ids, all, "each of the 1000 threads exactly once");
+    let by_77 = walk(&client, &served, 77, async |_| {}).await;
+    assert_eq!(
+        by_77, by_100,
+        "a page size that does not divide 1000 gives the same list"
+    );
+    let by_200 = walk(&client, &served, 200, async |_| {}).await;
+    assert_eq!(by_200, by_100);
+
+    // A rename is activity: the renamed thread moves to the head of the list (a later second
+    // than every thread made above). The cursor is a position in that order, so a walk under
+    // way never lists a thread twice: one already listed (`seen`) is not listed again, and
+    // one not reached yet (`ahead`) is not reached at all (a new walk, or the event stream,
+    // shows it at the head); every other thread is listed exactly once, in order.
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let order = only_ids(&by_100);
+    let (seen, ahead) = (order[40].clone(), order[640].clone());
+    let during = walk(&client, &served, 100, async |page| {
+        if page == 1 {
+            for id in [&seen, &ahead] {
+                let (status, renamed) = patch(
+                    &served,
+                    "alice",
+                    id,
+                    json!({"title": format!("renamed {id}")}),
+                )
+                .await;
+                assert_eq!(status, 200, "{renamed}");
+            }
+        }
+    })
+    .await;
+    let during = only_ids(&during);
+    let unchanged: Vec<String> = order.iter().filter(|id| **id != ahead).cloned().collect();
+    assert_eq!(
+        during, unchanged,
+        "listed once each, in order, but the thread renamed before the walk reached it"
+    );
+    let after = only_ids(&walk(&client, &served, 100, async |_| {}).await);
+    let mut head = after[..2].to_vec();
+    head.sort();
+    let mut renamed = vec![seen.clone(), ahead.clone()];
+    renamed.sort();
+    assert_eq!(head, renamed, "the renamed threads lead a new walk");
+    let rest: Vec<String> = order
+        .iter()
+        .filter(|id| **id != seen && **id != ahead)
+        .cloned()
+        .collect();
+    assert_eq!(&after[2..], &rest[..]);
+    eprintln!(
+        "1000 threads made in {:.1} s; the whole test took {:.1} s",
+        seeded.as_secs_f64(),
+        started.elapsed().as_secs_f64()
+    );
+}
