@@ -5,15 +5,16 @@ use std::path::PathBuf;
 use anyhow::bail;
 use serde::Serialize;
 
-use crate::workloads::{w1, w2, w3, w4, w5, w6};
+use crate::workloads::{w1, w2, w3, w4, w5, w6, w7};
 
 /// `agui-bench`: the benchmark of record (`cargo xtask bench` builds the binaries and runs it).
 #[derive(Debug, clap::Parser)]
 #[command(name = "agui-bench", version, about)]
 pub(crate) struct Args {
     /// Workloads to run, comma-separated (W1 latency, W2 concurrency, W3 idle memory, W4
-    /// frontend-tool park/resume, W5 commands, W6 forks; W5 runs only when asked for).
-    #[arg(long, default_value = "W1,W2,W3,W4,W6", value_delimiter = ',')]
+    /// frontend-tool park/resume, W5 commands, W6 forks, W7 threads and files; W5 runs only
+    /// when asked for).
+    #[arg(long, default_value = "W1,W2,W3,W4,W6,W7", value_delimiter = ',')]
     pub(crate) workloads: Vec<String>,
     /// A ~2-minute run: fewer runs, levels and iterations, shorter settles (explicit flags win).
     #[arg(long)]
@@ -111,6 +112,21 @@ pub(crate) struct Args {
     /// W6: forks (a new thread, a second turn, a regenerate of it) (default 10; quick 4).
     #[arg(long)]
     pub(crate) w6_runs: Option<usize>,
+    /// W7: threads made and listed (default 1000; quick 200).
+    #[arg(long)]
+    pub(crate) w7_threads: Option<usize>,
+    /// W7: threads a page (default 50, the server's default page).
+    #[arg(long, default_value_t = 50)]
+    pub(crate) w7_limit: usize,
+    /// W7: whole listings read (default 5; quick 3).
+    #[arg(long)]
+    pub(crate) w7_passes: Option<usize>,
+    /// W7: `PUT`s in flight while making the threads.
+    #[arg(long, default_value_t = 16)]
+    pub(crate) w7_concurrency: usize,
+    /// W7: the file uploaded and downloaded, MiB (default 200; quick 50).
+    #[arg(long)]
+    pub(crate) w7_file_mb: Option<u64>,
     /// W4 floor: wait before answering the tool call, ms (the resume then starts from an idle
     /// harness, as run 2 does).
     #[arg(long, default_value_t = 200)]
@@ -126,6 +142,7 @@ pub(crate) enum Workload {
     W4,
     W5,
     W6,
+    W7,
 }
 
 /// Everything a run does, resolved from the flags.
@@ -144,6 +161,7 @@ pub(crate) struct Plan {
     pub(crate) w4: w4::Params,
     pub(crate) w5: w5::Params,
     pub(crate) w6: w6::Params,
+    pub(crate) w7: w7::Params,
     pub(crate) sandbox: Option<String>,
     pub(crate) pool_size: u64,
     pub(crate) owners: usize,
@@ -167,8 +185,9 @@ impl Args {
                 "W4" => Workload::W4,
                 "W5" => Workload::W5,
                 "W6" => Workload::W6,
+                "W7" => Workload::W7,
                 "" => continue,
-                other => bail!("unknown workload `{other}` (W1, W2, W3, W4, W5, W6)"),
+                other => bail!("unknown workload `{other}` (W1, W2, W3, W4, W5, W6, W7)"),
             };
             if !workloads.contains(&w) {
                 workloads.push(w);
@@ -222,6 +241,13 @@ impl Args {
             w6: w6::Params {
                 runs: self.w6_runs.unwrap_or(pick(q, 4, 10)).max(1),
             },
+            w7: w7::Params {
+                threads: self.w7_threads.unwrap_or(pick(q, 200, 1000)).max(1),
+                limit: self.w7_limit,
+                passes: self.w7_passes.unwrap_or(pick(q, 3, 5)).max(1),
+                concurrency: self.w7_concurrency.max(1),
+                file_mb: self.w7_file_mb.unwrap_or(pick(q, 50, 200)).max(1),
+            },
             sandbox: self.sandbox.clone(),
             pool_size: self.pool_size,
             owners: self.owners,
@@ -234,6 +260,9 @@ impl Args {
             .any(|n| *n == 0)
         {
             bail!("levels must be at least 1");
+        }
+        if !(1..=200).contains(&plan.w7.limit) {
+            bail!("--w7-limit must be between 1 and 200 (the server's largest page)");
         }
         Ok(plan)
     }
@@ -263,10 +292,12 @@ mod tests {
                 Workload::W2,
                 Workload::W3,
                 Workload::W4,
-                Workload::W6
+                Workload::W6,
+                Workload::W7
             ]
         );
         assert_eq!(full.w6.runs, 10);
+        assert_eq!((full.w7.threads, full.w7.file_mb), (1000, 200));
         let quick = plan(&["--quick", "--w1-runs", "7", "--workloads", "w4,W1,w4"]).unwrap();
         assert_eq!(quick.w1.runs, 7);
         assert_eq!(quick.w2.levels, [8, 32]);
@@ -274,6 +305,11 @@ mod tests {
         assert_eq!(quick.w3.hibernated_settle_s, 12.0);
         assert_eq!(quick.workloads, [Workload::W4, Workload::W1]);
         assert_eq!(quick.w6.runs, 4);
+        assert_eq!(
+            (quick.w7.threads, quick.w7.file_mb, quick.w7.limit),
+            (200, 50, 50)
+        );
+        assert!(plan(&["--w7-limit", "201"]).is_err());
         assert!(plan(&["--workloads", "W9"]).is_err());
         assert!(plan(&["--w2-levels", "0"]).is_err());
     }

@@ -25,6 +25,10 @@
 //! - **W5 command cost** (only when asked for, `--workloads W5`): text-only turns alternate
 //!   with turns whose model runs one command; the difference is what a command costs, to
 //!   compare between runs with different `--sandbox` values.
+//! - **W7 threads and files**: one owner makes N threads by uploading a small file to each,
+//!   then lists them page by page (p50/p95 per page, each whole listing, each thread listed
+//!   once); a 200 MiB file is uploaded, then downloaded and read to the end: throughput next
+//!   to `cat` of the same file, and the server's RSS before and at its peak during the download.
 //! - **W6 forks**: per thread, a first turn, a second, then a regenerate of the second's
 //!   answer (the server forks the thread from the harness's saved trajectory): the fork's
 //!   latency against a new thread's first turn.
@@ -60,7 +64,7 @@ use serde_json::{Value, json};
 use crate::cli::{Args, Plan, Workload};
 use crate::launch::{Binaries, Model};
 use crate::report::Table;
-use crate::workloads::{Ctx, w1, w2, w3, w4, w5, w6};
+use crate::workloads::{Ctx, w1, w2, w3, w4, w5, w6, w7};
 
 fn main() -> anyhow::Result<()> {
     tracing_subscriber::fmt()
@@ -215,6 +219,11 @@ async fn run(args: &Args, plan: &Plan) -> anyhow::Result<()> {
                 let w = w6::run(&ctx, plan.w6).await?;
                 show(report::w6(&w), &mut tables);
                 ("W6", serde_json::to_value(&w)?)
+            }
+            Workload::W7 => {
+                let w = w7::run(&ctx, plan.w7).await?;
+                show(report::w7(&w), &mut tables);
+                ("W7", serde_json::to_value(&w)?)
             }
         };
         results.insert(name.into(), value);

@@ -57,6 +57,11 @@ fn process(pid: u32) -> Option<::procfs::process::Process> {
     ::procfs::process::Process::new(i32::try_from(pid).ok()?).ok()
 }
 
+/// Peak resident set size (`VmHWM`) in kB.
+pub(crate) fn hwm_kb(pid: u32) -> Option<u64> {
+    process(pid)?.status().ok()?.vmhwm
+}
+
 /// Resident set size in kB.
 pub(crate) fn rss_kb(pid: u32) -> Option<u64> {
     process(pid)?.status().ok()?.vmrss

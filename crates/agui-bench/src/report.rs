@@ -11,6 +11,7 @@ use crate::workloads::w3::{Pass, W3};
 use crate::workloads::w4::W4;
 use crate::workloads::w5::W5;
 use crate::workloads::w6::W6;
+use crate::workloads::w7::W7;
 use crate::workloads::{Cost, FloorSeries, Series};
 
 /// A table with a title and free-form columns.
@@ -676,6 +677,73 @@ pub(crate) fn w6(w: &W6) -> Vec<Table> {
     ]);
     t.notes.extend(errors_note("forks", &w.fork.errors));
     vec![t]
+}
+
+/// W7: listing the threads, and the big file's way in and out.
+pub(crate) fn w7(w: &W7) -> Vec<Table> {
+    let (l, p) = (&w.list, &w.params);
+    let mut list = Table::new(
+        format!(
+            "W7 threads: {} made by PUT ({} at a time), listed {} times, {} a page",
+            p.threads, p.concurrency, p.passes, p.limit
+        ),
+        &["metric", "value"],
+    );
+    let mut row = |label: &str, value: String| list.row(vec![label.to_owned(), value]);
+    row("threads made", format!("{}/{}", l.made, p.threads));
+    row("time to make them, s", num(Some(l.make_s), 2));
+    row("PUT p50, ms", num(l.put_ms.p50, 2));
+    for (label, value) in [
+        ("page p50, ms", l.page_ms.p50),
+        ("page p95, ms", l.page_p95_ms),
+        ("page max, ms", l.page_ms.max),
+    ] {
+        row(label, num(value, 2));
+    }
+    row("pages a listing", l.pages_per_listing.to_string());
+    row("whole listing p50, ms", num(l.listing_ms.p50, 1));
+    row("whole listing max, ms", num(l.listing_ms.max, 1));
+    row(
+        "listings with each thread once",
+        format!("{}/{}", l.complete_listings, l.listings),
+    );
+    let f = &w.file;
+    let mut file = Table::new(
+        format!(
+            "W7 files: a {} MiB file uploaded by PUT, downloaded by GET (read to the end)",
+            p.file_mb
+        ),
+        &["metric", "ours", "cat", "ours/cat"],
+    );
+    file.apart("upload, MiB/s", num(f.upload_mib_s, 1), String::new());
+    file.pair("download, MiB/s", f.download_mib_s, f.cat_mib_s, 1);
+    file.pair("download, s", Some(f.download_s), Some(f.cat_s), 3);
+    file.apart(
+        "download complete",
+        f.download_complete.to_string(),
+        String::new(),
+    );
+    file.apart(
+        "server RSS before → peak during, MiB",
+        format!(
+            "{} → {}",
+            num(Some(f.server_rss_before_mib), 1),
+            num(Some(f.server_rss_peak_mib), 1)
+        ),
+        String::new(),
+    );
+    file.apart(
+        "server VmHWM before → after, MiB",
+        format!(
+            "{} → {}",
+            num(Some(f.server_hwm_before_mib), 1),
+            num(Some(f.server_hwm_after_mib), 1)
+        ),
+        String::new(),
+    );
+    file.notes
+        .push(format!("`cat` read {} to /dev/null.", f.cat_of));
+    vec![list, file]
 }
 
 #[cfg(test)]

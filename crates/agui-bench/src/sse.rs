@@ -223,10 +223,19 @@ pub(crate) fn owner_tokens() -> Option<String> {
     let owners = OWNERS.get().copied().unwrap_or(0);
     (owners > 0).then(|| {
         (0..owners)
-            .map(|i| format!("o{i}=o{i}-bench-token-0123"))
+            .map(|i| format!("o{i}={}", token_of(i as u64)))
             .collect::<Vec<_>>()
             .join(",")
     })
+}
+
+/// The token of the first owner, when threads have owners (for workloads that act as one).
+pub(crate) fn one_owner_token() -> Option<String> {
+    (OWNERS.get().copied().unwrap_or(0) > 0).then(|| token_of(0))
+}
+
+fn token_of(owner: u64) -> String {
+    format!("o{owner}-bench-token-0123")
 }
 
 /// The token of the owner of `thread_id` (a stable choice from its id), when threads have
@@ -240,7 +249,7 @@ fn owner_token(thread_id: &str) -> Option<String> {
     let hash = thread_id.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
         (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
     });
-    Some(format!("o{}-bench-token-0123", hash % owners as u64))
+    Some(token_of(hash % owners as u64))
 }
 
 /// POSTs `body` to `url` and consumes the SSE stream, within `timeout`.
