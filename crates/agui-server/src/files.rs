@@ -47,6 +47,9 @@ pub(crate) struct Files {
     /// owners).
     max_threads: Option<usize>,
     metrics: Arc<Metrics>,
+    /// The bytes uploads in flight have written, per tree (by its first root): the room under
+    /// the disk cap is shared, so two uploads together cannot pass it.
+    uploading: parking_lot::Mutex<HashMap<PathBuf, u64>>,
 }
 
 impl Files {
@@ -59,7 +62,69 @@ impl Files {
             agent,
             max_threads,
             metrics,
+            uploading: parking_lot::Mutex::default(),
         })
+    }
+
+    /// What the uploads in flight to `tree` have written.
+    fn uploading(&self, tree: &Path) -> u64 {
+        self.uploading.lock().get(tree).copied().unwrap_or(0)
+    }
+
+    /// Counts `bytes` more written by an upload in flight to `tree`.
+    fn add_uploading(&self, tree: &Path, bytes: u64) {
+        *self.uploading.lock().entry(tree.to_owned()).or_default() += bytes;
+    }
+
+    /// An upload to `tree` that wrote `bytes` is over (written to disk, or undone).
+    fn end_uploading(&self, tree: &Path, bytes: u64) {
+        let mut uploading = self.uploading.lock();
+        if let Some(left) = uploading.get_mut(tree) {
+            *left = left.saturating_sub(bytes);
+            if *left == 0 {
+                uploading.remove(tree);
+            }
+        }
+    }
+}
+
+/// An upload in flight, counted in [`Files::uploading`] until it is dropped.
+struct Uploading {
+    files: Arc<Files>,
+    tree: PathBuf,
+    written: u64,
+}
+
+impl Uploading {
+    fn new(target: &Target) -> Self {
+        Self {
+            files: target.files.clone(),
+            tree: target
+                .workspace
+                .tree_roots()
+                .first()
+                .cloned()
+                .unwrap_or_default(),
+            written: 0,
+        }
+    }
+
+    /// What the other uploads to the same tree have written.
+    fn others(&self) -> u64 {
+        self.files
+            .uploading(&self.tree)
+            .saturating_sub(self.written)
+    }
+
+    fn grow(&mut self, bytes: u64) {
+        self.written += bytes;
+        self.files.add_uploading(&self.tree, bytes);
+    }
+}
+
+impl Drop for Uploading {
+    fn drop(&mut self) {
+        self.files.end_uploading(&self.tree, self.written);
     }
 }
 

@@ -485,6 +485,35 @@ async fn an_upload_past_the_disk_cap_is_refused_and_leaves_nothing_behind() {
 }
 
 #[tokio::test]
+async fn uploads_in_flight_together_cannot_pass_the_disk_cap() {
+    let served = Served::start(Start {
+        args: &["--workspace-max-mb", "8"],
+        ..Start::default()
+    })
+    .await;
+    let thread = "racing";
+    let seeded = put(&served, "alice", thread, "seed.txt", b"seed".to_vec()).await;
+    assert_eq!(seeded.status(), 201);
+    // Two uploads of 5 MiB each, streamed slowly so that both are in flight at once: each is
+    // under the 8 MiB cap alone, not together.
+    let slow = || {
+        reqwest::Body::wrap_stream(futures_util::stream::iter(0..10).then(|_| async {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            Ok::<_, std::io::Error>(bytes::Bytes::from(vec![7u8; 512 << 10]))
+        }))
+    };
+    let (first, second) = tokio::join!(
+        put(&served, "alice", thread, "one.bin", slow()),
+        put(&served, "alice", thread, "two.bin", slow()),
+    );
+    let mut statuses = [first.status().as_u16(), second.status().as_u16()];
+    statuses.sort_unstable();
+    assert_eq!(statuses, [201, 413], "one of the two fits, not both");
+    let kinds = listing(&served, "alice", thread, "").await;
+    assert_eq!(kinds.len(), 2, "the seed and one upload: {kinds:?}");
+}
+
+#[tokio::test]
 async fn files_go_up_and_down_while_a_turn_runs() {
     let served = Arc::new(Served::start(Start::default()).await);
     let thread = "busy";

@@ -16,7 +16,7 @@ use futures_util::StreamExt as _;
 use harness_client::sandbox::{EntryKind, SandboxError, TempName};
 use tokio::sync::mpsc;
 
-use super::{Op, Target, entry_json};
+use super::{Op, Target, Uploading, entry_json};
 use crate::endpoint::reject;
 
 /// Chunks of the body waiting for the writer at most.
@@ -69,7 +69,15 @@ pub(super) async fn put(target: Target, headers: &HeaderMap, body: Body) -> Resp
         Ok(Err(e)) => return target.door_error(Op::Write, e),
         Err(response) => return response,
     };
-    if let (Some(limit), Some(declared)) = (prepared.limit, declared)
+    // Counted from here until the upload is written or undone: the room is shared with the
+    // other uploads in flight to the same tree.
+    let mut uploading = Uploading::new(&target);
+    let room = |uploading: &Uploading| {
+        prepared
+            .limit
+            .map(|limit| limit.saturating_sub(uploading.others()))
+    };
+    if let (Some(limit), Some(declared)) = (room(&uploading), declared)
         && allocated(declared) > limit
     {
         tracing::info!(thread_id = %target.thread_id, declared, limit, "refused an upload past the disk cap before reading it");
@@ -116,10 +124,8 @@ pub(super) async fn put(target: Target, headers: &HeaderMap, body: Body) -> Resp
             Err(e) => break Err(Stop::Body(e.to_string())),
         };
         written += chunk.len() as u64;
-        if prepared
-            .limit
-            .is_some_and(|limit| allocated(written) > limit)
-        {
+        uploading.grow(chunk.len() as u64);
+        if room(&uploading).is_some_and(|limit| allocated(written) > limit) {
             break Err(Stop::TooLarge);
         }
         if tx.send(Chunk::Data(chunk)).await.is_err() {
@@ -127,6 +133,10 @@ pub(super) async fn put(target: Target, headers: &HeaderMap, body: Body) -> Resp
             break Ok(());
         }
     };
+    if matches!(outcome, Err(Stop::TooLarge)) {
+        // Refused: its room goes back to the other uploads at once, not once its body is read.
+        drop(uploading);
+    }
     let committed = match outcome {
         Ok(()) => tx.send(Chunk::Commit).await.is_ok(),
         Err(_) => false,
