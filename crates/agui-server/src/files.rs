@@ -499,6 +499,7 @@ async fn delete(target: Target) -> Response {
     match removed {
         Ok(Ok(true)) => {
             tracing::info!(thread_id = %target.thread_id, path = %target.rel.display(), "removed a file of a thread's workspace");
+            target.workspace.changed();
             axum::Json(json!({"deleted": true})).into_response()
         }
         Ok(Ok(false)) => target.door_error(

@@ -513,6 +513,49 @@ async fn uploads_in_flight_together_cannot_pass_the_disk_cap() {
     assert_eq!(kinds.len(), 2, "the seed and one upload: {kinds:?}");
 }
 
+/// The thread's `workspaceBytes` once it satisfies `ok` (its size is measured in the
+/// background), or the last one seen after 10 s.
+async fn workspace_bytes_once(
+    served: &Served,
+    owner: &str,
+    thread: &str,
+    ok: impl Fn(u64) -> bool,
+) -> u64 {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let summary: Value = reqwest::Client::new()
+            .get(format!("http://{}/threads/{thread}", served.addr))
+            .bearer_auth(token(owner))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let bytes = summary["workspaceBytes"].as_u64().unwrap_or_default();
+        if ok(bytes) || Instant::now() > deadline {
+            return bytes;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test]
+async fn the_listed_workspace_size_follows_uploads_and_removals() {
+    let served = Served::start(Start::default()).await;
+    let thread = "sized";
+    let put_big = put(&served, "alice", thread, "big.bin", vec![3u8; 3 << 20]).await;
+    assert_eq!(put_big.status(), 201);
+    let after_put = workspace_bytes_once(&served, "alice", thread, |b| b >= 3 << 20).await;
+    assert!(after_put >= 3 << 20, "after the upload: {after_put}");
+    assert_eq!(
+        delete(&served, "alice", thread, "big.bin").await.status(),
+        200
+    );
+    let after_delete = workspace_bytes_once(&served, "alice", thread, |b| b < 1 << 20).await;
+    assert!(after_delete < 1 << 20, "after the removal: {after_delete}");
+}
+
 #[tokio::test]
 async fn files_go_up_and_down_while_a_turn_runs() {
     let served = Arc::new(Served::start(Start::default()).await);

@@ -6,6 +6,7 @@
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use harness_sandbox::{AgentDir, DiskUsage, EntryKind, SandboxError};
 
@@ -24,18 +25,30 @@ const UPLOAD_NAMES: usize = 1000;
 /// covers: the owner's whole tree (under `sandbox = "thread"`, the thread's), its workspaces
 /// and its state together. Got from `Agent::workspace_as`; reached from any replica, without
 /// the thread's lease.
-#[derive(Debug)]
 pub struct ThreadWorkspace {
     dir: AgentDir,
     tree_roots: Vec<PathBuf>,
     max_bytes: Option<u64>,
+    /// To measure the workspace again after a change ([`ThreadWorkspace::changed`]).
+    trees: Arc<Trees>,
+    place: Place,
+}
+
+impl std::fmt::Debug for ThreadWorkspace {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ThreadWorkspace")
+            .field("dir", &self.dir)
+            .field("tree_roots", &self.tree_roots)
+            .field("max_bytes", &self.max_bytes)
+            .finish_non_exhaustive()
+    }
 }
 
 impl ThreadWorkspace {
     /// The workspace of the thread at `place`, owned by `owner`, after its tree's marker is
     /// checked and its directories are made. Blocking.
     pub(crate) fn open(
-        trees: &Trees,
+        trees: &Arc<Trees>,
         owner: &Owner,
         thread_id: &str,
         place: &Place,
@@ -46,7 +59,15 @@ impl ThreadWorkspace {
             dir: trees.open_workspace(&placement)?,
             tree_roots: trees.tree_roots(&place.tree).to_vec(),
             max_bytes,
+            trees: trees.clone(),
+            place: place.clone(),
         })
+    }
+
+    /// Its files changed from outside a turn (an upload, a removal): the thread's listed size
+    /// is measured again, in the background.
+    pub fn changed(&self) {
+        self.trees.measure_slot(&self.place);
     }
 
     /// The workspace, through the door: what it makes belongs to the sandbox's identity.

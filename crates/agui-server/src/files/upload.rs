@@ -181,6 +181,7 @@ pub(super) async fn put(target: Target, headers: &HeaderMap, body: Body) -> Resp
         Err(response) => return response,
     };
     tracing::info!(thread_id = %target.thread_id, path = %target.rel.display(), bytes = written, replaced = prepared.existed, "wrote a file of a thread's workspace");
+    target.workspace.changed();
     let status = if prepared.existed {
         StatusCode::OK
     } else {
