@@ -75,9 +75,11 @@ const STILL_WRITING: u64 = 64 << 10;
 
 /// How much a tree over its cap may grow before its commands are stopped: the harness's own
 /// bookkeeping (its conversation database, transcripts) goes on while the agent cleans up, and
-/// must not get the cleaning command killed. 1% of the cap, at least 1 MiB.
+/// must not get the cleaning command killed. A new conversation opened to clean up writes its
+/// database and its write-ahead log (up to about 4 MiB before a checkpoint): 1% of the cap, at
+/// least 16 MiB.
 fn slack(cap: u64) -> u64 {
-    (cap / 100).max(1 << 20)
+    (cap / 100).max(16 << 20)
 }
 
 /// Judges `now` against `cap`: a tree that goes over the cap and is still growing a moment
