@@ -571,7 +571,11 @@ async fn admitted_thread(request: &mut PostRequest, what: &str) -> Result<String
         ));
     }
     valid_thread_id(&thread_id).map_err(|detail| invalid(format!("threadId: {detail}")))?;
-    admit_thread(state, endpoint, caller, &thread_id).await?;
+    if what == "stop" {
+        admit_thread(state, endpoint, caller, &thread_id).await?;
+    }
+    // A delete claims nothing: `delete_as` reaches only the caller's own thread, and claiming an
+    // unknown id first would make deleting it (again) a success.
     Ok(thread_id)
 }
 

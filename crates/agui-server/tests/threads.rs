@@ -154,6 +154,17 @@ async fn an_owner_lists_reads_renames_archives_and_deletes_their_threads_and_ano
         .unwrap();
     assert_eq!(deleted.status(), 200);
     assert!(ids(&get(&served, "alice", "/threads?archived=all").await.1) == ["a1"]);
+    // Deleting it again, or an id nobody used, finds nothing (and makes nothing).
+    for thread in ["a2", "never-made"] {
+        let again = client()
+            .delete(format!("http://{}/threads/{thread}", served.addr))
+            .bearer_auth(token("alice"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(again.status(), 404, "{thread}");
+    }
+    assert!(ids(&get(&served, "alice", "/threads?archived=all").await.1) == ["a1"]);
 }
 
 /// The `event: thread` events of a stream, as JSON, until `stop` says so or 30 s pass.
