@@ -19,7 +19,6 @@
 //! descriptors it holds however deep the tree. Directories the host makes are `0700`, files
 //! `0600`, owned by the sandbox's identity when it has one of its own.
 
-use std::collections::HashSet;
 use std::ffi::{OsStr, OsString};
 use std::fs::File;
 use std::io::{self, Read as _, Write as _};
@@ -33,6 +32,7 @@ use rustix::fs::{AtFlags, Dir, FileType, Mode, OFlags, RenameFlags};
 use crate::identity::SandboxIdentity;
 use crate::{Result, SandboxError};
 
+mod tree;
 mod walk;
 
 pub use walk::{Walk, WalkEntry};
@@ -407,53 +407,6 @@ impl AgentDir {
         }
     }
 
-    /// The disk this directory and everything below it take: allocated blocks, each inode
-    /// once, links not followed, down to a bounded depth (see [`DiskUsage::too_deep`]).
-    pub fn disk_usage(&self) -> Result<DiskUsage> {
-        let own = rustix::fs::fstat(&self.fd).map_err(|e| self.io_error(e, "", "stat"))?;
-        let mut usage = DiskUsage {
-            bytes: blocks(&own),
-            too_deep: false,
-        };
-        let mut seen = HashSet::new();
-        // Each level: a directory and the names left to look at in it.
-        let mut stack: Vec<(AgentDir, Vec<OsString>)> = vec![(self.dup()?, self.names()?)];
-        loop {
-            let depth = stack.len();
-            let Some((dir, pending)) = stack.last_mut() else {
-                break;
-            };
-            let Some(name) = pending.pop() else {
-                stack.pop();
-                continue;
-            };
-            let Ok(stat) = rustix::fs::statat(&dir.fd, name.as_os_str(), AtFlags::SYMLINK_NOFOLLOW)
-            else {
-                continue;
-            };
-            if stat.st_nlink > 1
-                && FileType::from_raw_mode(stat.st_mode) != FileType::Directory
-                && !seen.insert((stat.st_dev, stat.st_ino))
-            {
-                continue;
-            }
-            usage.bytes += blocks(&stat);
-            if FileType::from_raw_mode(stat.st_mode) != FileType::Directory {
-                continue;
-            }
-            if depth >= MAX_DEPTH {
-                usage.too_deep = true;
-                continue;
-            }
-            let Ok(child) = dir.child_dir(&name) else {
-                continue;
-            };
-            let Ok(names) = child.names() else { continue };
-            stack.push((child, names));
-        }
-        Ok(usage)
-    }
-
     /// Whether this directory belongs to the identity it creates entries for (always, when it
     /// has none).
     pub fn is_owned_as_asked(&self) -> Result<bool> {
@@ -462,38 +415,6 @@ impl AgentDir {
         };
         let stat = rustix::fs::fstat(&self.fd).map_err(|e| self.io_error(e, "", "stat"))?;
         Ok(stat.st_uid == owner.uid && stat.st_gid == owner.gid)
-    }
-
-    /// Gives this directory and everything below it to the identity it creates entries for
-    /// (links are given, never followed), down to the same depth as [`AgentDir::disk_usage`]:
-    /// for a tree an earlier version made as the host's user. Nothing to do without an
-    /// identity.
-    pub fn give_all(&self) -> Result<()> {
-        if self.owner.is_none() {
-            return Ok(());
-        }
-        self.chown_self()?;
-        let mut stack: Vec<(AgentDir, Vec<OsString>)> = vec![(self.dup()?, self.names()?)];
-        loop {
-            let depth = stack.len();
-            let Some((dir, pending)) = stack.last_mut() else {
-                break;
-            };
-            let Some(name) = pending.pop() else {
-                stack.pop();
-                continue;
-            };
-            dir.chown_at(&name)?;
-            if depth >= MAX_DEPTH {
-                continue;
-            }
-            let Ok(child) = dir.child_dir(&name) else {
-                continue;
-            };
-            let Ok(names) = child.names() else { continue };
-            stack.push((child, names));
-        }
-        Ok(())
     }
 
     fn make_dirs(&self, rel: &Path, repair: bool) -> Result<AgentDir> {
