@@ -172,77 +172,27 @@ impl HarnessProcess {
         let storage_dir = std::path::absolute(&options.storage_dir).map_err(HarnessError::io(
             format!("resolve {}", options.storage_dir.display()),
         ))?;
-        if options
-            .confinement
-            .as_ref()
-            .is_some_and(|c| !c.webm_encoder)
-        {
-            let (dir, opts) = (home.clone(), options.clone());
-            if let Some(Err(e)) = off_runtime(move || {
-                opts.reach(&dir, false)
-                    .and_then(|home| harness_sandbox::keep_webm_encoder_out(&home))
-            })
-            .await
-            {
-                tracing::warn!(home = %home.display(), error = %e, "could not keep the harness's webm encoder out of HOME; it may install it there (16.8 MB)");
-            }
-        }
-
-        // A confined process's cgroup, made before it starts and removed once it has exited.
-        let cgroup = match options.confinement.as_ref().map(|c| &c.limits) {
-            Some(limits) => match &limits.cgroups {
-                Some(parent) => {
-                    let parent = parent.clone();
-                    let (pids, memory) = (limits.pids, limits.memory_bytes);
-                    let name = cgroup_name();
-                    let made = off_runtime(move || parent.create(&name, pids, memory))
+        let launch = match &options.confinement {
+            None => Launch::Plain(Command::new(&binary)),
+            Some(confinement) => {
+                let (confinement, binary) = (confinement.clone(), binary.clone());
+                let (storage_dir, home) = (storage_dir.clone(), home.clone());
+                let prepared =
+                    off_runtime(move || confinement.prepare(&binary, &storage_dir, &home))
                         .await
                         .ok_or_else(|| HarnessError::BootFailed {
-                            reason: "the runtime shut down while making the cgroup".into(),
-                        })?;
-                    Some(made.map_err(HarnessError::io("make the harness's cgroup"))?)
-                }
-                None => None,
-            },
-            None => None,
-        };
-        let cgroup_dirs = cgroup
-            .as_ref()
-            .map(|c| c.dirs().to_vec())
-            .unwrap_or_default();
-        let (mut command, channel) = match &options.confinement {
-            None => (Command::new(&binary), None),
-            Some(confinement) => {
-                let (command, channel) = confinement
-                    .command(&binary, &storage_dir, &home, &cgroup_dirs)
-                    .map_err(|e| HarnessError::Config(e.to_string()))?;
-                (command, Some(channel))
+                            reason: "the runtime shut down while preparing the sandbox".into(),
+                        })??;
+                Launch::Confined(Box::new(prepared))
             }
         };
-        command.env_clear();
-        for name in &options.passthrough_env {
-            if let Some(value) = std::env::var_os(name) {
-                command.env(name, value);
-            }
-        }
-        command
-            .env("HOME", &home)
-            .envs(&options.env)
-            .current_dir(&storage_dir)
-            .stderr(Stdio::piped())
-            // Its own group, so shutdown reaches the shell commands it starts too.
-            .process_group(0)
-            .kill_on_drop(true);
-        if channel.is_none() {
-            command.stdin(Stdio::piped()).stdout(Stdio::piped());
-        }
-        let mut child = command.spawn().map_err(|source| HarnessError::Spawn {
-            // The launcher, when confined.
-            binary: command.as_std().get_program().into(),
-            source,
-        })?;
-        // The launcher's end of its channel is the child's now: ours must not keep it open.
-        drop(command);
+        let Started {
+            mut child,
+            mut stdin,
+            mut stdout,
+            sandbox,
+            cgroup,
+        } = launch.start(options, &home, &storage_dir)?;
         let pid = child.id().unwrap_or_default();
         let span = tracing::info_span!("harness", pid);
         let stderr = Arc::new(StderrLog::new(options.stderr_tail_lines));
@@ -250,26 +200,6 @@ impl HarnessProcess {
             .stderr
             .take()
             .map(|err| tokio::spawn(drain_stderr(err, stderr.clone()).instrument(span.clone())));
-        let (mut stdin, mut stdout, sandbox): (Stdin, Box<dyn AsyncRead + Unpin + Send>, _) =
-            match (channel, &options.confinement) {
-                (Some(channel), Some(confinement)) => {
-                    let started = {
-                        let _span = span.enter();
-                        channel.start(confinement.services.clone(), confinement.label.clone())
-                    }
-                    .map_err(|e| HarnessError::Config(e.to_string()))?;
-                    (
-                        Stdin::Sandbox(started.stdin),
-                        Box::new(started.stdout),
-                        Some(started.control),
-                    )
-                }
-                _ => (
-                    Stdin::Pipe(child.stdin.take().expect("stdin is piped")),
-                    Box::new(child.stdout.take().expect("stdout is piped")),
-                    None,
-                ),
-            };
 
         let config = InputConfig {
             storage_directory: Some(storage_dir.to_string_lossy().into_owned()),
@@ -277,23 +207,7 @@ impl HarnessProcess {
             env: options.env.clone(),
             ..Default::default()
         };
-        let handshake = async {
-            stdin
-                .write_all(&harness_proto::encode_stdio_frame(&config))
-                .await?;
-            let mut len = [0u8; 4];
-            stdout.read_exact(&mut len).await?;
-            let size = u32::from_le_bytes(len) as usize;
-            if size > harness_proto::MAX_STDIO_FRAME {
-                return Err(std::io::Error::other(format!(
-                    "OutputConfig length {size} is implausible"
-                )));
-            }
-            let mut frame = len.to_vec();
-            frame.resize(4 + size, 0);
-            stdout.read_exact(&mut frame[4..]).await?;
-            harness_proto::decode_stdio_frame::<OutputConfig>(&frame).map_err(std::io::Error::other)
-        };
+        let handshake = handshake(&mut stdin, &mut stdout, &config);
         // A failed boot has a reason, or none when the harness did not answer in time.
         let booted = match tokio::time::timeout(options.boot_timeout, handshake).await {
             Ok(Ok(output)) => match u16::try_from(output.port()) {
@@ -639,6 +553,29 @@ fn signal_group(pid: u32, signal: Signal) {
     }
 }
 
+/// The stdio handshake: the harness's configuration out, its port and key back.
+async fn handshake(
+    stdin: &mut Stdin,
+    stdout: &mut (dyn AsyncRead + Unpin + Send),
+    config: &InputConfig,
+) -> std::io::Result<OutputConfig> {
+    stdin
+        .write_all(&harness_proto::encode_stdio_frame(config))
+        .await?;
+    let mut len = [0u8; 4];
+    stdout.read_exact(&mut len).await?;
+    let size = u32::from_le_bytes(len) as usize;
+    if size > harness_proto::MAX_STDIO_FRAME {
+        return Err(std::io::Error::other(format!(
+            "OutputConfig length {size} is implausible"
+        )));
+    }
+    let mut frame = len.to_vec();
+    frame.resize(4 + size, 0);
+    stdout.read_exact(&mut frame[4..]).await?;
+    harness_proto::decode_stdio_frame::<OutputConfig>(&frame).map_err(std::io::Error::other)
+}
+
 /// Kills a process that failed to boot and builds the error with its stderr tail.
 async fn fail_boot(
     mut child: Child,
@@ -726,11 +663,76 @@ impl Stdin {
     }
 }
 
-/// A unique name for a process's cgroup.
-fn cgroup_name() -> String {
-    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    format!("h{n}")
+/// How a process starts: a plain child, or a confined one ([`harness_sandbox::ConfinedLaunch`]:
+/// its cgroup, launcher and control channel, prepared off the runtime).
+enum Launch {
+    Plain(Command),
+    Confined(Box<harness_sandbox::ConfinedLaunch>),
+}
+
+/// A process just spawned, either way: its child, its stdio, a confined one's sandbox and cgroup.
+struct Started {
+    child: Child,
+    stdin: Stdin,
+    stdout: Box<dyn AsyncRead + Unpin + Send>,
+    sandbox: Option<SandboxControl>,
+    cgroup: Option<Cgroup>,
+}
+
+impl Launch {
+    /// Sets what every harness process gets (only the passed-through environment, `HOME`, its
+    /// storage dir as working directory, stderr piped, a process group of its own) and spawns.
+    fn start(self, options: &ProcessOptions, home: &Path, storage_dir: &Path) -> Result<Started> {
+        let set_up = |command: &mut Command| {
+            command.env_clear();
+            for name in &options.passthrough_env {
+                if let Some(value) = std::env::var_os(name) {
+                    command.env(name, value);
+                }
+            }
+            command
+                .env("HOME", home)
+                .envs(&options.env)
+                .current_dir(storage_dir)
+                .stderr(Stdio::piped())
+                // Its own group, so shutdown reaches the shell commands it starts too.
+                .process_group(0)
+                .kill_on_drop(true);
+        };
+        match self {
+            Self::Plain(mut command) => {
+                set_up(&mut command);
+                command.stdin(Stdio::piped()).stdout(Stdio::piped());
+                let mut child = command.spawn().map_err(|source| HarnessError::Spawn {
+                    binary: command.as_std().get_program().into(),
+                    source,
+                })?;
+                let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+                    return Err(HarnessError::BootFailed {
+                        reason: "the harness's stdio pipes were not made".into(),
+                    });
+                };
+                Ok(Started {
+                    child,
+                    stdin: Stdin::Pipe(stdin),
+                    stdout: Box::new(stdout),
+                    sandbox: None,
+                    cgroup: None,
+                })
+            }
+            Self::Confined(mut launch) => {
+                set_up(launch.command());
+                let started = launch.spawn()?;
+                Ok(Started {
+                    child: started.child,
+                    stdin: Stdin::Sandbox(started.stdin),
+                    stdout: Box::new(started.stdout),
+                    sandbox: Some(started.control),
+                    cgroup: started.cgroup,
+                })
+            }
+        }
+    }
 }
 
 fn client_info() -> ClientInfo {

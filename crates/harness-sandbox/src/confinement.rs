@@ -132,10 +132,9 @@ impl Confinement {
     /// The launcher command that starts `binary` confined, working in `storage_dir` with `home`
     /// as `HOME` (both writable), in the cgroups `cgroups` (made by the host), and the host's
     /// end of its control channel, which becomes the launcher's stdin and stdout and carries the
-    /// spec (what the sandbox grants, by host path: never on a command line). The caller
-    /// sets the environment, pipes stderr, spawns the command, then starts the channel. Every
-    /// path must be absolute.
-    pub fn command(
+    /// spec (what the sandbox grants, by host path: never on a command line). Every path must
+    /// be absolute. Hosts start processes through [`Confinement::prepare`].
+    pub(crate) fn command(
         &self,
         binary: &Path,
         storage_dir: &Path,

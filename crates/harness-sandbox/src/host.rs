@@ -13,6 +13,7 @@ use tokio::io::Interest;
 use tokio::io::{AsyncWriteExt as _, DuplexStream};
 use tokio::net::UnixStream;
 use tokio::sync::oneshot;
+use tracing::Instrument as _;
 
 use crate::control::{self, FromLauncher, STDIO_CHUNK, Service, ToLauncher};
 use crate::services::{ProcessLabel, ServiceGrant, Services};
@@ -23,7 +24,7 @@ const STDOUT_BUFFER: usize = 64 * 1024;
 
 /// The host's end of a launcher's control channel, before the launcher runs.
 #[derive(Debug)]
-pub struct HostChannel {
+pub(crate) struct HostChannel {
     socket: OwnedFd,
 }
 
@@ -36,7 +37,11 @@ impl HostChannel {
     /// listeners go to `services` (for `label`), its harness's stdout to
     /// [`StartedSandbox::stdout`]. The grants the services give stay alive until the launcher
     /// exits (its end of the channel closes), then are dropped.
-    pub fn start(self, services: Option<Services>, label: ProcessLabel) -> Result<StartedSandbox> {
+    pub(crate) fn start(
+        self,
+        services: Option<Services>,
+        label: ProcessLabel,
+    ) -> Result<StartedSandbox> {
         // A sequenced-packet socket, driven only through readiness and `try_io` (never read or
         // written as a stream): tokio's Unix stream type serves for the readiness.
         let socket = std::os::unix::net::UnixStream::from(self.socket);
@@ -51,7 +56,9 @@ impl HostChannel {
             state: Mutex::new(State::default()),
         });
         let (stdout_writer, stdout) = tokio::io::duplex(STDOUT_BUFFER);
-        tokio::spawn(read_reports(shared.clone(), services, label, stdout_writer));
+        tokio::spawn(
+            read_reports(shared.clone(), services, label, stdout_writer).in_current_span(),
+        );
         let control = SandboxControl { shared };
         Ok(StartedSandbox {
             stdin: SandboxStdin {
@@ -66,7 +73,7 @@ impl HostChannel {
 
 /// A running launcher's channel, split by use.
 #[derive(Debug)]
-pub struct StartedSandbox {
+pub(crate) struct StartedSandbox {
     /// The harness's stdin.
     pub stdin: SandboxStdin,
     /// The harness's stdout.

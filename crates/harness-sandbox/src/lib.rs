@@ -25,7 +25,8 @@
 //!   size-limited `/tmp`, and a file-size limit on commands.
 //!
 //! The host side — [`Confinement`] (what to grant), [`probe`] (what this machine supports),
-//! [`HostChannel`] (the control channel to a running launcher), [`cgroups`] and the webm-encoder
+//! [`ConfinedLaunch`] (one confined process's start: its cgroup, the launcher and its control
+//! channel, in one step), [`SandboxControl`] (the running launcher), [`cgroups`] and the webm-encoder
 //! mask — needs no privileges and builds without the `launcher` feature. The **launcher** (feature
 //! `launcher`, on by default) is a program: any program that hands its arguments to
 //! [`run_if_launcher`] first thing in `main` can be one (`agui-antigravity` is, as
@@ -43,6 +44,7 @@ mod control;
 mod encoder;
 mod host;
 mod identity;
+mod launch;
 #[cfg(feature = "launcher")]
 mod launcher;
 mod probe;
@@ -53,8 +55,9 @@ mod spec;
 pub use agent_dir::{AgentDir, DiskUsage, Entry, EntryKind, Refusal, TempName, Walk, WalkEntry};
 pub use confinement::{Confinement, Launcher, Limits};
 pub use encoder::{WEBM_ENCODER_DIR, keep_out as keep_webm_encoder_out};
-pub use host::{HostChannel, SandboxControl, SandboxStdin, SandboxStdout, StartedSandbox};
+pub use host::{SandboxControl, SandboxStdin, SandboxStdout};
 pub use identity::{SandboxIdentity, sandbox_identity};
+pub use launch::{ConfinedChild, ConfinedLaunch};
 #[cfg(feature = "launcher")]
 pub use launcher::{launcher_main, run_if_launcher};
 pub use probe::{SIMULATE_UNAVAILABLE_ENV, SandboxSupport, probe};

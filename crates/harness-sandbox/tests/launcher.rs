@@ -191,9 +191,10 @@ fn run_fake_harness(
     confinement.limits.tmp_bytes = 2 << 20;
     confinement.limits.file_bytes = Some(1 << 20);
     let program = std::env::current_exe().unwrap();
+    let mut launch = confinement.prepare(&program, &storage, &home).unwrap();
     runtime.block_on(async {
-        let (mut command, channel) = confinement.command(&program, &storage, &home, &[]).unwrap();
-        command
+        launch
+            .command()
             .env_clear()
             .env("FAKE_HARNESS", "1")
             .env("PATH", "/usr/local/bin:/usr/bin:/bin")
@@ -201,11 +202,8 @@ fn run_fake_harness(
             .current_dir(&storage)
             .stderr(std::process::Stdio::inherit())
             .kill_on_drop(true);
-        let mut child = command.spawn().expect("the launcher starts");
-        drop(command);
-        let started = channel
-            .start(Some(services), confinement.label.clone())
-            .unwrap();
+        let started = launch.spawn().expect("the launcher starts");
+        let mut child = started.child;
         let mut stdin = started.stdin;
         let mut stdout = tokio::io::BufReader::new(started.stdout);
         let go = format!(
@@ -394,9 +392,10 @@ fn the_host_measures_what_commands_hold_unlinked_and_stops_them_but_not_the_harn
     confinement.read_write.push(rw.clone());
     confinement.limits.tmp_bytes = 4 << 20;
     let program = std::env::current_exe().unwrap();
+    let mut launch = confinement.prepare(&program, &storage, &home).unwrap();
     runtime.block_on(async {
-        let (mut command, channel) = confinement.command(&program, &storage, &home, &[]).unwrap();
-        command
+        launch
+            .command()
             .env_clear()
             .env("FAKE_HARNESS", "1")
             .env("PATH", "/usr/local/bin:/usr/bin:/bin")
@@ -404,9 +403,8 @@ fn the_host_measures_what_commands_hold_unlinked_and_stops_them_but_not_the_harn
             .current_dir(&storage)
             .stderr(std::process::Stdio::inherit())
             .kill_on_drop(true);
-        let mut child = command.spawn().expect("the launcher starts");
-        drop(command);
-        let started = channel.start(None, confinement.label.clone()).unwrap();
+        let started = launch.spawn().expect("the launcher starts");
+        let mut child = started.child;
         let mut stdin = started.stdin;
         let mut stdout = tokio::io::BufReader::new(started.stdout);
         let mut line = String::new();
