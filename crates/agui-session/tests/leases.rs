@@ -209,7 +209,7 @@ async fn a_run_waits_for_a_lease_that_frees_up_within_the_busy_thread_wait() {
 
 /// Another replica asks for a thread this one holds: an idle thread is handed over at the next
 /// renewal, long before it would hibernate; a thread with a turn in flight goes when the turn
-/// ends, and one parked on the client's answer stays until it is answered.
+/// ends.
 #[tokio::test]
 async fn a_thread_another_replica_asks_for_is_handed_over_once_idle() {
     let dir = tempfile::tempdir().unwrap();
@@ -262,6 +262,123 @@ async fn a_thread_another_replica_asks_for_is_handed_over_once_idle() {
         .until_released("thread-1", "the thread goes once its turn ends")
         .await;
     agent.shutdown().await;
+}
+
+/// An agent with `leases` on `harness` that would not hibernate a thread during the test, and
+/// asks the client the agent's questions.
+fn long_lived(leases: &Arc<Leases>, dir: &std::path::Path, harness: &FakeHarness) -> Agent {
+    let mut options = support::options(dir);
+    options.hibernate_after = Duration::from_secs(3600);
+    options
+        .builtin_tools
+        .insert(harness_client::BuiltinTool::AskQuestion);
+    Agent::with_leases(
+        options,
+        harness.backend(),
+        ToolRegistry::new(),
+        leases.clone(),
+    )
+    .unwrap()
+}
+
+/// A thread parked on its client's answer (a frontend tool), with no client watching, and
+/// another replica asks for it: the proxy now sends the client there, so the thread goes, and
+/// the answer the client sends there reaches the model once. (It stayed parked for good
+/// before: every run of the client got `THREAD_ELSEWHERE`.)
+#[tokio::test]
+async fn a_parked_thread_goes_to_the_replica_that_asks_and_the_answer_reaches_the_model_there() {
+    let dir = tempfile::tempdir().unwrap();
+    let (harness, leases) = (FakeHarness::new(), Arc::new(Leases::default()));
+    let a = long_lived(&leases, dir.path(), &harness);
+    let tools = json!([{"name": "pick", "description": "Pick"}]);
+    let run = a.run(input_of(
+        json!({"messages": [user("m1", "pick")], "tools": tools}),
+    ));
+    let c = harness.conversation(0).await;
+    c.next_input().await;
+    let _call = c.call_tool("h-1", "pick", json!({}));
+    finish(run).await;
+    assert_eq!(leases.holder("thread-1").as_deref(), Some("me"));
+    leases.ask("thread-1", "replica-b");
+    leases
+        .until_released("thread-1", "a parked thread nobody watches is handed over")
+        .await;
+    assert_eq!(a.stats().sessions, 0, "its task ended with the lease");
+
+    // Replica b, same save dir: the client's answer arrives there.
+    leases.asked.lock().unwrap().clear();
+    let b_harness = harness.restarted();
+    let b = long_lived(&leases, dir.path(), &b_harness);
+    let answered = json!({"messages": [user("m1", "pick"),
+        {"id": "t1", "role": "tool", "toolCallId": "h-1", "content": "red"}], "tools": tools});
+    let run = b.run(input_of(answered.clone()));
+    let resumed = b_harness.conversation(0).await;
+    assert_eq!(resumed.id(), c.id(), "the same conversation");
+    let note = resumed.next_input().await;
+    assert!(
+        note.contains("`pick`") && note.contains("it returned: red"),
+        "the answer reaches the model on the replica that took the thread: {note}"
+    );
+    resumed.idle(None);
+    finish(run).await;
+    let events = finish(b.run(input_of(answered))).await;
+    assert!(
+        matches!(events.last(), Some(agui_types::Event::RunFinished(_))),
+        "{events:?}"
+    );
+    assert_eq!(
+        resumed.input_within(Duration::from_millis(200)).await,
+        None,
+        "delivered once"
+    );
+    a.shutdown().await;
+    b.shutdown().await;
+}
+
+/// A thread parked on a question goes to the replica that asks for it too; the question cannot
+/// be answered there (its harness call is gone), so the client's next run hears that the turn
+/// was interrupted, and the run after it continues the conversation.
+#[tokio::test]
+async fn a_thread_parked_on_a_question_goes_when_asked_for_and_the_turn_is_reported_interrupted() {
+    let dir = tempfile::tempdir().unwrap();
+    let (harness, leases) = (FakeHarness::new(), Arc::new(Leases::default()));
+    let a = long_lived(&leases, dir.path(), &harness);
+    let run = a.run(input_of(json!({"messages": [user("m1", "ask me")]})));
+    let c = harness.conversation(0).await;
+    c.next_input().await;
+    c.running();
+    c.echo(0, "ask me");
+    c.reply_done();
+    let _question = ask_colour(&c);
+    let events = finish(run).await;
+    assert!(
+        matches!(events.last(), Some(agui_types::Event::RunFinished(_))),
+        "the run ends on the question: {events:?}"
+    );
+    leases.ask("thread-1", "replica-b");
+    leases
+        .until_released("thread-1", "a thread parked on a question is handed over")
+        .await;
+
+    leases.asked.lock().unwrap().clear();
+    let b_harness = harness.restarted();
+    let b = long_lived(&leases, dir.path(), &b_harness);
+    let messages = json!({"messages": [user("m1", "ask me"), user("m2", "Red")]});
+    let events = finish(b.run(input_of(messages.clone()))).await;
+    let error = run_error(&events);
+    assert_eq!(
+        error.code.as_deref(),
+        Some("TURN_INTERRUPTED"),
+        "{}",
+        error.message
+    );
+    let run = b.run(input_of(messages));
+    let resumed = b_harness.conversation(0).await;
+    assert_eq!(resumed.next_input().await, "Red");
+    resumed.idle(None);
+    finish(run).await;
+    a.shutdown().await;
+    b.shutdown().await;
 }
 
 #[tokio::test]

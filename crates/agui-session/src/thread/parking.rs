@@ -117,6 +117,12 @@ impl Parking {
         !self.frontend.is_empty() || !self.interrupts.is_empty()
     }
 
+    /// How many questions, approvals and custom interrupts wait for the client.
+    pub(crate) fn parked_interrupts(&mut self) -> usize {
+        self.prune();
+        self.interrupts.len()
+    }
+
     /// What the thread waits for, if anything: an approval before a question or a custom
     /// interrupt, before a frontend tool.
     pub(crate) fn waiting_for(&mut self) -> Option<crate::threads::model::WaitingFor> {

@@ -213,7 +213,10 @@ impl Task {
         if self.lease.is_wanted() && self.may_hand_over() {
             // Ending gives the lease up once the record is on disk; the replica that asked
             // takes it on its next try.
-            tracing::info!("handing the thread over to the replica that asked for it");
+            tracing::info!(
+                parked = self.parking.is_parked(),
+                "handing the thread over to the replica that asked for it"
+            );
             return Flow::Exit(Exit::Idle);
         }
         self.publish_status();
@@ -459,15 +462,17 @@ impl Task {
             && !self.parking.is_parked()
     }
 
-    /// Whether the thread can go to another replica now: no run, none waiting, no turn, nothing
-    /// parked, nobody following it. A thread parked on a client's answer stays until the turn
-    /// ends, as the answer reaches this replica's harness.
+    /// Whether the thread can go to another replica now: no run, none waiting, nobody
+    /// following it, no background task, and either no turn or one that waits only for the
+    /// client. A parked thread goes too: the replica that asked is where the proxy sends the
+    /// client now, so its answer will arrive there (as a late result; see `teardown`), never
+    /// here.
     fn may_hand_over(&mut self) -> bool {
+        let idle = self.conversation.turn().is_none() && !self.parking.is_parked();
         self.waiting.is_empty()
-            && self.conversation.turn().is_none()
             && !self.conversation.runs_background_tasks()
-            && !self.parking.is_parked()
             && !self.is_watched()
+            && (idle || (self.parking.is_parked() && self.waits_for_client()))
     }
 
     /// Whether a client waits on the thread: a run, a subscriber, a connect waiting for its

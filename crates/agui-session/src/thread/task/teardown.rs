@@ -67,6 +67,27 @@ impl Task {
             // lost; the turn ends with the shutdown, which its runs were told.
             self.persist_as(false);
         }
+        // What the client still owes goes with the thread's record: a frontend tool's result
+        // is recognised on whichever replica (or restart) it reaches, and a question or an
+        // approval nobody can answer any more is reported there as an interrupted turn.
+        // (A thread handed over parked ends `Idle`; the other ends keep their own rules.)
+        let owed_calls = match exit {
+            Exit::Idle => self.parking.pending_tool_calls(),
+            _ => Vec::new(),
+        };
+        let interrupted = matches!(exit, Exit::Idle)
+            && self.parking.parked_interrupts() > 0
+            && owed_calls.is_empty();
+        for call in owed_calls {
+            if !self
+                .record
+                .pending_frontend_tools
+                .iter()
+                .any(|p| p.tool_call_id == call.tool_call_id)
+            {
+                self.record.pending_frontend_tools.push(call);
+            }
+        }
         let released = self.parking.close_all();
         let how = match exit {
             // Its files go next: no harness may keep its conversation.
@@ -81,7 +102,8 @@ impl Task {
             Exit::Shutdown { .. } => {}
             // With the conversation let go, no turn is in flight any more (only a server that
             // stops without ending its task leaves the mark).
-            Exit::Idle | Exit::Abandoned | Exit::LeaseLost(_) => self.persist_as(false),
+            Exit::Idle => self.persist_as(interrupted),
+            Exit::Abandoned | Exit::LeaseLost(_) => self.persist_as(false),
         }
         if matches!(self.lease, Lease::Held { .. }) {
             self.ctx.release_lease(&self.id).await;
