@@ -43,6 +43,11 @@ fn main() -> ExitCode {
     }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
+        // Idle blocking-pool threads are woken in turn, so under a steady trickle of file work
+        // none stays idle for tokio's default 10 s: a burst (every lease renewed at once after
+        // the process was frozen) would leave its peak of threads for good. A short keep-alive
+        // lets the pool shrink back to what the load needs.
+        .thread_keep_alive(std::time::Duration::from_secs(1))
         .build()
     {
         Ok(runtime) => runtime,
