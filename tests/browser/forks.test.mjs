@@ -104,14 +104,19 @@ function userMessage(page, text) {
   return page.locator(".msg.user", { has: page.locator(".bubble", { hasText: text }) });
 }
 
-/** Edits the user message saying `from` into `to` through its inline editor; `rewind` ticks the choice. */
-async function edit(page, from, to, { rewind = false } = {}) {
+/**
+ * Edits the user message saying `from` into `to` through its inline editor; `rewind` ticks the
+ * choice, `shot` names a screenshot of the open editor.
+ */
+async function edit(page, from, to, { rewind = false, shot } = {}) {
   const msg = userMessage(page, from);
   await msg.hover();
   await msg.locator("button.edit-message").click();
   const editor = msg.locator(".msg-editor");
+  assert.equal(await editor.locator("textarea").inputValue(), from, "the editor starts from the message");
   await editor.locator("textarea").fill(to);
   if (rewind) await editor.locator("input.rewind-files").check();
+  if (shot) await screenshot(page, shot);
   await editor.locator("button.save-edit").click();
 }
 
@@ -170,7 +175,7 @@ describe("playground: edit, regenerate, rewind (issue 42)", () => {
     await afterRuns(page, () => send(page, "pk-say: apples"));
     assert.match(await lastReply(page), /You said: pk-say: apples/);
 
-    await afterRuns(page, () => edit(page, "pk-say: apples", "pk-say: pears"));
+    await afterRuns(page, () => edit(page, "pk-say: apples", "pk-say: pears", { shot: "forks-edit-editor" }));
     assert.deepEqual(await transcript(page), ["user: pk-say: hello", "assistant: You said: pk-say: hello", "user: pk-say: pears", "assistant: You said: pk-say: pears"], "the new answer in place of the old one");
     const threadId = await openThreadId(page);
     const summary = await summaryOf(url(), threadId);
