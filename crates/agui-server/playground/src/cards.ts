@@ -56,7 +56,7 @@ export function namedPaths(value: unknown): { path: string; command: boolean }[]
 }
 
 /** A path, relative to the workspace when it is in it; a link to the Files panel then. */
-function pathView(path: string, links: PathLinks): HTMLElement {
+export function pathView(path: string, links: PathLinks): HTMLElement {
   const rel = links.paths.relative(path);
   const shown = links.paths.display(path);
   if (rel === undefined || rel === "") return h("div", { class: "path", title: plainPath(path) }, shown);

@@ -1,7 +1,8 @@
 // The playground: a chat with the agent mounted at this page's path, through the official
 // AG-UI client. Everything shown comes from the client's message list and state, plus what
-// only events carry (subagents, run outcomes, usage, errors); the thread list and the Files
-// panel come from the server's thread routes.
+// only events carry (subagents, run outcomes, usage, errors, file rewinds); the thread list,
+// its branches and the Files panel come from the server's thread routes. A user message can be
+// edited and an answer regenerated (forks.ts), and a thread's branches switched (branches.ts).
 import type {
   AgentSubscriber,
   Interrupt,
@@ -10,50 +11,34 @@ import type {
   RunAgentParameters,
   SubagentStartedEvent,
   TokenUsage,
-  Tool,
   ToolCall,
 } from "@ag-ui/client";
 import { PlaygroundAgent, httpStatus, token } from "./agent";
-import { Routes, onUnauthorized } from "./api";
+import { ApiError, Routes, onUnauthorized } from "./api";
+import { branchMemory, branchNav, renderBranchMenu, switchFailure } from "./branches";
 import { type PathLinks, activityParent, activityView, argsView, callGist, namedPaths, resultView } from "./cards";
 import { byId, h, parseJson, pretty } from "./dom";
 import { FilesPanel } from "./files";
+import {
+  CANNOT_FORK,
+  type ForkActions,
+  REWIND_EVENT,
+  type RewindReport,
+  answerTools,
+  answers,
+  editedHistory,
+  parseRewind,
+  regeneratedHistory,
+  rewindView,
+  setForkControls,
+  userTools,
+} from "./forks";
 import { DEFAULT_REASONS, type Reasons, interruptForm } from "./interrupts";
 import { markdown } from "./markdown";
+import { FRONTEND_TOOLS, executeFrontendTool, messageText, usageText } from "./page-tools";
 import { ThreadListView } from "./thread-list";
 import { ThreadIndex, newThreadId } from "./threads";
 import { WorkspacePaths } from "./workspace";
-
-// ------------------------------------------------------------------ the page's frontend tool
-
-/** The demo frontend tool: the page runs it itself (the demo model calls it on "background"). */
-const CHANGE_BACKGROUND: Tool = {
-  name: "change_background",
-  description:
-    "Change the background of the chat page. Use any CSS background: a color name, a hex color or a gradient.",
-  parameters: {
-    type: "object",
-    properties: {
-      background: { type: "string", description: "A CSS background, e.g. `teal`, `#fde68a` or a linear-gradient(…)" },
-    },
-    required: ["background"],
-  },
-};
-const FRONTEND_TOOLS: Tool[] = [CHANGE_BACKGROUND];
-
-/** Runs a frontend tool call; returns the tool message's content. */
-function executeFrontendTool(call: ToolCall): string {
-  if (call.function.name !== CHANGE_BACKGROUND.name) {
-    return `Error: this page has no tool named ${call.function.name}.`;
-  }
-  const args = (parseJson(call.function.arguments) ?? {}) as Record<string, unknown>;
-  const value = args.background ?? args.color;
-  if (typeof value !== "string" || !CSS.supports("background", value)) {
-    return `Error: ${JSON.stringify(value)} is not a CSS background.`;
-  }
-  byId("chat").style.background = value;
-  return `The page's background is now ${value}.`;
-}
 
 // -------------------------------------------------------------------------------- set-up
 
@@ -73,6 +58,7 @@ const els = {
   notice: byId("notice"),
   threadList: byId("thread-list"),
   threadTitle: byId("thread-title"),
+  branchMenu: byId<HTMLSelectElement>("branch-menu"),
   stateView: byId("state-view"),
   runInfo: byId("run-info"),
   tokenDialog: byId<HTMLDialogElement>("token-dialog"),
@@ -93,6 +79,16 @@ interface RunNote {
   usage?: TokenUsage[];
   error?: { code?: string; message: string };
   note?: string;
+  /** An edit's or regenerate's `antigravity:rewind` report. */
+  rewind?: RewindReport;
+}
+
+/** What an edit or a regenerate puts back when the server refuses it: the chat as it was. */
+interface ForkUndo {
+  messages: Message[];
+  notes: RunNote[];
+  /** The user message edited or answered again. */
+  at: string;
 }
 
 /** A subagent announced by SUBAGENT_STARTED, and how it ended. */
@@ -172,15 +168,6 @@ function changed(key: string, source: string): boolean {
   return true;
 }
 
-function messageText(message: Message): string {
-  const content = (message as { content?: unknown }).content;
-  if (typeof content === "string") return content;
-  if (Array.isArray(content)) {
-    return content.map((part) => (part && typeof part === "object" && "text" in part ? String(part.text) : "")).join("");
-  }
-  return "";
-}
-
 /** Learns the workspace's path from the tool calls and activities not seen yet. */
 function learnPaths(messages: Message[]): void {
   const learn = (key: string, value: unknown) => {
@@ -206,9 +193,19 @@ const links: PathLinks = {
   open: (rel) => void files.reveal(rel),
 };
 
+/** Whether the thread can be edited, regenerated or switched now: no run, no question waiting. */
+function forkable(): boolean {
+  return !convo.running && !convo.agent.pendingInterrupts.some((i) => !convo.answers.has(i.id));
+}
+
 function render(): void {
   const messages = convo.agent.messages;
   learnPaths(messages);
+  const summary = threads.get(convo.threadId);
+  const branches = branchMemory(convo.threadId);
+  branches.observe(summary);
+  const answered = answers(messages);
+  const canFork = forkable();
   const root = convo.paths.root ?? "";
   const placer = new Placer();
   const results = new Map<string, string>();
@@ -254,9 +251,20 @@ function render(): void {
     const sub = (m as { subagentRunId?: string }).subagentRunId;
     switch (m.role) {
       case "user": {
-        const el = element(m.id, () => h("div", { class: "msg user" }, h("div", { class: "bubble" })));
+        const id = m.id;
+        const el = element(id, () => {
+          const msg = h("div", { class: "msg user", "data-message-id": id }, h("div", { class: "bubble" }));
+          if (!sub) msg.append(userTools(msg, id, () => messageText(convo.agent.messages.find((x) => x.id === id) ?? m), forkActions));
+          return msg;
+        });
         const text = messageText(m);
-        if (changed(m.id, text)) el.querySelector(".bubble")!.textContent = text;
+        if (changed(id, text)) el.querySelector(".bubble")!.textContent = text;
+        const tools = el.querySelector<HTMLElement>(":scope > .msg-tools");
+        const versions = branches.versionsAt(summary, id);
+        if (tools && (changed(`nav:${id}`, JSON.stringify([versions, summary?.branch, canFork])) || !tools.querySelector(".branch-nav"))) {
+          tools.querySelector(".branch-nav")?.remove();
+          tools.append(branchNav(versions, summary?.branch, !canFork, (branch) => void switchBranch(branch)));
+        }
         placer.place(containerFor(sub), el);
         break;
       }
@@ -282,6 +290,15 @@ function render(): void {
           const card = toolCard(call, results.get(call.id), waiting.has(call.id), root);
           cards.set(call.id, card);
           placer.place(callsBox, card);
+        }
+        // The last answer of a turn can be regenerated.
+        const answersUser = answered.get(m.id);
+        const regen = el.querySelector<HTMLElement>(":scope > .msg-tools");
+        if (answersUser) {
+          el.dataset.answers = answersUser;
+          if (!regen) el.append(answerTools(() => el.dataset.answers ?? answersUser, forkActions));
+        } else {
+          regen?.remove();
         }
         placer.place(containerFor(sub), el);
         break;
@@ -323,6 +340,7 @@ function render(): void {
       convo.rendered.delete(key);
     }
   }
+  setForkControls(els.log, canFork);
   scrollToEnd();
 }
 
@@ -377,21 +395,15 @@ function noteElement(note: RunNote): HTMLElement {
     if (note.outcome === "cancelled") parts.push(h("span", { class: "badge" }, "stopped"));
     if (note.outcome === "interrupt") parts.push(h("span", { class: "badge warn" }, "paused for your answer"));
     if (note.note) parts.push(h("span", { class: "muted" }, note.note));
+    if (note.rewind) {
+      el.classList.add("rewind");
+      parts.push(rewindView(note.rewind, links));
+    }
     const usage = usageText(note.usage);
     if (usage) parts.push(h("span", { class: "usage", title: "Token usage of this run" }, usage));
     el.replaceChildren(...parts);
   }
   return el;
-}
-
-function usageText(usage: TokenUsage[] | undefined): string {
-  if (!usage?.length) return "";
-  const sum = (key: keyof TokenUsage) => usage.reduce((n, u) => n + (typeof u[key] === "number" ? (u[key] as number) : 0), 0);
-  const input = sum("inputTokens");
-  const output = sum("outputTokens");
-  const reasoning = sum("reasoningTokens");
-  const total = sum("totalTokens") || input + output;
-  return `${input} in · ${output} out${reasoning ? ` (${reasoning} reasoning)` : ""} · ${total} tokens`;
 }
 
 function scrollToEnd(): void {
@@ -422,7 +434,13 @@ function renderInterrupts(): void {
 
 function renderThreads(): void {
   threadList.render();
-  els.threadTitle.textContent = threads.get(convo.threadId)?.title || "New chat";
+  const summary = threads.get(convo.threadId);
+  els.threadTitle.textContent = summary?.title || "New chat";
+  renderBranchMenu(els.branchMenu, summary, !forkable(), (id) => {
+    const message = convo.agent.messages.find((m) => m.id === id);
+    const text = message ? messageText(message).trim() : "";
+    return text ? (text.length > 40 ? `${text.slice(0, 40)}…` : text) : undefined;
+  });
 }
 
 function updateControls(): void {
@@ -438,6 +456,8 @@ function updateControls(): void {
     : "Message the agent… (Enter to send, Shift+Enter for a new line)";
   els.status.textContent = state === "running" ? "Working…" : state === "interrupted" ? "Waiting for you" : "";
   els.status.dataset.state = state;
+  setForkControls(els.log, state === "idle");
+  els.branchMenu.disabled = state !== "idle";
 }
 
 function showNotice(text: string, kind: "info" | "error" = "info"): void {
@@ -450,7 +470,8 @@ function showNotice(text: string, kind: "info" | "error" = "info"): void {
 
 type Mode = "run" | "connect";
 
-async function startRun(params: RunAgentParameters, mode: Mode = "run"): Promise<void> {
+/** Runs (or connects to) the open thread; `fork`: an edit's or regenerate's way back. */
+async function startRun(params: RunAgentParameters, mode: Mode = "run", fork?: ForkUndo): Promise<void> {
   const c = convo;
   const note: RunNote = { key: `${Date.now()}-${c.notes.length}` };
   let runId: string | undefined;
@@ -470,6 +491,13 @@ async function startRun(params: RunAgentParameters, mode: Mode = "run"): Promise
     },
     onRunStartedEvent: ({ event }) => {
       runId = event.runId;
+    },
+    onCustomEvent: ({ event }) => {
+      if (event.name !== REWIND_EVENT) return;
+      // Shown where the thread forked, above the new answer.
+      const at = fork?.at ?? [...c.agent.messages].reverse().find((m) => m.role === "user")?.id;
+      c.notes.push({ key: `${note.key}-rewind`, afterMessageId: at, rewind: parseRewind(event.value) });
+      if (c === convo) scheduleRender();
     },
     onRunFinishedEvent: (p) => {
       note.outcome = p.outcome;
@@ -519,6 +547,11 @@ async function startRun(params: RunAgentParameters, mode: Mode = "run"): Promise
       note.error = { code: status ? `HTTP ${status}` : undefined, message: describeHttpError(error) };
     }
   }
+  if (fork && !retry && (runId === undefined || note.error?.code === CANNOT_FORK)) {
+    // Refused: nothing changed on the server, so the chat is put back as it was.
+    c.agent.setMessages(fork.messages);
+    c.notes = fork.notes;
+  }
   if (c !== convo) return;
   // A connect that only replays a finished thread has nothing worth a note.
   const worthANote = mode === "run" || note.error || note.outcome === "interrupt" || note.usage?.length;
@@ -541,7 +574,7 @@ async function startRun(params: RunAgentParameters, mode: Mode = "run"): Promise
   }
   // How many runs this page has finished: lets a test (or a curious user) tell runs apart.
   document.body.dataset.runs = String(Number(document.body.dataset.runs ?? 0) + 1);
-  if (retry) return startRun(params, mode);
+  if (retry) return startRun(params, mode, fork);
   if (pending.length) await answerFrontendTools(pending);
 }
 
@@ -596,6 +629,39 @@ async function sendMessage(text: string): Promise<void> {
   threads.provisional(c.threadId, text);
   c.agent.addMessage({ id: `user-${crypto.randomUUID()}`, role: "user", content: text });
   await startRun({});
+}
+
+/** Runs `history` (an edit's or a regenerate's) in place of the chat's messages. */
+async function runFork(history: Message[] | undefined, at: string, rewind: boolean): Promise<void> {
+  const c = convo;
+  if (!history || !forkable()) return;
+  const undo: ForkUndo = { messages: structuredClone(c.agent.messages), notes: [...c.notes], at };
+  // The dropped messages' notes go with them.
+  const kept = new Set(history.map((m) => m.id));
+  c.notes = c.notes.filter((n) => n.afterMessageId === undefined || kept.has(n.afterMessageId));
+  c.agent.setMessages(history);
+  await startRun(rewind ? { forwardedProps: { rewindFiles: true } } : {}, "run", undo);
+}
+
+const forkActions: ForkActions = {
+  edit: (id, text, rewind) => void runFork(editedHistory(convo.agent.messages, id, text), id, rewind),
+  regenerate: (id, rewind) => void runFork(regeneratedHistory(convo.agent.messages, id), id, rewind),
+};
+
+/** Makes `branch` the open thread's current branch, then shows its messages (connect). */
+async function switchBranch(branch: string): Promise<void> {
+  const threadId = convo.threadId;
+  if (!forkable()) return;
+  try {
+    await threads.switchBranch(threadId, branch);
+  } catch (error) {
+    const status = error instanceof ApiError ? error.status : undefined;
+    showNotice(switchFailure(status, (error as Error).message), "error");
+    if (status === 422) void threads.refresh(threadId);
+    renderThreads();
+    return;
+  }
+  if (convo.threadId === threadId) openThread(threadId, true);
 }
 
 async function stop(): Promise<void> {
@@ -659,7 +725,10 @@ const threadList = new ThreadListView(threads, els.threadList, byId<HTMLInputEle
   deletedCurrent: () => newThread(),
 });
 threads.onChange = () => {
-  if (convo) renderThreads();
+  if (!convo) return;
+  renderThreads();
+  // Branches are shown at their messages.
+  scheduleRender();
 };
 let filesRefresh: ReturnType<typeof setTimeout> | undefined;
 threads.onEvent = (type, thread) => {
@@ -777,6 +846,10 @@ byId("set-token").addEventListener("click", () => {
     threads.listen();
     void files.refresh();
   });
+});
+els.branchMenu.addEventListener("change", () => {
+  const chosen = els.branchMenu.value;
+  if (chosen && chosen !== threads.get(convo.threadId)?.branch) void switchBranch(chosen);
 });
 byId("toggle-side").addEventListener("click", () => document.body.classList.toggle("show-side"));
 byId("tab-files").addEventListener("click", () => showTab("files"));

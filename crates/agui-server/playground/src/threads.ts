@@ -2,6 +2,7 @@
 // `GET <path>/threads/events`, renamed, archived and deleted through the thread routes. Only
 // what the server says is kept (nothing in the browser's storage).
 import { ApiError, Routes, apiFetch, apiJson, ensureOk, readEventStream } from "./api";
+import type { BranchInfo } from "./branches";
 
 /** A thread as the server summarises it (`ThreadSummary`). */
 export interface ThreadSummary {
@@ -14,6 +15,10 @@ export interface ThreadSummary {
   archived: boolean;
   messageCount: number;
   workspaceBytes: number;
+  /** The current branch's id (issue 42). */
+  branch?: string;
+  /** The other branches, oldest first. */
+  branches?: BranchInfo[];
 }
 
 interface ThreadPage {
@@ -159,7 +164,12 @@ export class ThreadIndex {
     await this.patch(id, { archived }, archived ? "Could not archive the thread" : "Could not unarchive the thread");
   }
 
-  private async patch(id: string, body: { title?: string; archived?: boolean }, what: string): Promise<void> {
+  /** Makes `branch` the thread's current branch (an ApiError with the status when refused: 409 busy, 422 unknown). */
+  async switchBranch(id: string, branch: string): Promise<void> {
+    await this.patch(id, { branch }, "Could not switch branches");
+  }
+
+  private async patch(id: string, body: { title?: string; archived?: boolean; branch?: string }, what: string): Promise<void> {
     const summary = await apiJson<ThreadSummary>(this.routes.thread(id), what, {
       method: "PATCH",
       headers: { "Content-Type": "application/json" },
