@@ -6,7 +6,8 @@
 mod support;
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 use agui_session::testing::FakeHarness;
@@ -20,6 +21,13 @@ use support::{FakeAgent, ask_colour, finish, input_of, run_error, user};
 struct Leases {
     holders: Mutex<HashMap<String, String>>,
     asked: Mutex<HashMap<String, String>>,
+    /// How long a lease lasts (300 ms unless set).
+    valid_for: Mutex<Option<Duration>>,
+    /// While true, a renewal (an acquire by the holder) waits at the store.
+    gate_shut: Mutex<bool>,
+    gate: Condvar,
+    /// Renewals waiting at the shut gate.
+    held_up: AtomicUsize,
 }
 
 impl Leases {
@@ -42,6 +50,12 @@ impl Leases {
         self.asked.lock().unwrap().get(thread).cloned()
     }
 
+    /// Shuts (or opens) the gate renewals wait at.
+    fn shut_gate(&self, shut: bool) {
+        *self.gate_shut.lock().unwrap() = shut;
+        self.gate.notify_all();
+    }
+
     /// Waits (polling, at most 5 s) until `thread` has no holder.
     async fn until_released(&self, thread: &str, what: &str) {
         let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
@@ -54,6 +68,27 @@ impl Leases {
 
 impl ThreadLeases for Leases {
     fn acquire(&self, thread_id: &str) -> Result<Duration, LeaseDenied> {
+        let renewal = self.holder(thread_id).as_deref() == Some("me");
+        let mut shut = self.gate_shut.lock().unwrap();
+        if renewal && *shut {
+            self.held_up.fetch_add(1, Ordering::SeqCst);
+            // Bounded, so a failing test ends (its runtime waits for this thread).
+            let until = std::time::Instant::now() + Duration::from_secs(10);
+            while *shut && std::time::Instant::now() < until {
+                shut = self
+                    .gate
+                    .wait_timeout(shut, Duration::from_millis(100))
+                    .unwrap()
+                    .0;
+            }
+            self.held_up.fetch_sub(1, Ordering::SeqCst);
+        }
+        drop(shut);
+        let valid_for = self
+            .valid_for
+            .lock()
+            .unwrap()
+            .unwrap_or(Duration::from_millis(300));
         let mut holders = self.holders.lock().unwrap();
         match holders.get(thread_id) {
             Some(holder) if holder != "me" => Err(LeaseDenied::Held {
@@ -62,7 +97,7 @@ impl ThreadLeases for Leases {
             }),
             _ => {
                 holders.insert(thread_id.into(), "me".into());
-                Ok(Duration::from_millis(300))
+                Ok(valid_for)
             }
         }
     }
@@ -261,6 +296,59 @@ async fn a_thread_another_replica_asks_for_is_handed_over_once_idle() {
     leases
         .until_released("thread-1", "the thread goes once its turn ends")
         .await;
+    agent.shutdown().await;
+}
+
+/// The lease store stalls (a shared volume hanging) while the thread's lease is renewed: the
+/// renewal waits in a child, so the thread still answers a stop and a connect at once; and
+/// when the lease's lifetime runs out before the renewal comes back, the thread stops here, as
+/// another replica may take it now. (Before, the renewal held the thread's loop: nothing was
+/// answered until the store came back, and the thread kept driving an expired lease.)
+#[tokio::test]
+async fn a_renewal_held_up_at_the_store_holds_up_neither_stop_nor_connect_nor_outlives_the_lease() {
+    let dir = tempfile::tempdir().unwrap();
+    let (harness, leases) = (FakeHarness::new(), Arc::new(Leases::default()));
+    *leases.valid_for.lock().unwrap() = Some(Duration::from_millis(2500));
+    let agent = long_lived(&leases, dir.path(), &harness);
+    let run = agent.run(input_of(json!({"messages": [user("m1", "one")]})));
+    let c = harness.conversation(0).await;
+    assert_eq!(c.next_input().await, "one");
+    leases.shut_gate(true);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while leases.held_up.load(Ordering::SeqCst) == 0 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "a renewal reaches the store"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let within = Duration::from_millis(700);
+    let stopped = tokio::time::timeout(within, agent.stop("thread-1"))
+        .await
+        .expect("a stop is answered while the renewal waits at the store");
+    assert!(stopped.unwrap(), "the turn in flight was stopped");
+    c.idle(None);
+    finish(run).await;
+    let connected = tokio::time::timeout(within, async {
+        finish(agent.connect(input_of(json!({}))).await.unwrap()).await
+    })
+    .await
+    .expect("a connect is answered while the renewal waits at the store");
+    assert!(
+        matches!(connected.last(), Some(agui_types::Event::RunFinished(_))),
+        "{connected:?}"
+    );
+    assert_eq!(agent.stats().sessions, 1, "the thread is still served here");
+    // The lease runs out with the renewal still at the store: the thread stops.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while agent.stats().sessions > 0 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the thread stops once its lease ran out unrenewed"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    leases.shut_gate(false);
     agent.shutdown().await;
 }
 

@@ -13,7 +13,7 @@ use super::super::command::Command;
 use super::super::context::ThreadContext;
 use super::super::output::{RunChannel, Terminal, negotiate};
 use super::Task;
-use super::state::{Exit, Flow, Lease};
+use super::state::{Exit, Flow, Lease, Renewed};
 use crate::choices::ConcurrentRuns;
 use crate::error::{RunErrorCode, RunFailure};
 use crate::lease::LeaseDenied;
@@ -144,45 +144,85 @@ impl Task {
             renew_at: now + every.min(valid_for / 2),
             valid_until: now + valid_for,
             wanted,
+            renewing: None,
         }
     }
 
-    /// Renews the lease when it is due; `Exit` when it was lost.
-    pub(super) async fn renew_lease(&mut self, now: Instant) -> Flow {
+    /// Starts renewing the lease when it is due, in a child: the store's file work (a shared
+    /// volume may stall) never holds up the loop, which meanwhile answers stops and connects
+    /// and watches the lease's lifetime ([`Timer::LeaseExpiry`](super::timers::Timer)).
+    pub(super) fn renew_lease(&mut self, now: Instant) {
         let Lease::Held {
             renew_at,
+            renewing: renewing @ None,
+            ..
+        } = &mut self.lease
+        else {
+            return;
+        };
+        if now < *renew_at {
+            return;
+        }
+        let (ctx, id) = (self.ctx.clone(), self.id.clone());
+        *renewing = Some(tokio::spawn(
+            async move {
+                let result = ctx
+                    .acquire_lease(&id)
+                    .await
+                    .unwrap_or(Err(LeaseDenied::NotKept));
+                let wanted = result.is_ok() && ctx.lease_wanted(&id).await;
+                Renewed { result, wanted }
+            }
+            .instrument(self.span.clone()),
+        ));
+    }
+
+    /// A renewal is done: the lease lasts longer, or the task ends when it was lost.
+    pub(super) fn lease_renewed(&mut self, renewed: Renewed) -> Flow {
+        let Lease::Held {
             valid_until,
             wanted,
+            ..
         } = self.lease
         else {
             return Flow::Continue;
         };
-        if now < renew_at {
-            return Flow::Continue;
-        }
-        match self.ctx.acquire_lease(&self.id).await {
-            None => Flow::Continue,
-            Some(Ok(valid_for)) => {
-                let asked = self.ctx.lease_wanted(&self.id).await;
-                if asked && !wanted {
+        match renewed.result {
+            Ok(valid_for) => {
+                if renewed.wanted && !wanted {
                     tracing::info!(
                         "another replica asked for the thread; handing it over once it is idle"
                     );
                 }
-                self.lease = self.held_for(valid_for, asked);
+                self.lease = self.held_for(valid_for, renewed.wanted);
                 Flow::Continue
             }
-            Some(Err(denied)) if denied.is_transient() && Instant::now() < valid_until => {
+            Err(LeaseDenied::NotKept) => {
+                // No lease store (never the case with a lease held): nothing to renew.
+                Flow::Continue
+            }
+            Err(denied) if denied.is_transient() && Instant::now() < valid_until => {
                 tracing::warn!(%denied, "could not renew the thread's lease; retrying");
                 self.lease = Lease::Held {
                     renew_at: Instant::now() + Duration::from_secs(1),
                     valid_until,
                     wanted,
+                    renewing: None,
                 };
                 Flow::Continue
             }
-            Some(Err(denied)) => Flow::Exit(Exit::LeaseLost(denied)),
+            Err(denied) => Flow::Exit(Exit::LeaseLost(denied)),
         }
+    }
+
+    /// The lease's lifetime ran out unrenewed: its renewal is still at the store, or this
+    /// replica was frozen past it. Another replica may have taken the thread, so this one stops
+    /// driving it without asking the store first.
+    pub(super) fn lease_expired(&mut self) -> Flow {
+        Flow::Exit(Exit::LeaseLost(LeaseDenied::StoreFailed {
+            kind: std::io::ErrorKind::TimedOut,
+            detail: "the lease ran out before it was renewed (the lease store is slow or stuck, or this replica was paused)".into(),
+        }))
     }
 }
 

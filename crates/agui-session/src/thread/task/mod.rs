@@ -45,8 +45,8 @@ use crate::backend::ConversationHandle;
 use crate::error::{RunErrorCode, RunFailure};
 use crate::store::ThreadRecord;
 use state::{
-    ActiveRun, DiskWatch, Exit, Flow, Harnessed, Lease, Moving, Owed, Verdict, WaitingConnect,
-    WaitingRun,
+    ActiveRun, DiskWatch, Exit, Flow, Harnessed, Lease, LeaseChild, Moving, Owed, Verdict,
+    WaitingConnect, WaitingRun,
 };
 
 /// Commands queued for a thread before its task takes them.
@@ -207,9 +207,7 @@ impl Task {
     async fn iterate(&mut self) -> Flow {
         // Renewed here as well as on its timer: a harness streaming without pause would keep
         // the timer branch below from ever being chosen.
-        if let Flow::Exit(exit) = self.renew_lease(Instant::now()).await {
-            return Flow::Exit(exit);
-        }
+        self.renew_lease(Instant::now());
         if self.lease.is_wanted() && self.may_hand_over() {
             // Ending gives the lease up once the record is on disk; the replica that asked
             // takes it on its next try.
@@ -236,7 +234,10 @@ impl Task {
                 Flow::Continue
             }
             change = next_change(&mut self.conversation) => self.conversation_changed(change).await,
-            taken = self.lease.taken() => self.lease_taken(taken).await,
+            child = self.lease.child_done() => match child {
+                LeaseChild::Taken(taken) => self.lease_taken(taken).await,
+                LeaseChild::Renewed(renewed) => self.lease_renewed(renewed),
+            },
             () = run_client_left(self.run.as_ref().filter(|_| watch_client)) => {
                 self.output.prune();
                 Flow::Continue

@@ -38,13 +38,15 @@ pub(super) enum Lease {
         taking: Option<JoinHandle<Result<Duration, LeaseDenied>>>,
         queue: Vec<Command>,
     },
-    /// Held until `valid_until` unless renewed; renewed from `renew_at`. `wanted`: another
-    /// replica asked for the thread (read at the last renewal), so it is handed over as soon as
-    /// it is idle.
+    /// Held until `valid_until` unless renewed; renewed from `renew_at` by the child
+    /// `renewing` (the store's file work never holds the loop up). `wanted`: another replica
+    /// asked for the thread (read at the last renewal), so it is handed over as soon as it is
+    /// idle.
     Held {
         renew_at: Instant,
         valid_until: Instant,
         wanted: bool,
+        renewing: Option<JoinHandle<Renewed>>,
     },
     /// Lost to another replica: the record is not ours any more, and the task is ending.
     Lost,
@@ -61,18 +63,49 @@ impl Lease {
         matches!(self, Self::Held { wanted: true, .. })
     }
 
-    /// Resolves with the outcome of the child taking the lease (never when none is at it).
-    pub(super) async fn taken(&mut self) -> Result<Duration, LeaseDenied> {
+    /// Resolves when the child taking or renewing the lease is done (never when none is at
+    /// it).
+    pub(super) async fn child_done(&mut self) -> LeaseChild {
         match self {
             Self::Missing {
                 taking: Some(child),
                 ..
-            } => child
-                .await
-                .unwrap_or_else(|e| Err(LeaseDenied::task_failed(&e))),
+            } => LeaseChild::Taken(
+                child
+                    .await
+                    .unwrap_or_else(|e| Err(LeaseDenied::task_failed(&e))),
+            ),
+            Self::Held {
+                renewing: Some(child),
+                ..
+            } => {
+                let renewed = child.await.unwrap_or_else(|e| Renewed {
+                    result: Err(LeaseDenied::task_failed(&e)),
+                    wanted: false,
+                });
+                if let Self::Held { renewing, .. } = self {
+                    *renewing = None;
+                }
+                LeaseChild::Renewed(renewed)
+            }
             _ => std::future::pending().await,
         }
     }
+}
+
+/// What a child of the lease brought back.
+pub(super) enum LeaseChild {
+    /// The lease was taken, or not.
+    Taken(Result<Duration, LeaseDenied>),
+    /// A renewal is done.
+    Renewed(Renewed),
+}
+
+/// What a renewal of the lease found: whether it was renewed (for how long), and whether
+/// another replica asked for the thread.
+pub(super) struct Renewed {
+    pub(super) result: Result<Duration, LeaseDenied>,
+    pub(super) wanted: bool,
 }
 
 /// Where the thread's conversation stands in the harness.

@@ -105,6 +105,14 @@ impl Task {
             Exit::Idle => self.persist_as(interrupted),
             Exit::Abandoned | Exit::LeaseLost(_) => self.persist_as(false),
         }
+        if let Lease::Held {
+            renewing: Some(child),
+            ..
+        } = &mut self.lease
+        {
+            // A renewal still at the store would take the lease back after it is given up.
+            let _ = child.await;
+        }
         if matches!(self.lease, Lease::Held { .. }) {
             self.ctx.release_lease(&self.id).await;
             tracing::info!("gave the thread's lease up");

@@ -15,6 +15,10 @@ use crate::error::{RunErrorCode, RunFailure};
 /// ends the task before anything else; an idle thread is closed before it would hibernate).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub(super) enum Timer {
+    /// The lease's lifetime ran out unrenewed (the store is stuck, or the whole replica was
+    /// frozen past it): the task stops at once, before anything else, as another replica may
+    /// have taken the thread.
+    LeaseExpiry,
     /// The lease is renewed.
     LeaseRenewal,
     /// A run queued behind the thread's current one has waited `busy_thread_wait`.
@@ -43,8 +47,17 @@ impl Task {
     pub(super) fn timers(&mut self) -> Vec<(Timer, Instant)> {
         let options = self.ctx.options.clone();
         let mut timers = Vec::new();
-        if let Lease::Held { renew_at, .. } = self.lease {
-            timers.push((Timer::LeaseRenewal, renew_at));
+        if let Lease::Held {
+            renew_at,
+            valid_until,
+            renewing,
+            ..
+        } = &self.lease
+        {
+            timers.push((Timer::LeaseExpiry, *valid_until));
+            if renewing.is_none() {
+                timers.push((Timer::LeaseRenewal, *renew_at));
+            }
         }
         if let Some(first) = self.waiting.iter().map(|w| w.deadline).min() {
             timers.push((Timer::QueuedRun, first));
@@ -112,7 +125,8 @@ impl Task {
     async fn fire(&mut self, timer: Timer, now: Instant) -> Flow {
         let options = self.ctx.options.clone();
         match timer {
-            Timer::LeaseRenewal => return self.renew_lease(now).await,
+            Timer::LeaseExpiry => return self.lease_expired(),
+            Timer::LeaseRenewal => self.renew_lease(now),
             Timer::QueuedRun => {
                 while let Some(i) = self.waiting.iter().position(|w| w.deadline <= now) {
                     let Some(waiting) = self.waiting.remove(i) else {
