@@ -344,6 +344,10 @@ async fn the_earlier_branch_is_kept_listed_and_can_be_switched_back_to() {
     assert_eq!(switched.branches.len(), 1);
     assert_eq!(switched.branches[0].id, forked.branch);
     assert_eq!(
+        switched.branches[0].left_at, "u2",
+        "the branch left by the switch parts from the earlier one where they forked"
+    );
+    assert_eq!(
         restated(&agent).await,
         [
             "user: What is the weather in Paris?",

@@ -2,9 +2,10 @@
 // (`branches`, each with `leftAt`, the message where the thread left it), and switches with
 // `PATCH {"branch"}`. The page shows them where they part: at a user message, its versions are
 // the branches that left there plus the current one ("‹ 2/2 ›"). A branch switched away from by
-// a PATCH is listed with `leftAt: ""`, so the page remembers where each branch parts (for the
-// tab's session) and gives the one it leaves the place of the one it switches to; every branch
-// is also in the header's branch menu, wherever it parts.
+// a PATCH parts where the branch switched to did (the server lists it so); older servers listed
+// `leftAt: ""` there, so the page also remembers where each branch parts (for the tab's
+// session) and gives the one it leaves the place of the one it switches to; every branch is also
+// in the header's branch menu, wherever it parts.
 import { h } from "./dom";
 
 /** A branch the thread left (`ThreadSummary.branches`). */

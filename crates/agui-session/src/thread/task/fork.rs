@@ -347,6 +347,9 @@ impl Task {
         }
         self.conversation.let_go(LetGo::Close).await;
         let target = self.record.branches.remove(at);
+        // Where the thread left the target is where the branch it leaves now (a descendant of
+        // that point, through edits and regenerates) parts from it too.
+        let left_at = target.left_at.clone();
         let left = Branch {
             conversation_id: std::mem::replace(
                 &mut self.record.conversation_id,
@@ -355,7 +358,7 @@ impl Task {
             user_steps: std::mem::replace(&mut self.record.user_steps, target.user_steps),
             lost_turns: std::mem::replace(&mut self.record.lost_turns, target.lost_turns),
             sent: std::mem::replace(&mut self.record.sent, target.sent),
-            left_at: String::new(),
+            left_at,
             left_when: crate::threads::model::now_unix(),
             message_count: std::mem::replace(&mut self.record.message_count, target.message_count),
         };
