@@ -148,7 +148,7 @@ function report({ log, flat, resources, faults, watch, files, twice, answered, e
   console.log(`| model requests / messages answered / asked twice (retries) | ${result.modelRequests} / ${answered} / ${twice.length} |`);
   console.log(`| conversation files checked (corrupt) | ${files.files} (${files.bad.length}) |`);
   console.log(`| sampler: samples / with an owner tree shared by replicas / trees shared / most harnesses in one tree | ${shared.samples} / ${shared.sharedTreeSamples} / ${shared.sharedTrees} / ${shared.mostHarnessesInOneTree.harnesses} of ${shared.mostHarnessesInOneTree.replicas} replicas |`);
-  console.log(`| conversations open in two running harnesses / open while one holder was frozen | ${shared.conversationsOpenTwice.length} / ${shared.openWhileAHolderWasFrozen} |`);
+  console.log(`| conversations open in two running harnesses / open while one holder was frozen / just after its thaw (longest, ms) | ${shared.conversationsOpenTwice.length} / ${shared.openWhileAHolderWasFrozen} / ${shared.openJustAfterAThaw} (${shared.longestOverlapAfterAThawMs}) |`);
   console.log(`| sandbox roots per minute | ${rootCounts.map((r) => r.roots).join(" ")} |`);
   console.log(`| load average per minute | ${loads.join("; ")} |`);
   console.log(`| violations | ${world.violations.length} |`);

@@ -13,6 +13,9 @@ import { find } from "../../e2e/lib/workspace.mjs";
 import { environ, processTable } from "./processes.mjs";
 import { violate } from "./world.mjs";
 
+/** How long a thawed replica may keep a conversation another one took over open. */
+const THAW_GRACE_MS = 3_000;
+
 export class ConversationWatch {
   /** `volume`: where the conversations live; `fleet`: whose replicas the harnesses belong to. */
   constructor(volume, fleet) {
@@ -30,6 +33,10 @@ export class ConversationWatch {
     this.homes = new Map();
     /** Conversations open in a frozen replica's harness and in another one's at once. */
     this.frozenOverlap = new Set();
+    /** The same, just after the frozen replica thawed: conversation → first seen (ms). */
+    this.thawOverlap = new Map();
+    /** The longest such overlap seen after a thaw, in ms. */
+    this.longestThawOverlapMs = 0;
     this.timer = undefined;
   }
 
@@ -59,6 +66,9 @@ export class ConversationWatch {
     const byHome = new Map();
     for (const p of table) {
       if (p.comm !== "localharness" || p.state === "Z") continue;
+      // A child the harness forks for a command is named like it, with all its descriptors,
+      // until its exec closes them (close-on-exec): not a second harness.
+      if (byPid.get(p.ppid)?.comm === "localharness") continue;
       const key = `${p.pid}/${p.start}`;
       if (!this.homes.has(key)) this.homes.set(key, environ(p.pid, "HOME"));
       const home = this.homes.get(key);
@@ -75,7 +85,7 @@ export class ConversationWatch {
           const target = fs.readlinkSync(`/proc/${p.pid}/fd/${fd}`);
           if (target.startsWith(this.volume) && target.endsWith(".db")) {
             const list = byDb.get(target) ?? [];
-            if (!list.some((x) => x.pid === p.pid)) list.push({ pid: p.pid, replica, stopped: p.state === "T" });
+            if (!list.some((x) => x.pid === p.pid)) list.push({ pid: p.pid, replica, stopped: p.state === "T", thawed: this.justThawed(replica) });
             byDb.set(target, list);
           }
         } catch {
@@ -101,6 +111,15 @@ export class ConversationWatch {
         this.frozenOverlap.add(db);
         continue;
       }
+      // A frozen replica's harness runs again the moment it thaws, with its server: the server
+      // finds its lease run out and closes the conversation at once, so for that moment it is
+      // open twice. Allowed for THAW_GRACE_MS after the thaw, never longer.
+      if (holders.filter((h) => !h.stopped && !h.thawed).length < 2) {
+        const since = this.thawOverlap.get(db) ?? Date.now();
+        this.thawOverlap.set(db, since);
+        this.longestThawOverlapMs = Math.max(this.longestThawOverlapMs, Date.now() - since);
+        continue;
+      }
       const seen = this.doubled.get(db);
       if (seen) {
         seen.samples += 1;
@@ -112,6 +131,12 @@ export class ConversationWatch {
     }
   }
 
+  /** Whether replica life `label` thawed from a freeze less than THAW_GRACE_MS ago. */
+  justThawed(label) {
+    const r = this.fleet.replicas.find((x) => x.life === label);
+    return r?.thawedAt !== undefined && Date.now() - r.thawedAt < THAW_GRACE_MS;
+  }
+
   /** What the sampler saw, for the report. */
   summary() {
     return {
@@ -120,6 +145,8 @@ export class ConversationWatch {
       sharedTrees: this.sharedTrees.size,
       mostHarnessesInOneTree: this.most,
       openWhileAHolderWasFrozen: this.frozenOverlap.size,
+      openJustAfterAThaw: this.thawOverlap.size,
+      longestOverlapAfterAThawMs: this.longestThawOverlapMs,
       conversationsOpenTwice: [...this.doubled].map(([db, e]) => ({ db, ...e })),
     };
   }

@@ -143,6 +143,7 @@ export class Faults {
         }
         await sleep(this.rnd.int(0, 3_000));
         for (const pid of frozen) stop(pid, "SIGCONT");
+        r.thawedAt = Date.now();
         r.state = "up";
         await measured;
         return;
