@@ -1,8 +1,10 @@
 import { HttpAgent } from "@ag-ui/client";
-import type { AgentCapabilities, BaseEvent, RunAgentInput } from "@ag-ui/client";
+import type { AgentCapabilities, BaseEvent, Message, RunAgentInput } from "@ag-ui/client";
 import { Observable } from "rxjs";
+import type { ForkOptions, ForkResult, ThreadBranches } from "./forks.js";
 import { AntigravityHttpError } from "./http.js";
 import { AntigravityThreads } from "./threads.js";
+import type { ThreadSummary } from "./threads.js";
 export { AntigravityHttpError };
 /** The configuration `HttpAgent` takes (`url`, `headers`, `threadId`, `fetch`, …). */
 export type HttpAgentConfig = ConstructorParameters<typeof HttpAgent>[0];
@@ -42,7 +44,10 @@ export interface AntigravityAgentConfig extends HttpAgentConfig {
  * - reaches the caller's threads and their files (`threads`: list, rename, archive, delete,
  *   watch; list, download, upload);
  * - carries a run on when its stream breaks, through `/connect`, so the client ends on the
- *   server's history instead of a network error.
+ *   server's history instead of a network error;
+ * - edits a user message and regenerates an answer (the server forks the thread: the old
+ *   branch is kept), optionally rewinding the workspace's files, and lists and switches the
+ *   thread's branches.
  */
 export declare class AntigravityAgent extends HttpAgent {
     /** The server's `auth_token`, if it needs one. */
@@ -100,6 +105,40 @@ export declare class AntigravityAgent extends HttpAgent {
         headers?: Record<string, string>;
         signal?: AbortSignal;
     }): Observable<BaseEvent>;
+    /**
+     * Edits user message `messageId` to `content` and runs: the message is sent again under its
+     * id with the messages after it dropped, so the server forks the thread there (the old
+     * branch is kept, see `listBranches`) and the model answers from the history before it.
+     * Resolves with the new answer's messages and, with `rewindFiles`, the rewind's report.
+     * Throws {@link AntigravityForkError} when the server cannot fork (a turn in flight, the
+     * thread waiting for a tool result or an answer…): the thread is unchanged, and so are the
+     * agent's messages. A `TypeError` when `messageId` is not one of the agent's user messages.
+     */
+    editMessage(messageId: string, content: Message["content"], options?: ForkOptions): Promise<ForkResult>;
+    /**
+     * Regenerates the answer to a user message and runs: the history up to and including it is
+     * sent, so the server forks the thread there (the old answer's branch is kept) and the model
+     * answers it again. `messageId` names the user message or a message of its answer (as
+     * CopilotKit's regenerate button gives it); without it, the last user message. Resolves and
+     * throws as {@link AntigravityAgent.editMessage}.
+     */
+    regenerate(messageId?: string, options?: ForkOptions): Promise<ForkResult>;
+    /**
+     * The thread's branches (`GET <url>/threads/<id>`; the agent's thread by default): the
+     * current one's id and the others, oldest first, each with the message where the thread left
+     * it. Throws {@link AntigravityHttpError} (404 for a thread the server does not have).
+     */
+    listBranches(threadId?: string): Promise<ThreadBranches>;
+    /**
+     * Makes branch `branchId` the thread's current one (`PATCH <url>/threads/<id>`), then, when
+     * it is the agent's thread, connects so that the agent's messages are the branch's. The next
+     * run continues that branch. Returns the thread as the server has it now. Throws
+     * {@link AntigravityHttpError}: 422 for a branch the thread does not have, 409 while it is
+     * busy (a run, a turn, something waiting for the client).
+     */
+    switchBranch(threadId: string, branchId: string): Promise<ThreadSummary>;
+    /** Runs on `history` (an edit's or a regenerate's), reading the rewind and a refusal to fork. */
+    private fork;
     /** `connectAgent()`'s stream: `POST <url>/connect`; a thread the server does not know has no history. */
     protected connect(input: RunAgentInput): Observable<BaseEvent>;
     /**

@@ -419,8 +419,9 @@ export class AntigravityRunner extends AgentRunner {
         if (history && history.agentId === agentId) {
             if (change.type === "deleted")
                 this.histories.delete(change.thread.id);
-            // A cached history that a new message made stale is read again, so the synchronous getters stay current.
-            else if (history.messageCount !== change.thread.messageCount && !this.historyReads.has(change.thread.id)) {
+            // A cached history that a new message, a fork or a branch switch made stale is read again,
+            // so the synchronous getters stay current.
+            else if ((history.messageCount !== change.thread.messageCount || history.branch !== change.thread.branch) && !this.historyReads.has(change.thread.id)) {
                 const agent = this.resolvedAgents?.[agentId];
                 if (agent instanceof AntigravityAgent)
                     this.readHistory(change.thread.id, agentId, agent).catch(() => undefined);
@@ -457,6 +458,7 @@ export class AntigravityRunner extends AgentRunner {
             state: state && typeof state.snapshot === "object" && state.snapshot !== null && !Array.isArray(state.snapshot) ? state.snapshot : null,
             events: events.filter((event) => event.type === EventType.MESSAGES_SNAPSHOT || event.type === EventType.STATE_SNAPSHOT),
             messageCount: this.lists.get(agentId)?.get(threadId)?.messageCount,
+            branch: this.lists.get(agentId)?.get(threadId)?.branch,
         };
         this.histories.delete(threadId);
         this.histories.set(threadId, history);

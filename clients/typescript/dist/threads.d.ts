@@ -1,3 +1,4 @@
+import type { Branch, ThreadBranches } from "./forks.js";
 /** What a thread is doing: a turn in flight, a turn parked on the user, nothing, or put to sleep. */
 export type ThreadStatus = "running" | "waiting" | "idle" | "hibernated";
 /** What a `waiting` thread's turn waits for. */
@@ -23,6 +24,10 @@ export interface ThreadSummary {
     messageCount: number;
     /** The disk its workspace took when last measured (after each turn, upload or delete). */
     workspaceBytes: number;
+    /** Its current branch's id (an edit or a regenerate starts a new one). */
+    branch: string;
+    /** Its other branches, oldest first (at most 32): see `listBranches`. */
+    branches: Branch[];
 }
 /** A page of the caller's threads. */
 export interface ThreadPage {
@@ -45,6 +50,8 @@ export interface ThreadUpdate {
     /** The new title: trimmed, 1 to 200 characters, no control characters. */
     title?: string;
     archived?: boolean;
+    /** Switch to this branch (one of `branches`); a 409 while the thread is busy. */
+    branch?: string;
 }
 /**
  * A change to one of the caller's threads (`GET <path>/threads/events`): `created`; `status`
@@ -162,8 +169,8 @@ export declare class AntigravityThreads {
         signal?: AbortSignal;
     }): Promise<ThreadSummary>;
     /**
-     * Changes a thread's title or archived flag (`PATCH <path>/threads/<id>`); returns it as it is
-     * now. A title that is empty once trimmed, longer than 200 characters or holds control
+     * Changes a thread's title, archived flag or current branch (`PATCH <path>/threads/<id>`);
+     * returns it as it is now. A title that is empty once trimmed, longer than 200 characters or holds control
      * characters is a 422.
      */
     updateThread(threadId: string, update: ThreadUpdate, options?: {
@@ -175,6 +182,23 @@ export declare class AntigravityThreads {
     }): Promise<ThreadSummary>;
     /** Archives a thread, or brings it back with `archived` false (see `updateThread`). */
     archiveThread(threadId: string, archived?: boolean, options?: {
+        signal?: AbortSignal;
+    }): Promise<ThreadSummary>;
+    /**
+     * A thread's branches (`GET <path>/threads/<id>`): the current one's id and the others,
+     * oldest first, each with the message where the thread left it (`leftAt`).
+     */
+    listBranches(threadId: string, options?: {
+        signal?: AbortSignal;
+    }): Promise<ThreadBranches>;
+    /**
+     * Makes branch `branchId` the thread's current one (`PATCH <path>/threads/<id>` with
+     * `{"branch"}`); the one it leaves is listed among `branches`. Returns the thread as it is
+     * now. A 422 for a branch the thread does not have, a 409 while the thread is busy (a run, a
+     * turn, something waiting for the client). Only the server changes: a client holding the
+     * thread's messages connects again to read the branch's (`AntigravityAgent.switchBranch` does).
+     */
+    switchBranch(threadId: string, branchId: string, options?: {
         signal?: AbortSignal;
     }): Promise<ThreadSummary>;
     /**

@@ -93,8 +93,8 @@ export class AntigravityThreads {
         return (await response.json());
     }
     /**
-     * Changes a thread's title or archived flag (`PATCH <path>/threads/<id>`); returns it as it is
-     * now. A title that is empty once trimmed, longer than 200 characters or holds control
+     * Changes a thread's title, archived flag or current branch (`PATCH <path>/threads/<id>`);
+     * returns it as it is now. A title that is empty once trimmed, longer than 200 characters or holds control
      * characters is a 422.
      */
     async updateThread(threadId, update, options = {}) {
@@ -114,6 +114,24 @@ export class AntigravityThreads {
     /** Archives a thread, or brings it back with `archived` false (see `updateThread`). */
     archiveThread(threadId, archived = true, options = {}) {
         return this.updateThread(threadId, { archived }, options);
+    }
+    /**
+     * A thread's branches (`GET <path>/threads/<id>`): the current one's id and the others,
+     * oldest first, each with the message where the thread left it (`leftAt`).
+     */
+    async listBranches(threadId, options = {}) {
+        const thread = await this.getThread(threadId, options);
+        return { current: thread.branch, branches: thread.branches ?? [] };
+    }
+    /**
+     * Makes branch `branchId` the thread's current one (`PATCH <path>/threads/<id>` with
+     * `{"branch"}`); the one it leaves is listed among `branches`. Returns the thread as it is
+     * now. A 422 for a branch the thread does not have, a 409 while the thread is busy (a run, a
+     * turn, something waiting for the client). Only the server changes: a client holding the
+     * thread's messages connects again to read the branch's (`AntigravityAgent.switchBranch` does).
+     */
+    switchBranch(threadId, branchId, options = {}) {
+        return this.updateThread(threadId, { branch: branchId }, options);
     }
     /**
      * Deletes a thread, its history and its workspace (`DELETE <path>/threads/<id>`): true when it

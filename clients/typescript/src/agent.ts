@@ -2,13 +2,16 @@
 // CopilotKit pins, or 1.x), extended with what an agui-antigravity server offers beside a run.
 import { AGUIConnectNotImplementedError, EventType, HttpAgent } from "@ag-ui/client";
 import * as agui from "@ag-ui/client";
-import type { AgentCapabilities, BaseEvent, RunAgentInput } from "@ag-ui/client";
+import type { AgentCapabilities, BaseEvent, Message, RunAgentInput } from "@ag-ui/client";
 import { EMPTY, Observable, type Subscription, catchError, map, throwError } from "rxjs";
 import { toClientEvent } from "./events.js";
+import { AntigravityForkError, editedHistory, forkErrorOf, regenerateHistory, rewindReportOf } from "./forks.js";
+import type { ForkOptions, ForkResult, RewindReport, ThreadBranches } from "./forks.js";
 import { OpenBlocks, Rejoin } from "./open-blocks.js";
 import { AntigravityHttpError, agentRouteUrl, httpError, isAbort, requestHeaders, withHeaders } from "./http.js";
 import { InvalidEventError, sseJson } from "./sse.js";
 import { AntigravityThreads } from "./threads.js";
+import type { ThreadSummary } from "./threads.js";
 
 export { AntigravityHttpError };
 
@@ -56,7 +59,10 @@ const DEFAULT_STOP_GRACE_MS = 3000;
  * - reaches the caller's threads and their files (`threads`: list, rename, archive, delete,
  *   watch; list, download, upload);
  * - carries a run on when its stream breaks, through `/connect`, so the client ends on the
- *   server's history instead of a network error.
+ *   server's history instead of a network error;
+ * - edits a user message and regenerates an answer (the server forks the thread: the old
+ *   branch is kept), optionally rewinding the workspace's files, and lists and switches the
+ *   thread's branches.
  */
 export class AntigravityAgent extends HttpAgent {
   /** The server's `auth_token`, if it needs one. */
@@ -198,6 +204,84 @@ export class AntigravityAgent extends HttpAgent {
       // An unknown thread has no history: nothing to restate.
       catchError((error: unknown) => (error instanceof AntigravityHttpError && error.status === 404 ? EMPTY : throwError(() => error))),
     );
+  }
+
+  /**
+   * Edits user message `messageId` to `content` and runs: the message is sent again under its
+   * id with the messages after it dropped, so the server forks the thread there (the old
+   * branch is kept, see `listBranches`) and the model answers from the history before it.
+   * Resolves with the new answer's messages and, with `rewindFiles`, the rewind's report.
+   * Throws {@link AntigravityForkError} when the server cannot fork (a turn in flight, the
+   * thread waiting for a tool result or an answer…): the thread is unchanged, and so are the
+   * agent's messages. A `TypeError` when `messageId` is not one of the agent's user messages.
+   */
+  async editMessage(messageId: string, content: Message["content"], options: ForkOptions = {}): Promise<ForkResult> {
+    return this.fork(editedHistory(this.messages, messageId, content), options);
+  }
+
+  /**
+   * Regenerates the answer to a user message and runs: the history up to and including it is
+   * sent, so the server forks the thread there (the old answer's branch is kept) and the model
+   * answers it again. `messageId` names the user message or a message of its answer (as
+   * CopilotKit's regenerate button gives it); without it, the last user message. Resolves and
+   * throws as {@link AntigravityAgent.editMessage}.
+   */
+  async regenerate(messageId?: string, options: ForkOptions = {}): Promise<ForkResult> {
+    return this.fork(regenerateHistory(this.messages, messageId), options);
+  }
+
+  /**
+   * The thread's branches (`GET <url>/threads/<id>`; the agent's thread by default): the
+   * current one's id and the others, oldest first, each with the message where the thread left
+   * it. Throws {@link AntigravityHttpError} (404 for a thread the server does not have).
+   */
+  listBranches(threadId: string = this.threadId): Promise<ThreadBranches> {
+    return this.threads.listBranches(threadId);
+  }
+
+  /**
+   * Makes branch `branchId` the thread's current one (`PATCH <url>/threads/<id>`), then, when
+   * it is the agent's thread, connects so that the agent's messages are the branch's. The next
+   * run continues that branch. Returns the thread as the server has it now. Throws
+   * {@link AntigravityHttpError}: 422 for a branch the thread does not have, 409 while it is
+   * busy (a run, a turn, something waiting for the client).
+   */
+  async switchBranch(threadId: string, branchId: string): Promise<ThreadSummary> {
+    const thread = await this.threads.switchBranch(threadId, branchId);
+    if (threadId === this.threadId) {
+      this.setMessages([]);
+      await this.connectAgent();
+    }
+    return thread;
+  }
+
+  /** Runs on `history` (an edit's or a regenerate's), reading the rewind and a refusal to fork. */
+  private async fork(history: Message[], options: ForkOptions): Promise<ForkResult> {
+    const before = this.messages;
+    let rewind: RewindReport | undefined;
+    let refused: AntigravityForkError | undefined;
+    this.setMessages(history);
+    const forwardedProps = { ...options.forwardedProps, ...(options.rewindFiles === undefined ? {} : { rewindFiles: options.rewindFiles }) };
+    const { newMessages } = await this.runAgent(
+      { forwardedProps },
+      {
+        onCustomEvent: ({ event }) => {
+          const report = rewindReportOf(event);
+          if (!report) return;
+          rewind = report;
+          options.onRewind?.(report);
+        },
+        onRunErrorEvent: ({ event }) => {
+          refused ??= forkErrorOf(event);
+        },
+      },
+    );
+    if (refused) {
+      // The server changed nothing: neither does the agent.
+      this.setMessages(before);
+      throw refused;
+    }
+    return { newMessages, rewind };
   }
 
   /** `connectAgent()`'s stream: `POST <url>/connect`; a thread the server does not know has no history. */

@@ -47,6 +47,8 @@ interface ThreadHistory {
   events: BaseEvent[];
   /** The thread's `messageCount` when it was read, to see when it is stale. */
   messageCount: number | undefined;
+  /** The thread's current branch when it was read: a switch or a fork makes it stale whatever the count. */
+  branch: string | undefined;
 }
 
 /** A change to the runtime's thread list, and the agent (its id in the runtime) whose thread it is. */
@@ -473,8 +475,9 @@ export class AntigravityRunner extends AgentRunner implements LocalThreadEndpoin
     const history = this.histories.get(change.thread.id);
     if (history && history.agentId === agentId) {
       if (change.type === "deleted") this.histories.delete(change.thread.id);
-      // A cached history that a new message made stale is read again, so the synchronous getters stay current.
-      else if (history.messageCount !== change.thread.messageCount && !this.historyReads.has(change.thread.id)) {
+      // A cached history that a new message, a fork or a branch switch made stale is read again,
+      // so the synchronous getters stay current.
+      else if ((history.messageCount !== change.thread.messageCount || history.branch !== change.thread.branch) && !this.historyReads.has(change.thread.id)) {
         const agent = this.resolvedAgents?.[agentId];
         if (agent instanceof AntigravityAgent) this.readHistory(change.thread.id, agentId, agent).catch(() => undefined);
       }
@@ -515,6 +518,7 @@ export class AntigravityRunner extends AgentRunner implements LocalThreadEndpoin
       state: state && typeof state.snapshot === "object" && state.snapshot !== null && !Array.isArray(state.snapshot) ? (state.snapshot as Record<string, unknown>) : null,
       events: events.filter((event) => event.type === EventType.MESSAGES_SNAPSHOT || event.type === EventType.STATE_SNAPSHOT),
       messageCount: this.lists.get(agentId)?.get(threadId)?.messageCount,
+      branch: this.lists.get(agentId)?.get(threadId)?.branch,
     };
     this.histories.delete(threadId);
     this.histories.set(threadId, history);

@@ -1,5 +1,6 @@
-// The agui-antigravity client: an AG-UI agent for the server's routes (`AntigravityAgent`), and
-// the caller's threads and their files (`AntigravityThreads`, also `agent.threads`).
+// The agui-antigravity client: an AG-UI agent for the server's routes (`AntigravityAgent`), the
+// caller's threads and their files (`AntigravityThreads`, also `agent.threads`), and what an
+// edit, a regenerate and a thread's branches need (`forks.ts`, usable with any agent).
 // CopilotKit's runtime runner is in the `@agui-antigravity/client/copilotkit` entry point.
 export { AntigravityAgent, AntigravityHttpError } from "./agent.js";
 export type { AntigravityAgentConfig, HttpAgentConfig, ReconnectOptions } from "./agent.js";
@@ -24,3 +25,5 @@ export type {
   WatchThreadsOptions,
 } from "./threads.js";
 export { InvalidEventError } from "./sse.js";
+export { AntigravityForkError, CANNOT_FORK, REWIND_EVENT, branchesAt, editedHistory, forkErrorOf, regenerateHistory, rewindReportOf } from "./forks.js";
+export type { Branch, ForkOptions, ForkResult, MessageBranches, NotRewoundFile, RewindReport, RewoundFile, ThreadBranches } from "./forks.js";

@@ -3,6 +3,7 @@
 // `threads/events`, `threads/<id>/files/<path>`). Every request carries the agent's headers and
 // token, and `X-Thread-Id` when it is about one thread (the key replicas are routed on).
 import { AntigravityHttpError, agentRouteUrl, httpError, requestHeaders, withHeaders } from "./http.js";
+import type { Branch, ThreadBranches } from "./forks.js";
 import { InvalidEventError, sseFrames } from "./sse.js";
 
 /** What a thread is doing: a turn in flight, a turn parked on the user, nothing, or put to sleep. */
@@ -32,6 +33,10 @@ export interface ThreadSummary {
   messageCount: number;
   /** The disk its workspace took when last measured (after each turn, upload or delete). */
   workspaceBytes: number;
+  /** Its current branch's id (an edit or a regenerate starts a new one). */
+  branch: string;
+  /** Its other branches, oldest first (at most 32): see `listBranches`. */
+  branches: Branch[];
 }
 
 /** A page of the caller's threads. */
@@ -57,6 +62,8 @@ export interface ThreadUpdate {
   /** The new title: trimmed, 1 to 200 characters, no control characters. */
   title?: string;
   archived?: boolean;
+  /** Switch to this branch (one of `branches`); a 409 while the thread is busy. */
+  branch?: string;
 }
 
 /**
@@ -247,8 +254,8 @@ export class AntigravityThreads {
   }
 
   /**
-   * Changes a thread's title or archived flag (`PATCH <path>/threads/<id>`); returns it as it is
-   * now. A title that is empty once trimmed, longer than 200 characters or holds control
+   * Changes a thread's title, archived flag or current branch (`PATCH <path>/threads/<id>`);
+   * returns it as it is now. A title that is empty once trimmed, longer than 200 characters or holds control
    * characters is a 422.
    */
   async updateThread(threadId: string, update: ThreadUpdate, options: { signal?: AbortSignal } = {}): Promise<ThreadSummary> {
@@ -270,6 +277,26 @@ export class AntigravityThreads {
   /** Archives a thread, or brings it back with `archived` false (see `updateThread`). */
   archiveThread(threadId: string, archived = true, options: { signal?: AbortSignal } = {}): Promise<ThreadSummary> {
     return this.updateThread(threadId, { archived }, options);
+  }
+
+  /**
+   * A thread's branches (`GET <path>/threads/<id>`): the current one's id and the others,
+   * oldest first, each with the message where the thread left it (`leftAt`).
+   */
+  async listBranches(threadId: string, options: { signal?: AbortSignal } = {}): Promise<ThreadBranches> {
+    const thread = await this.getThread(threadId, options);
+    return { current: thread.branch, branches: thread.branches ?? [] };
+  }
+
+  /**
+   * Makes branch `branchId` the thread's current one (`PATCH <path>/threads/<id>` with
+   * `{"branch"}`); the one it leaves is listed among `branches`. Returns the thread as it is
+   * now. A 422 for a branch the thread does not have, a 409 while the thread is busy (a run, a
+   * turn, something waiting for the client). Only the server changes: a client holding the
+   * thread's messages connects again to read the branch's (`AntigravityAgent.switchBranch` does).
+   */
+  switchBranch(threadId: string, branchId: string, options: { signal?: AbortSignal } = {}): Promise<ThreadSummary> {
+    return this.updateThread(threadId, { branch: branchId }, options);
   }
 
   /**

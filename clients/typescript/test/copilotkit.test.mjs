@@ -4,7 +4,8 @@
 // CopilotKit's own runner has nothing; stop through the runtime stops the server's turn, also one
 // the runtime only rejoined; CopilotKit's thread endpoints (what `useThreads()` reads) list the
 // server's threads, in a new runtime too, follow the server's changes, read a thread's messages
-// from the server, and with the runner's hooks rename, archive and delete it there.
+// from the server, and with the runner's hooks rename, archive and delete it there; an edit
+// through the runtime reaches the server as sent, and the thread's messages follow its branches.
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { after, describe, test } from "node:test";
@@ -208,6 +209,30 @@ describe("AntigravityRunner in CopilotKit's runtime", () => {
 
     const stock = runtime({ antigravity: new AntigravityAgent({ url: url() }) }, new InMemoryAgentRunner());
     assert.ok(!(await listed(stock.call)).some((t) => t.id === direct.threadId), "CopilotKit's in-memory runner lists only its own runs");
+  });
+
+  test("an edit run through the runtime reaches the server as sent (the thread forks); the thread's messages follow the edit and a switch back", async () => {
+    const direct = await directThread("c-hello: before the edit");
+    const threadId = direct.threadId;
+    const { call, runner } = runtime({ antigravity: new AntigravityAgent({ url: url() }) });
+    await listed(call);
+    const texts = (messages) => messages.filter((m) => m.role === "user" || m.role === "assistant").map((m) => m.content);
+    const { messages } = await (await call(`/threads/${threadId}/messages`)).json();
+    assert.deepEqual(texts(messages), ["c-hello: before the edit", "Hello from the server."]);
+
+    // CopilotKit's page edits by resending the message under its id, the rest dropped.
+    const edited = { ...messages.find((m) => m.role === "user"), content: "c-hello: after the edit" };
+    const ran = await sseEvents(await call("/agent/antigravity/run", input(threadId, [edited]))).done;
+    assert.equal(ran.at(-1).type, "RUN_FINISHED", JSON.stringify(ran.at(-1)));
+    const forked = await direct.listBranches();
+    assert.deepEqual(forked.branches.map((b) => b.leftAt), [edited.id], "the server took it for an edit and forked");
+    await eventually(() => texts(runner.getThreadMessages(threadId))[0] === "c-hello: after the edit", 10_000, "the runner's messages of the new branch");
+
+    // A switch made elsewhere: the same number of messages, another branch.
+    await direct.switchBranch(threadId, forked.branches[0].id);
+    await eventually(() => texts(runner.getThreadMessages(threadId))[0] === "c-hello: before the edit", 10_000, "the runner's messages of the branch switched to");
+    const after = await (await call(`/threads/${threadId}/messages`)).json();
+    assert.deepEqual(texts(after.messages), ["c-hello: before the edit", "Hello from the server."]);
   });
 
   test("rename, archive, unarchive and delete through CopilotKit's endpoints reach the server", async () => {

@@ -1,9 +1,10 @@
 // The app's page: CopilotKit's chat on the agent `antigravity` of the runtime (src/server.ts),
 // with what an agui-antigravity agent streams made visible — tool cards for every tool, a
 // frontend tool the page runs itself, questions and approvals answered in the page, the files
-// and commands of the agent's work, subagents under the call that started them; beside it the
-// server's threads (a drawer) and the thread's workspace (a files panel). The thread id lives in
-// the address (`#<threadId>`), so a reload returns to the thread.
+// and commands of the agent's work, subagents under the call that started them, CopilotKit's
+// edit, regenerate and branch buttons forking the thread on the server; beside it the server's
+// threads (a drawer) and the thread's workspace (a files panel). The thread id lives in the
+// address (`#<threadId>`), so a reload returns to the thread.
 import { useEffect, useRef, useState } from "react";
 import { createRoot } from "react-dom/client";
 import { z } from "zod";
@@ -20,6 +21,7 @@ import {
 } from "@copilotkit/react-core/v2";
 import "@copilotkit/react-core/v2/styles.css";
 import { ACTIVITY_RENDERERS } from "./activities";
+import { ForkBar, ForksProvider, onCopilotKitError, useForks, useMessageView } from "./branches";
 import { FilesPanel } from "./files";
 import { InterruptCard } from "./interrupts";
 import { CUSTOM_MESSAGE_RENDERERS, SubagentList, useSubagentEvents } from "./subagents";
@@ -96,11 +98,17 @@ function useRunState(agent: AbstractAgent | undefined, onEnded: () => void): boo
   return running;
 }
 
-/** Registers the tool renderers, the frontend tool and the interrupt UI; renders the chat. */
-function Chat({ threadId, onRunEnded }: { threadId: string; onRunEnded: () => void }) {
+/**
+ * Registers the tool renderers, the frontend tool and the interrupt UI; renders the chat, its
+ * messages' edit, regenerate and branch buttons wired to the thread's branches (`runs`: runs
+ * and connects ended, on which the branches are read again).
+ */
+function Chat({ threadId, runs, onRunEnded }: { threadId: string; runs: number; onRunEnded: () => void }) {
   const { agent } = useAgent({ agentId: AGENT });
   useSubagentEvents(agent);
   const running = useRunState(agent, onRunEnded);
+  const forks = useForks(agent, threadId, runs);
+  const messageView = useMessageView(forks);
 
   // Every tool call without a renderer of its own (built-in tools, server tools) as a card.
   useDefaultRenderTool({ render: (props) => <ToolCard {...props} /> });
@@ -136,7 +144,12 @@ function Chat({ threadId, onRunEnded }: { threadId: string; onRunEnded: () => vo
 
   return (
     <RunningContext.Provider value={running}>
-      <CopilotChat agentId={AGENT} threadId={threadId} className="chat" />
+      <ForksProvider forks={forks}>
+        <div className="chat-column">
+          <ForkBar />
+          <CopilotChat agentId={AGENT} threadId={threadId} className="chat" messageView={messageView} />
+        </div>
+      </ForksProvider>
     </RunningContext.Provider>
   );
 }
@@ -157,12 +170,13 @@ function App() {
       renderActivityMessages={ACTIVITY_RENDERERS}
       renderCustomMessages={CUSTOM_MESSAGE_RENDERERS}
       enableInspector={false}
+      onError={onCopilotKitError}
     >
       <div className="app">
         <AgentHeader threadId={threadId} />
         <div className="app-body">
           <ThreadsDrawer threadId={threadId} runs={runs} />
-          <Chat key={threadId} threadId={threadId} onRunEnded={() => setRuns((n) => n + 1)} />
+          <Chat key={threadId} threadId={threadId} runs={runs} onRunEnded={() => setRuns((n) => n + 1)} />
           <FilesPanel threadId={threadId} runs={runs} />
         </div>
       </div>

@@ -1,6 +1,7 @@
 // The app's server: CopilotKit's v2 runtime under /api/copilotkit, with the agui-antigravity agent
 // and its runner (whose hooks let CopilotKit's thread endpoints rename, archive and delete on the
-// server), the routes of the page's files panel and the live thread list, plus the built page.
+// server), the routes of the page's files panel, the live thread list and the thread's branches,
+// plus the built page.
 // Configured by environment:
 //   AGUI_URL         the agent on the agui-antigravity server (default http://127.0.0.1:8027/)
 //   AGUI_AUTH_TOKEN  that server's auth_token, if it has one
@@ -129,6 +130,45 @@ async function serveFiles(request: http.IncomingMessage, response: http.ServerRe
   }
 }
 
+/**
+ * `/api/branches/<thread>`: the thread's branches for the chat's branch navigation. GET answers
+ * `{ current, branches }` (a thread the server does not have yet has none); POST `{ branch }`
+ * switches to that branch (the server's 422 for an unknown one, 409 while the thread is busy).
+ */
+async function serveBranches(request: http.IncomingMessage, response: http.ServerResponse, url: URL): Promise<void> {
+  let threadId: string;
+  try {
+    threadId = decodeURIComponent(url.pathname.slice("/api/branches/".length));
+  } catch {
+    return fail(response, 400, "a path that is not percent-encoded UTF-8");
+  }
+  if (!threadId || threadId.includes("/")) return fail(response, 404, "no thread in the path");
+  try {
+    if (request.method === "GET") {
+      const branches = await threads.listBranches(threadId).catch((error: unknown) => {
+        if (error instanceof AntigravityHttpError && error.status === 404) return { current: "", branches: [] };
+        throw error;
+      });
+      response.writeHead(200, { "content-type": "application/json", "cache-control": "no-cache" }).end(JSON.stringify(branches));
+      return;
+    }
+    if (request.method !== "POST") return fail(response, 405, "GET or POST");
+    const chunks: Buffer[] = [];
+    for await (const chunk of request) chunks.push(chunk as Buffer);
+    let branch: unknown;
+    try {
+      branch = (JSON.parse(Buffer.concat(chunks).toString("utf8")) as { branch?: unknown }).branch;
+    } catch {
+      return fail(response, 400, "the body is not JSON");
+    }
+    if (typeof branch !== "string" || !branch) return fail(response, 400, "name the branch: {\"branch\": \"<id>\"}");
+    const thread = await threads.switchBranch(threadId, branch);
+    response.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ current: thread.branch, branches: thread.branches }));
+  } catch (error) {
+    failWith(response, error);
+  }
+}
+
 /** The open `/api/threads/events` streams, ended properly when the app stops (a cut one is an error in the page). */
 const liveStreams = new Set<http.ServerResponse>();
 
@@ -157,6 +197,7 @@ const server = http.createServer((request, response) => {
   if (url.pathname.startsWith(`${RUNTIME_PATH}/`)) void copilotkit(request, response);
   else if (url.pathname.startsWith("/api/files/")) void serveFiles(request, response, url);
   else if (url.pathname === "/api/threads/events" && request.method === "GET") serveThreadEvents(request, response);
+  else if (url.pathname.startsWith("/api/branches/")) void serveBranches(request, response, url);
   else servePage(request, response);
 });
 

@@ -1,0 +1,123 @@
+import type { BaseEvent, Message } from "@ag-ui/client";
+/** The `CUSTOM` event's name that reports a rewind, right after `RUN_STARTED`. */
+export declare const REWIND_EVENT = "antigravity:rewind";
+/** The `RUN_ERROR` code of a run whose history differs from the thread's where it cannot fork. */
+export declare const CANNOT_FORK = "CANNOT_FORK";
+/** A file a rewind put back as it was at the fork point. */
+export interface RewoundFile {
+    /** The path as the agent saw it (absolute, in the workspace). */
+    path: string;
+    /** `restored`: its content is back; `removed`: it was created after the point. */
+    action: "restored" | "removed" | (string & {});
+}
+/** A file a rewind left as it is, and why. */
+export interface NotRewoundFile {
+    /** The path as the agent saw it. */
+    path: string;
+    /** Why (changed since by other means, a link planted in its place, outside the workspace…). */
+    why: string;
+}
+/**
+ * What a rewind did (`forwardedProps.rewindFiles` on an edit or a regenerate): the file tools'
+ * changes after the fork point are undone, newest first. Commands' changes are never undone.
+ */
+export interface RewindReport {
+    /** The files put back. */
+    restored: RewoundFile[];
+    /** The files left as they are. */
+    notRestored: NotRewoundFile[];
+    /** How many commands ran after the point: their changes were not undone. */
+    commandsAfter: number;
+    /** Set when nothing could be known (e.g. right after a server restart): nothing was rewound. */
+    unknown?: string;
+}
+/**
+ * A run the server refused to fork (`RUN_ERROR` code `CANNOT_FORK`): the thread is unchanged.
+ * The message names the point and why (a turn in flight, the thread waiting for the client,
+ * the conversation being opened, an empty message, a point the server no longer knows).
+ */
+export declare class AntigravityForkError extends Error {
+    /** Always `CANNOT_FORK`. */
+    readonly code = "CANNOT_FORK";
+    /** The message the server named as the fork point, when its message names one. */
+    readonly messageId: string | undefined;
+    /** `message` is the server's. */
+    constructor(message: string);
+}
+/** A thread's branch other than its current one (`GET <path>/threads/<id>`, `branches`). */
+export interface Branch {
+    /** Its id (what `switchBranch` names). */
+    id: string;
+    /**
+     * The message where the thread left it: the one edited, or whose answer was regenerated;
+     * `""` when the thread switched away from it (`switchBranch`).
+     */
+    leftAt: string;
+    /** When the thread left it (RFC 3339, UTC). */
+    leftWhen: string;
+    /** Its messages, when last known. */
+    messageCount: number;
+}
+/** A thread's branches: the current one's id, and the others, oldest first (at most 32). */
+export interface ThreadBranches {
+    /** The current branch's id. */
+    current: string;
+    /** The other branches, oldest first. */
+    branches: Branch[];
+}
+/** Where one message's alternatives stand: `index` of `count` (`ids[index]` is the current branch). */
+export interface MessageBranches {
+    /** The position of the current branch among `ids` (0-based). */
+    index: number;
+    /** How many alternatives the message has (the current branch included). */
+    count: number;
+    /** The branch ids, in the order shown. */
+    ids: string[];
+}
+/** The options of an edit or a regenerate. */
+export interface ForkOptions {
+    /**
+     * Undo what the file tools changed after the fork point (`forwardedProps.rewindFiles`);
+     * unset: the server's default (`rewind_files`, off unless configured).
+     */
+    rewindFiles?: boolean;
+    /** Called with the rewind's report as soon as it arrives (before the new answer). */
+    onRewind?: (report: RewindReport) => void;
+    /** More `forwardedProps` for the run. */
+    forwardedProps?: Record<string, unknown>;
+}
+/** What an edit or a regenerate ended with. */
+export interface ForkResult {
+    /** The messages the run added (the new answer). */
+    newMessages: Message[];
+    /** The rewind's report, when files were asked to be rewound. */
+    rewind: RewindReport | undefined;
+}
+/** The report carried by `event` when it is the rewind's `CUSTOM` event; undefined otherwise. */
+export declare function rewindReportOf(event: BaseEvent): RewindReport | undefined;
+/** The typed error of `event` when it is a `RUN_ERROR` with code `CANNOT_FORK`; undefined otherwise. */
+export declare function forkErrorOf(event: BaseEvent): AntigravityForkError | undefined;
+/**
+ * The history that edits user message `messageId` to `content`: the messages before it, then it
+ * under its own id with the new content; the messages after it are dropped (the server would
+ * merge kept ones into the new branch as they are).
+ */
+export declare function editedHistory(messages: Message[], messageId: string, content: Message["content"]): Message[];
+/**
+ * The history that regenerates the answer to a user message: the messages up to and including
+ * it. `messageId` names the user message, or an assistant (or tool) message of the answer, whose
+ * user message is the nearest before it; without it, the last user message.
+ */
+export declare function regenerateHistory(messages: Message[], messageId?: string): Message[];
+/**
+ * The alternatives of message `messageId` for per-message navigation (CopilotKit's
+ * `branchIndex`/`numberOfBranches`): the branches the thread left at that message, and the
+ * current one; undefined when it has none. A branch the thread switched away from has no
+ * `leftAt`: `leftAt` (branch id → message id) supplies what the caller remembers of it, and
+ * `order` (the ids shown last time) keeps their order stable across switches — new ones come
+ * after, the server's oldest first, the current one last.
+ */
+export declare function branchesAt(list: ThreadBranches, messageId: string, options?: {
+    leftAt?: Record<string, string>;
+    order?: string[];
+}): MessageBranches | undefined;
