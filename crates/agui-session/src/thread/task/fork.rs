@@ -78,14 +78,15 @@ impl Task {
         input: &RunAgentInput,
     ) -> Result<Forked, RunFailure> {
         let refuse = |why: &str| cannot_fork(divergence, why);
-        if self.conversation.turn().is_some() {
-            return Err(refuse(
-                "A turn is in flight (with its subagents, if any): stop it first, then edit or regenerate.",
-            ));
-        }
+        // A parked call keeps its turn in flight: the more specific reason is said first.
         if self.parking.is_parked() || !self.record.pending_frontend_tools.is_empty() {
             return Err(refuse(
                 "The thread waits for the client (a tool result, an approval or an answer): answer or stop it first.",
+            ));
+        }
+        if self.conversation.turn().is_some() {
+            return Err(refuse(
+                "A turn is in flight (with its subagents, if any): stop it first, then edit or regenerate.",
             ));
         }
         if matches!(self.conversation, Conversation::Opening(_)) {
