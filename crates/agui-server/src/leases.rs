@@ -230,10 +230,20 @@ impl FileLeases {
             .dir
             .join(format!(".{}.tmp", uuid::Uuid::new_v4().simple()));
         let mut file = std::fs::File::create_new(&temp)?;
-        file.write_all(&serde_json::to_vec(record)?)?;
-        // On a network file system the next holder reads it from another host.
-        file.sync_all()?;
-        Ok(temp)
+        let written = serde_json::to_vec(record)
+            .map_err(std::io::Error::from)
+            .and_then(|bytes| file.write_all(&bytes))
+            // On a network file system the next holder reads it from another host.
+            .and_then(|()| file.sync_all());
+        match written {
+            Ok(()) => Ok(temp),
+            Err(e) => {
+                // A full volume fails the write after the file was made: it goes, or every
+                // renewal while the volume is full leaves one behind.
+                let _ = std::fs::remove_file(&temp);
+                Err(e)
+            }
+        }
     }
 }
 

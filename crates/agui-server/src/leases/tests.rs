@@ -170,3 +170,27 @@ fn a_replica_asking_for_a_held_thread_is_seen_by_the_holder_until_it_holds_it_or
     now.fetch_add(2, Ordering::SeqCst);
     assert!(!a.wanted("t"), "a stale request is forgotten");
 }
+
+/// A record that cannot be written: what a full volume does to a lease's write, after its
+/// temporary file was made.
+struct Unwritable;
+
+impl Serialize for Unwritable {
+    fn serialize<S: serde::Serializer>(&self, _: S) -> Result<S::Ok, S::Error> {
+        Err(serde::ser::Error::custom("no space left"))
+    }
+}
+
+#[test]
+fn a_failed_write_leaves_no_temporary_file_behind() {
+    let (dir, _now, a, _b) = two_replicas();
+    assert!(a.write_temp(&Unwritable).is_err());
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert!(
+        left.is_empty(),
+        "every failed write while the volume was full left a file: {left:?}"
+    );
+}
