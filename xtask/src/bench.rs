@@ -3,12 +3,16 @@
 //! With no name, the benchmark of record (`crates/agui-bench`): the release server over HTTP
 //! next to the raw harness floor, workloads W1–W4 and W6 (W5 when asked for), tables on stdout and a JSON report under
 //! `<target dir>/bench/`. xtask only builds the binaries and runs it (`cargo run --release -p
-//! agui-bench`), so it stays free of generated code.
+//! agui-bench`), so it stays free of generated code. `--baseline REV [--rounds N]` runs it
+//! against an earlier release too (`bench_baseline.rs`).
 
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use anyhow::bail;
+use anyhow::{Context, bail};
 
+use crate::bench_baseline::{build_server, table, take_baseline};
 use crate::e2e::build_binaries;
 use crate::util::{cargo, install_harness, run_checked, target_dir, workspace_root};
 
@@ -62,33 +66,84 @@ pub(crate) fn run(args: Args) -> anyhow::Result<()> {
     )
 }
 
-/// Builds the release server and scripted model, installs the harness, runs `agui-bench`.
-fn suite(extra: Vec<String>) -> anyhow::Result<()> {
+/// Builds the release server and scripted model, installs the harness, runs `agui-bench`
+/// (against a pinned earlier server too, in alternated rounds, with `--baseline REV`).
+fn suite(mut extra: Vec<String>) -> anyhow::Result<()> {
+    let baseline = take_baseline(&mut extra)?;
     let root = workspace_root();
     let harness = install_harness()?;
     eprintln!("xtask bench: building the release server and scripted model");
     let (server, model) = build_binaries(&root, true)?;
-    let mut command = cargo();
-    command
-        .current_dir(&root)
-        .args(["run", "--release", "-p", "agui-bench", "--"])
-        .arg("--server-bin")
-        .arg(&server)
-        .arg("--model-bin")
-        .arg(&model)
-        .arg("--harness")
-        .arg(&harness);
-    if !extra
+    let bench = |server: &Path, out: Option<PathBuf>| {
+        let mut command = cargo();
+        command
+            .current_dir(&root)
+            .args(["run", "--release", "-p", "agui-bench", "--"])
+            .arg("--server-bin")
+            .arg(server)
+            .arg("--model-bin")
+            .arg(&model)
+            .arg("--harness")
+            .arg(&harness);
+        if let Some(out) = out {
+            command.arg("--out").arg(out);
+        }
+        command.args(&extra);
+        run_checked(&mut command, "agui-bench")
+    };
+    let stamp = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let Some(baseline) = baseline else {
+        let out_given = extra
+            .iter()
+            .any(|a| a == "--out" || a.starts_with("--out="));
+        let out = (!out_given).then(|| target_dir().join(format!("bench/agui-bench-{stamp}.json")));
+        return bench(&server, out);
+    };
+    if extra
         .iter()
         .any(|a| a == "--out" || a.starts_with("--out="))
     {
-        let stamp = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs());
-        command
-            .arg("--out")
-            .arg(target_dir().join(format!("bench/agui-bench-{stamp}.json")));
+        bail!(
+            "--out does not go with --baseline: each round writes its own report under <target>/bench/"
+        );
     }
-    command.args(&extra);
-    run_checked(&mut command, "agui-bench")
+    let (short, earlier) = build_server(&baseline.rev)?;
+    let labels = ["this tree", short.as_str()];
+    let dir = target_dir().join(format!("bench/baseline-{short}-{stamp}"));
+    std::fs::create_dir_all(&dir).with_context(|| format!("making {}", dir.display()))?;
+    let mut reports: BTreeMap<String, Vec<serde_json::Value>> = BTreeMap::new();
+    for round in 1..=baseline.rounds {
+        // Alternated, so a drift of the machine's load weighs on both alike.
+        let order = if round % 2 == 1 { [0, 1] } else { [1, 0] };
+        for side in order {
+            let (label, binary) = match side {
+                0 => (labels[0], &server),
+                _ => (labels[1], &earlier),
+            };
+            eprintln!("xtask bench: round {round} of {}: {label}", baseline.rounds);
+            let out = dir.join(format!(
+                "r{round}-{}.json",
+                if side == 0 { "tree" } else { &short }
+            ));
+            bench(binary, Some(out.clone()))?;
+            let report = std::fs::read(&out)
+                .with_context(|| format!("reading {}", out.display()))
+                .and_then(|bytes| Ok(serde_json::from_slice(&bytes)?))?;
+            reports.entry(label.to_owned()).or_default().push(report);
+        }
+    }
+    let table = table(labels, &reports);
+    std::fs::write(dir.join("comparison.md"), &table)
+        .with_context(|| format!("writing {}", dir.display()))?;
+    println!(
+        "\n### This tree against {short} ({} alternated rounds)\n\n{table}",
+        baseline.rounds
+    );
+    eprintln!(
+        "xtask bench: reports and comparison.md in {}",
+        dir.display()
+    );
+    Ok(())
 }

@@ -2,6 +2,7 @@
 //! playground build, the test suites).
 
 mod bench;
+mod bench_baseline;
 mod browser;
 mod check_architecture;
 mod client;
