@@ -5,16 +5,16 @@ use std::path::PathBuf;
 use anyhow::bail;
 use serde::Serialize;
 
-use crate::workloads::{w1, w2, w3, w4, w5, w6, w7};
+use crate::workloads::{w1, w2, w3, w4, w5, w6, w7, w8};
 
 /// `agui-bench`: the benchmark of record (`cargo xtask bench` builds the binaries and runs it).
 #[derive(Debug, clap::Parser)]
 #[command(name = "agui-bench", version, about)]
 pub(crate) struct Args {
     /// Workloads to run, comma-separated (W1 latency, W2 concurrency, W3 idle memory, W4
-    /// frontend-tool park/resume, W5 commands, W6 forks, W7 threads and files; W5 runs only
-    /// when asked for).
-    #[arg(long, default_value = "W1,W2,W3,W4,W6,W7", value_delimiter = ',')]
+    /// frontend-tool park/resume, W5 commands, W6 forks, W7 threads and files, W8 a new
+    /// thread's first answer by phase; W5 runs only when asked for).
+    #[arg(long, default_value = "W1,W2,W3,W4,W6,W7,W8", value_delimiter = ',')]
     pub(crate) workloads: Vec<String>,
     /// A ~2-minute run: fewer runs, levels and iterations, shorter settles (explicit flags win).
     #[arg(long)]
@@ -112,6 +112,12 @@ pub(crate) struct Args {
     /// W6: forks (a new thread, a second turn, a regenerate of it) (default 10; quick 4).
     #[arg(long)]
     pub(crate) w6_runs: Option<usize>,
+    /// W8: fresh threads one at a time, by phase (default 30; quick 10).
+    #[arg(long)]
+    pub(crate) w8_runs: Option<usize>,
+    /// W8: fresh threads at once, by phase (default 8).
+    #[arg(long, default_value_t = 8)]
+    pub(crate) w8_burst: usize,
     /// W7: threads made and listed (default 1000; quick 200).
     #[arg(long)]
     pub(crate) w7_threads: Option<usize>,
@@ -143,6 +149,7 @@ pub(crate) enum Workload {
     W5,
     W6,
     W7,
+    W8,
 }
 
 /// Everything a run does, resolved from the flags.
@@ -162,6 +169,7 @@ pub(crate) struct Plan {
     pub(crate) w5: w5::Params,
     pub(crate) w6: w6::Params,
     pub(crate) w7: w7::Params,
+    pub(crate) w8: w8::Params,
     pub(crate) sandbox: Option<String>,
     pub(crate) pool_size: u64,
     pub(crate) owners: usize,
@@ -186,8 +194,9 @@ impl Args {
                 "W5" => Workload::W5,
                 "W6" => Workload::W6,
                 "W7" => Workload::W7,
+                "W8" => Workload::W8,
                 "" => continue,
-                other => bail!("unknown workload `{other}` (W1, W2, W3, W4, W5, W6, W7)"),
+                other => bail!("unknown workload `{other}` (W1, W2, W3, W4, W5, W6, W7, W8)"),
             };
             if !workloads.contains(&w) {
                 workloads.push(w);
@@ -248,6 +257,12 @@ impl Args {
                 concurrency: self.w7_concurrency.max(1),
                 file_mb: self.w7_file_mb.unwrap_or(pick(q, 50, 200)).max(1),
             },
+            w8: w8::Params {
+                runs: self.w8_runs.unwrap_or(pick(q, 10, 30)).max(1),
+                warmup: 2,
+                gap_ms: 300,
+                burst: self.w8_burst.max(1),
+            },
             sandbox: self.sandbox.clone(),
             pool_size: self.pool_size,
             owners: self.owners,
@@ -293,7 +308,8 @@ mod tests {
                 Workload::W3,
                 Workload::W4,
                 Workload::W6,
-                Workload::W7
+                Workload::W7,
+                Workload::W8
             ]
         );
         assert_eq!(full.w6.runs, 10);

@@ -40,6 +40,8 @@ pub(crate) struct ServerSettings {
     pub(crate) pool_size: Option<u64>,
     /// Extra `serve` flags.
     pub(crate) extra: Vec<String>,
+    /// `RUST_LOG` of the server (`warn` when `None`: logging costs CPU the figures count).
+    pub(crate) log_filter: Option<String>,
 }
 
 impl ServerSettings {
@@ -266,7 +268,7 @@ impl Server {
             .env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
             .env("HOME", &dirs.home)
-            .env("RUST_LOG", "warn")
+            .env("RUST_LOG", settings.log_filter.as_deref().unwrap_or("warn"))
             .env("ANTIGRAVITY_HARNESS_PATH", &bins.harness)
             .stdin(Stdio::null())
             .stdout(log.try_clone()?)
@@ -372,6 +374,7 @@ mod tests {
                 harness_idle_grace_secs: None,
                 pool_size,
                 extra: vec!["--x".into()],
+                log_filter: None,
             };
             let args = server_args("127.0.0.1:1", "http://m", &dirs, &settings).join(" ");
             assert_eq!(

@@ -64,7 +64,7 @@ use serde_json::{Value, json};
 use crate::cli::{Args, Plan, Workload};
 use crate::launch::{Binaries, Model};
 use crate::report::Table;
-use crate::workloads::{Ctx, w1, w2, w3, w4, w5, w6, w7};
+use crate::workloads::{Ctx, w1, w2, w3, w4, w5, w6, w7, w8};
 
 fn main() -> anyhow::Result<()> {
     tracing_subscriber::fmt()
@@ -224,6 +224,11 @@ async fn run(args: &Args, plan: &Plan) -> anyhow::Result<()> {
                 let w = w7::run(&ctx, plan.w7).await?;
                 show(report::w7(&w), &mut tables);
                 ("W7", serde_json::to_value(&w)?)
+            }
+            Workload::W8 => {
+                let w = w8::run(&ctx, plan.w8).await?;
+                show(report::w8(&w), &mut tables);
+                ("W8", serde_json::to_value(&w)?)
             }
         };
         results.insert(name.into(), value);

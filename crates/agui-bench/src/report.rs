@@ -12,6 +12,7 @@ use crate::workloads::w4::W4;
 use crate::workloads::w5::W5;
 use crate::workloads::w6::W6;
 use crate::workloads::w7::W7;
+use crate::workloads::w8::{Phases, W8};
 use crate::workloads::{Cost, FloorSeries, Series};
 
 /// A table with a title and free-form columns.
@@ -676,6 +677,61 @@ pub(crate) fn w6(w: &W6) -> Vec<Table> {
         String::new(),
     ]);
     t.notes.extend(errors_note("forks", &w.fork.errors));
+    vec![t]
+}
+
+/// One phase's figures out of a series of first runs.
+type PhaseOf = fn(&Phases) -> &crate::stats::Summary;
+
+/// W8: a new thread's first answer, by phase.
+pub(crate) fn w8(w: &W8) -> Vec<Table> {
+    let mut t = Table::new(
+        format!(
+            "W8 a new thread's first answer by phase: {} fresh threads one at a time, {} at once (ms, p50 / p90)",
+            w.params.runs, w.params.burst
+        ),
+        &["phase", "alone", "burst"],
+    );
+    let both = |s: &crate::stats::Summary| format!("{} / {}", num(s.p50, 1), num(s.p90, 1));
+    let rows: [(&str, PhaseOf); 8] = [
+        ("POST → the thread has its place", |p| &p.to_placed_ms),
+        ("place → conversation open in a harness", |p| {
+            &p.placed_to_open_ms
+        }),
+        ("open → user message sent", |p| &p.open_to_sent_ms),
+        ("sent → first model request at the proxy", |p| {
+            &p.sent_to_model_ms
+        }),
+        ("model request → first text at the client", |p| {
+            &p.model_to_first_text_ms
+        }),
+        ("sent → first text (both above)", |p| {
+            &p.sent_to_first_text_ms
+        }),
+        ("first text → RUN_FINISHED", |p| &p.first_text_to_end_ms),
+        ("POST → RUN_FINISHED", |p| &p.total_ms),
+    ];
+    for (label, get) in rows {
+        t.row(vec![label.into(), both(get(&w.alone)), both(get(&w.burst))]);
+    }
+    t.row(vec![
+        "runs ok / traced in the server's log".into(),
+        format!(
+            "{}/{} / {}",
+            w.alone_runs.ok, w.alone_runs.runs, w.alone.traced
+        ),
+        format!(
+            "{}/{} / {}",
+            w.burst_runs.ok, w.burst_runs.runs, w.burst.traced
+        ),
+    ]);
+    t.notes.push(
+        "The server of W8 logs its phases (JSON, info), which the other workloads' servers do not; the model request's phase is not attributed in a burst (the proxy's log line names no thread).".into(),
+    );
+    t.notes
+        .extend(errors_note("first runs", &w.alone_runs.errors));
+    t.notes
+        .extend(errors_note("burst runs", &w.burst_runs.errors));
     vec![t]
 }
 

@@ -105,6 +105,12 @@ pub(crate) struct RunResult {
 }
 
 impl RunResult {
+    /// An empty, successful result, for tests that fill in its times.
+    #[cfg(test)]
+    pub(crate) fn for_tests() -> Self {
+        Self::new()
+    }
+
     fn new() -> Self {
         Self {
             status: Status::Ok,

@@ -1,4 +1,4 @@
-//! The workloads (W1–W7), each against the server over HTTP and, where one exists, against the
+//! The workloads (W1–W8), each against the server over HTTP and, where one exists, against the
 //! raw floor; shared measurement helpers.
 
 pub(crate) mod w1;
@@ -8,6 +8,7 @@ pub(crate) mod w4;
 pub(crate) mod w5;
 pub(crate) mod w6;
 pub(crate) mod w7;
+pub(crate) mod w8;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
