@@ -4,13 +4,13 @@
 // regenerate that rewinds the files restores what the file tools changed and shows the report;
 // a CANNOT_FORK leaves the chat as it was and says why.
 import assert from "node:assert/strict";
-import { randomUUID } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import { modelFlags } from "../e2e/lib/mode.mjs";
 import { startModel, startServer, stopAll } from "../e2e/lib/procs.mjs";
 import { afterRuns, lastReply, screenshot, send, useBrowser } from "./lib/browser.mjs";
+import { runElsewhere, summaryOf } from "./lib/elsewhere.mjs";
 import { workspaceOf } from "./lib/scripted.mjs";
 
 /** One agent that answers, asks, writes and edits files and runs commands. */
@@ -130,27 +130,7 @@ async function regenerate(page, { rewind = false } = {}) {
 
 /** Another client's run on `threadId` that leaves the thread waiting for an answer (a question). */
 async function askElsewhere(base, threadId) {
-  const res = await fetch(`${base}/`, {
-    method: "POST",
-    headers: { "Content-Type": "application/json", Accept: "text/event-stream" },
-    body: JSON.stringify({
-      threadId,
-      runId: `run-${randomUUID()}`,
-      messages: [{ id: `m-${randomUUID()}`, role: "user", content: "pk-ask: pick one" }],
-      tools: [],
-      context: [],
-      state: {},
-      forwardedProps: {},
-    }),
-  });
-  assert.match(await res.text(), /"interrupt"/, "the other client's run ends waiting for an answer");
-}
-
-/** The server's summary of `threadId`. */
-async function summaryOf(base, threadId) {
-  const res = await fetch(`${base}/threads/${encodeURIComponent(threadId)}`);
-  assert.equal(res.status, 200);
-  return res.json();
+  assert.match(await runElsewhere(base, threadId, "pk-ask: pick one"), /"interrupt"/, "the other client's run ends waiting for an answer");
 }
 
 /** Waits until a message shows its branches (the page reads them from the thread's summary after a run). */

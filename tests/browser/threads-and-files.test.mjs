@@ -9,35 +9,10 @@ import { randomUUID } from "node:crypto";
 import fs from "node:fs";
 import { describe, test } from "node:test";
 import { afterRuns, lastReply, screenshot, send, useBrowser } from "./lib/browser.mjs";
+import { runElsewhere, summaryOf } from "./lib/elsewhere.mjs";
 import { PNG, UPLOADED, useScriptedServer } from "./lib/scripted.mjs";
 import { unzip } from "./lib/zip.mjs";
 
-/** A run of `text` on thread `threadId` by another client than the page; resolves with its events. */
-async function runElsewhere(base, threadId, text) {
-  const res = await fetch(`${base}/`, {
-    method: "POST",
-    headers: { "Content-Type": "application/json", Accept: "text/event-stream" },
-    body: JSON.stringify({
-      threadId,
-      runId: `run-${randomUUID()}`,
-      messages: [{ id: `m-${randomUUID()}`, role: "user", content: text }],
-      tools: [],
-      context: [],
-      state: {},
-      forwardedProps: {},
-    }),
-  });
-  assert.equal(res.status, 200, `the other client's run was accepted: ${res.status}`);
-  return res.text();
-}
-
-/** The server's summary of `threadId` (null for a 404). */
-async function summaryOf(base, threadId) {
-  const res = await fetch(`${base}/threads/${encodeURIComponent(threadId)}`);
-  if (res.status === 404) return null;
-  assert.equal(res.status, 200);
-  return res.json();
-}
 
 /** The open thread's id (the page keeps it in the URL's fragment). */
 function openThreadId(page) {

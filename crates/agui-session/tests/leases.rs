@@ -135,6 +135,15 @@ fn agent_with(
     if refuse {
         options.concurrent_runs = agui_session::ConcurrentRuns::Refuse;
     }
+    agent_of(leases, harness, options)
+}
+
+/// An agent with `options` and `leases` on `harness`.
+fn agent_of(
+    leases: &Arc<Leases>,
+    harness: &FakeHarness,
+    options: agui_session::AgentOptions,
+) -> Agent {
     Agent::with_leases(
         options,
         harness.backend(),
@@ -360,13 +369,7 @@ fn long_lived(leases: &Arc<Leases>, dir: &std::path::Path, harness: &FakeHarness
     options
         .builtin_tools
         .insert(harness_client::BuiltinTool::AskQuestion);
-    Agent::with_leases(
-        options,
-        harness.backend(),
-        ToolRegistry::new(),
-        leases.clone(),
-    )
-    .unwrap()
+    agent_of(leases, harness, options)
 }
 
 /// A thread parked on its client's answer (a frontend tool), with no client watching, and
