@@ -383,6 +383,66 @@ async fn the_earlier_branch_is_kept_listed_and_can_be_switched_back_to() {
     agent.shutdown().await;
 }
 
+/// A run that names a branch (`forwardedProps.branch`) continues that one: the model sees its
+/// history and the new message; an unknown branch is refused, and the thread is unchanged.
+#[tokio::test]
+async fn a_run_naming_a_branch_switches_to_it_and_continues_it() {
+    let (agent, model, _dir, transcript) = two_turns().await;
+    let owner = Owner::local();
+    let earlier = agent.thread_as(&owner, "thread-1").await.unwrap().branch;
+    let edited = vec![
+        transcript[0].clone(),
+        transcript[1].clone(),
+        user("u2", "And in Oslo?"),
+    ];
+    let events = finish(agent.run(input_of(json!({"messages": edited})))).await;
+    assert_eq!(text(&events), "Answer 3.");
+    let forked = agent.thread_as(&owner, "thread-1").await.unwrap().branch;
+
+    let refused = finish(agent.run(input_of(json!({
+        "messages": edited,
+        "forwardedProps": {"branch": "nope"},
+    }))))
+    .await;
+    let error = run_error(&refused);
+    assert_eq!(error.code.as_deref(), Some("INVALID_INPUT"), "{error:?}");
+    assert!(
+        error.message.contains("no branch nope"),
+        "{}",
+        error.message
+    );
+    assert_eq!(
+        agent.thread_as(&owner, "thread-1").await.unwrap().branch,
+        forked,
+        "an unknown branch changes nothing"
+    );
+
+    let mut going_on = transcript.clone();
+    going_on.push(user("u9", "Thanks"));
+    let events = finish(agent.run(input_of(json!({
+        "messages": going_on,
+        "forwardedProps": {"branch": earlier},
+    }))))
+    .await;
+    assert_eq!(text(&events), "Answer 4.", "{}", types(&events));
+    assert_eq!(
+        last_request(&model),
+        [
+            "user: What is the weather in Paris?",
+            "model: Answer 1.",
+            "user: And in Rome?",
+            "model: Answer 2.",
+            "user: Thanks",
+        ],
+        "the model sees the branch switched to, and the new message"
+    );
+    let now = agent.thread_as(&owner, "thread-1").await.unwrap();
+    assert_eq!(now.branch, earlier);
+    assert_eq!(now.branches.len(), 1);
+    assert_eq!(now.branches[0].id, forked);
+    agent.shutdown().await;
+}
+
 /// The one thread's workspace: `w/<its owner's tree>/<its slot>`.
 fn workspace(dir: &std::path::Path) -> std::path::PathBuf {
     let only = |dir: std::path::PathBuf| {

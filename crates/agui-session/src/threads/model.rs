@@ -62,8 +62,8 @@ pub(crate) enum SwitchRefused {
 pub struct BranchSummary {
     /// Its id (what a switch names).
     pub id: String,
-    /// The message where the thread left it: the one edited, or whose answer was regenerated
-    /// (empty when the thread switched away from it).
+    /// The message where the thread left it: the one edited, or whose answer was regenerated;
+    /// for a branch left by a switch, where the branch switched to parts from it.
     pub left_at: String,
     /// When the thread left it.
     pub left_when: std::time::SystemTime,

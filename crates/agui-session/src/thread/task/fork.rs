@@ -321,6 +321,21 @@ impl Task {
         Ok(self.record.clone())
     }
 
+    /// A run that names a branch (`forwardedProps.branch`) continues that one: the thread
+    /// switches to it first, as a `PATCH` does, or the run is refused (an unknown branch, a busy
+    /// thread).
+    pub(super) async fn switch_for_run(&mut self, id: &str) -> Result<(), RunFailure> {
+        self.switch_branch(id)
+            .await
+            .map_err(|refused| match refused {
+                SwitchRefused::NoSuchBranch(id) => RunFailure::new(
+                    RunErrorCode::InvalidInput,
+                    format!("The thread has no branch {id} (forwardedProps.branch)."),
+                ),
+                SwitchRefused::Busy(why) => RunFailure::new(RunErrorCode::ThreadBusy, why),
+            })
+    }
+
     /// Makes the branch `id` the thread's current one; the current one becomes a branch. Its
     /// messages come back from the harness's record of it when the thread next opens (a
     /// connect restates them).

@@ -119,6 +119,12 @@ impl Task {
     ) {
         let mut forked = None;
         let mut rewound = None;
+        if let Some(branch) = requested_branch(&input)
+            && let Err(failure) = self.switch_for_run(&branch).await
+        {
+            self.reject(&input, events, failure);
+            return;
+        }
         if let Some(divergence) = self.divergence(&input) {
             match self.fork(&divergence, &input).await {
                 Ok(fork) => {
@@ -589,4 +595,15 @@ fn with_late_results(prompt: Option<Prompt>, notes: &[String], consumed: &[Strin
             digest: None,
         },
     }
+}
+
+/// The branch a run asks to continue (`forwardedProps.branch`), if any.
+fn requested_branch(input: &RunAgentInput) -> Option<String> {
+    input
+        .forwarded_props
+        .as_ref()?
+        .get("branch")?
+        .as_str()
+        .filter(|b| !b.is_empty())
+        .map(str::to_owned)
 }
