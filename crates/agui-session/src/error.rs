@@ -33,6 +33,13 @@ pub enum SessionError {
     },
 }
 
+impl SessionError {
+    /// Whether it is a write that failed because the volume is full.
+    pub(crate) fn is_storage_full(&self) -> bool {
+        matches!(self, Self::Io { source, .. } if source.kind() == std::io::ErrorKind::StorageFull)
+    }
+}
+
 /// The `code` of a `RUN_ERROR`, a stable vocabulary clients can act on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RunErrorCode {
@@ -76,6 +83,9 @@ pub enum RunErrorCode {
     /// history cut short before the last answer: a regenerate) and the thread cannot continue
     /// from that point; the message says why.
     CannotFork,
+    /// The server's own storage (its save dir's volume) is full, so what a turn does could not
+    /// be kept: the run is refused before anything is sent; retry once space is freed.
+    StorageFull,
 }
 
 impl RunErrorCode {
@@ -97,6 +107,7 @@ impl RunErrorCode {
             Self::ThreadLimit => "THREAD_LIMIT",
             Self::WorkspaceFull => "WORKSPACE_FULL",
             Self::CannotFork => "CANNOT_FORK",
+            Self::StorageFull => "STORAGE_FULL",
         }
     }
 }

@@ -588,6 +588,15 @@ impl ThreadStore {
         Ok(())
     }
 
+    /// Whether a small file can be written to the store's directory now (and is removed again):
+    /// the check that the volume has room again after a write failed for want of it.
+    pub(crate) fn has_room(&self) -> bool {
+        let probe = self.dir.join(".room-probe");
+        let written = fs::write(&probe, [0u8; 512]);
+        let _ = fs::remove_file(&probe);
+        written.is_ok()
+    }
+
     /// Forgets a thread. Returns whether it was remembered.
     pub(crate) fn remove(&self, thread_id: &str) -> Result<bool, SessionError> {
         let mut index = self.lock();

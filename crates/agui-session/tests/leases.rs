@@ -28,6 +28,8 @@ struct Leases {
     gate: Condvar,
     /// Renewals waiting at the shut gate.
     held_up: AtomicUsize,
+    /// While true, every acquire fails as a full volume does.
+    full: std::sync::atomic::AtomicBool,
 }
 
 impl Leases {
@@ -68,6 +70,11 @@ impl Leases {
 
 impl ThreadLeases for Leases {
     fn acquire(&self, thread_id: &str) -> Result<Duration, LeaseDenied> {
+        if self.full.load(Ordering::SeqCst) {
+            return Err(LeaseDenied::store_failed(&std::io::Error::from(
+                std::io::ErrorKind::StorageFull,
+            )));
+        }
         let renewal = self.holder(thread_id).as_deref() == Some("me");
         let mut shut = self.gate_shut.lock().unwrap();
         if renewal && *shut {
@@ -358,6 +365,89 @@ async fn a_renewal_held_up_at_the_store_holds_up_neither_stop_nor_connect_nor_ou
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     leases.shut_gate(false);
+    agent.shutdown().await;
+}
+
+/// A tmpfs of `bytes` mounted at `dir` (unmounted when dropped): a volume that can fill up.
+struct SmallVolume(std::path::PathBuf);
+
+impl SmallVolume {
+    fn mount(dir: &std::path::Path, bytes: u64) -> Self {
+        let status = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={bytes}"), "tmpfs"])
+            .arg(dir)
+            .status()
+            .expect("mount runs");
+        assert!(
+            status.success(),
+            "this test mounts a small tmpfs (it needs root, as the sandbox tests do)"
+        );
+        Self(dir.to_owned())
+    }
+
+    /// Writes `filler` until the volume has no byte left.
+    fn fill(&self) -> std::path::PathBuf {
+        use std::io::Write as _;
+        let filler = self.0.join("filler");
+        let mut file = std::fs::File::create(&filler).unwrap();
+        let block = vec![0u8; 64 << 10];
+        while file.write_all(&block).is_ok() {}
+        while file.write_all(&[0]).is_ok() {}
+        filler
+    }
+}
+
+impl Drop for SmallVolume {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg("-l")
+            .arg(&self.0)
+            .status();
+    }
+}
+
+/// The save dir's volume fills up (the replica soak's finding: an answer given while it was
+/// full was never saved by the harness, so a connect elsewhere did not show it): the thread's
+/// lease renewal meets the full volume, and a run is then refused with `STORAGE_FULL` before
+/// anything is sent; once there is room again, the next run goes through.
+#[tokio::test]
+async fn a_run_is_refused_while_the_save_dirs_volume_is_full_and_served_once_it_has_room() {
+    let dir = tempfile::tempdir().unwrap();
+    let _volume = SmallVolume::mount(dir.path(), 8 << 20);
+    let (harness, leases) = (FakeHarness::new(), Arc::new(Leases::default()));
+    // The lease outlives the test's wait: the thread is still served here while its renewals fail.
+    *leases.valid_for.lock().unwrap() = Some(Duration::from_secs(5));
+    let agent = long_lived(&leases, dir.path(), &harness);
+    let run = agent.run(input_of(json!({"messages": [user("m1", "one")]})));
+    let c = harness.conversation(0).await;
+    assert_eq!(c.next_input().await, "one");
+    c.idle(None);
+    finish(run).await;
+
+    let filler = _volume.fill();
+    leases.full.store(true, Ordering::SeqCst);
+    // A renewal (every 50 ms here) meets the full volume.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let events = finish(agent.run(input_of(
+        json!({"messages": [user("m1", "one"), user("m2", "two")]}),
+    )))
+    .await;
+    let error = run_error(&events);
+    assert_eq!(error.code.as_deref(), Some("STORAGE_FULL"), "{error:?}");
+    assert_eq!(
+        c.input_within(Duration::from_millis(300)).await,
+        None,
+        "nothing was sent while the volume was full"
+    );
+
+    std::fs::remove_file(filler).unwrap();
+    leases.full.store(false, Ordering::SeqCst);
+    let run = agent.run(input_of(
+        json!({"messages": [user("m1", "one"), user("m2", "two")]}),
+    ));
+    assert_eq!(c.next_input().await, "two", "sent once there is room again");
+    c.idle(None);
+    finish(run).await;
     agent.shutdown().await;
 }
 

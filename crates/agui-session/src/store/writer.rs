@@ -7,6 +7,7 @@
 
 use parking_lot::Mutex;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 
 use tokio::sync::Notify;
@@ -24,6 +25,9 @@ pub(crate) struct RecordWriter {
     writing: tokio::sync::Mutex<()>,
     /// Counts the writes and removals done, for those who follow the store's changes.
     written: tokio::sync::watch::Sender<u64>,
+    /// The save dir's volume was full at the last write to it (a record's or a lease's): what a
+    /// turn does now could not be kept.
+    full: AtomicBool,
 }
 
 impl RecordWriter {
@@ -37,6 +41,7 @@ impl RecordWriter {
             wake: Arc::new(Notify::new()),
             writing: tokio::sync::Mutex::new(()),
             written: tokio::sync::watch::channel(0).0,
+            full: AtomicBool::new(false),
         });
         tokio::spawn(write_behind(Arc::downgrade(&writer), writer.wake.clone()));
         writer
@@ -83,11 +88,11 @@ impl RecordWriter {
         let written = tokio::task::spawn_blocking(move || {
             batch
                 .into_iter()
-                .filter_map(|(id, version, record)| match store.put(&id, &record) {
-                    Ok(()) => Some((id, version)),
+                .map(|(id, version, record)| match store.put(&id, &record) {
+                    Ok(()) => (Some((id, version)), Some(false)),
                     Err(e) => {
                         tracing::warn!(thread_id = %id, error = %e, "could not persist the thread record");
-                        None
+                        (None, e.is_storage_full().then_some(true))
                     }
                 })
                 .collect::<Vec<_>>()
@@ -97,8 +102,11 @@ impl RecordWriter {
             tracing::warn!(error = %e, "persisting thread records failed");
             Vec::new()
         });
+        for full in written.iter().filter_map(|(_, full)| *full) {
+            self.saw_storage(full);
+        }
         let mut waiting = lock(&self.waiting);
-        for (id, version) in written {
+        for (id, version) in written.into_iter().filter_map(|(done, _)| done) {
             // A newer record that arrived during the write stays for the next round.
             if waiting.get(&id).is_some_and(|(v, _)| *v == version) {
                 waiting.remove(&id);
@@ -106,6 +114,34 @@ impl RecordWriter {
         }
         drop(waiting);
         self.written.send_modify(|n| *n += 1);
+    }
+
+    /// What a write to the save dir's volume found: full, or room (a record's write here, a
+    /// lease's in the thread's task).
+    pub(crate) fn saw_storage(&self, full: bool) {
+        if self.full.swap(full, Ordering::SeqCst) != full {
+            if full {
+                tracing::error!(
+                    "the save dir's volume is full: runs are refused until it has room"
+                );
+            } else {
+                tracing::info!("the save dir's volume has room again");
+            }
+        }
+    }
+
+    /// Whether the save dir's volume is full: after a write failed for want of room, a small
+    /// write is tried (off the async threads) to tell whether it has room again.
+    pub(crate) async fn storage_full(&self) -> bool {
+        if !self.full.load(Ordering::SeqCst) {
+            return false;
+        }
+        let store = self.store.clone();
+        let room = tokio::task::spawn_blocking(move || store.has_room())
+            .await
+            .unwrap_or(false);
+        self.saw_storage(!room);
+        !room
     }
 
     /// Changes whenever records were written or removed.
@@ -289,6 +325,7 @@ mod tests {
             wake: Arc::new(Notify::new()),
             writing: tokio::sync::Mutex::new(()),
             written: tokio::sync::watch::channel(0).0,
+            full: AtomicBool::new(false),
         };
         writer.put("t", record("dropped"));
         assert!(store(dir.path()).get("t").is_none(), "not written yet");

@@ -187,6 +187,15 @@ impl Task {
         else {
             return Flow::Continue;
         };
+        match &renewed.result {
+            Ok(_) => self.ctx.records.saw_storage(false),
+            Err(LeaseDenied::StoreFailed { kind, .. })
+                if *kind == std::io::ErrorKind::StorageFull =>
+            {
+                self.ctx.records.saw_storage(true);
+            }
+            Err(_) => {}
+        }
         match renewed.result {
             Ok(valid_for) => {
                 if renewed.wanted && !wanted {
@@ -264,6 +273,15 @@ async fn wait_for_lease(
 
 /// The failure of a run on a thread whose lease is not ours.
 fn elsewhere(denied: &LeaseDenied) -> RunFailure {
+    if let LeaseDenied::StoreFailed { kind, .. } = denied
+        && *kind == std::io::ErrorKind::StorageFull
+    {
+        return RunFailure::new(
+            RunErrorCode::StorageFull,
+            "The server's storage is full, so this thread cannot be taken up here; your message was not sent. Try again in a moment.",
+        )
+        .with_detail(denied);
+    }
     let message = match denied {
         LeaseDenied::Held { retry_after, .. } => format!(
             "Another replica of this server is running this thread; retry in {} s.",

@@ -117,6 +117,19 @@ impl Task {
         events: RunChannel,
         span: tracing::Span,
     ) {
+        if self.ctx.records.storage_full().await {
+            // What the turn does (the agent's record of it included) could not be kept: a
+            // client told so sends it again later, rather than losing an answer it saw.
+            self.reject(
+                &input,
+                events,
+                RunFailure::new(
+                    RunErrorCode::StorageFull,
+                    "The server's storage is full, so nothing done now could be kept; your message was not sent. Try again in a moment.",
+                ),
+            );
+            return;
+        }
         let mut forked = None;
         let mut rewound = None;
         if let Some(branch) = requested_branch(&input)
