@@ -50,7 +50,8 @@ export interface Branch {
     id: string;
     /**
      * The message where the thread left it: the one edited, or whose answer was regenerated;
-     * `""` when the thread switched away from it (`switchBranch`).
+     * for a branch left by `switchBranch`, where the branch switched to parts from it (`""` from
+     * servers before that was kept).
      */
     leftAt: string;
     /** When the thread left it (RFC 3339, UTC). */
@@ -112,8 +113,9 @@ export declare function regenerateHistory(messages: Message[], messageId?: strin
 /**
  * The alternatives of message `messageId` for per-message navigation (CopilotKit's
  * `branchIndex`/`numberOfBranches`): the branches the thread left at that message, and the
- * current one; undefined when it has none. A branch the thread switched away from has no
- * `leftAt`: `leftAt` (branch id → message id) supplies what the caller remembers of it, and
+ * current one; undefined when it has none. A branch listed with no `leftAt` (by a server
+ * that did not keep it for a switch): `leftAt` (branch id → message id) supplies what the
+ * caller remembers of it, and
  * `order` (the ids shown last time) keeps their order stable across switches — new ones come
  * after, the server's oldest first, the current one last.
  */

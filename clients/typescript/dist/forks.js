@@ -78,8 +78,9 @@ export function regenerateHistory(messages, messageId) {
 /**
  * The alternatives of message `messageId` for per-message navigation (CopilotKit's
  * `branchIndex`/`numberOfBranches`): the branches the thread left at that message, and the
- * current one; undefined when it has none. A branch the thread switched away from has no
- * `leftAt`: `leftAt` (branch id → message id) supplies what the caller remembers of it, and
+ * current one; undefined when it has none. A branch listed with no `leftAt` (by a server
+ * that did not keep it for a switch): `leftAt` (branch id → message id) supplies what the
+ * caller remembers of it, and
  * `order` (the ids shown last time) keeps their order stable across switches — new ones come
  * after, the server's oldest first, the current one last.
  */

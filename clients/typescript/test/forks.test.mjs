@@ -92,9 +92,10 @@ describe("edit, regenerate and branches", () => {
     assert.equal(after.current, original.current);
     assert.deepEqual(
       after.branches.map((b) => [b.id, b.leftAt]),
-      [[branches.current, ""]],
-      "the edit's branch is listed, left by a switch",
+      [[branches.current, u2]],
+      "the edit's branch is listed, parting where the branch switched to does",
     );
+    assert.deepEqual(branchesAt(after, u2), { index: 1, count: 2, ids: [branches.current, original.current] }, "placed at the message with nothing remembered");
     // A page remembers where it left the branch it switched away from, and the order shown.
     assert.deepEqual(branchesAt(after, u2, { leftAt: { [branches.current]: u2 }, order: [original.current, branches.current] }), {
       index: 0,
