@@ -58,6 +58,10 @@ const MAX_FILE_BYTES: u64 = 4 * 1024 * 1024;
 
 /// Temp files of the earlier format's atomic writes: one left by a crash is removed at open.
 const TEMP_SUFFIX: &str = ".tmp";
+
+/// The free space after which a volume found full is taken to have room again: what a turn's
+/// records and the harness's own (its conversation database, its logs) take, with a margin.
+pub(crate) const ROOM_FOR_A_TURN: u64 = 32 << 20;
 const CORRUPT_SUFFIX: &str = ".corrupt";
 
 /// Bounds of a [`ThreadStore`].
@@ -588,13 +592,12 @@ impl ThreadStore {
         Ok(())
     }
 
-    /// Whether a small file can be written to the store's directory now (and is removed again):
-    /// the check that the volume has room again after a write failed for want of it.
+    /// Whether the store's volume has room for a turn again ([`ROOM_FOR_A_TURN`] free to an
+    /// unprivileged writer), after a write failed for want of it. A small write succeeding says
+    /// little: the soak saw one pass while the harness's own writes of the turn still failed.
     pub(crate) fn has_room(&self) -> bool {
-        let probe = self.dir.join(".room-probe");
-        let written = fs::write(&probe, [0u8; 512]);
-        let _ = fs::remove_file(&probe);
-        written.is_ok()
+        rustix::fs::statvfs(&self.dir)
+            .is_ok_and(|vfs| vfs.f_bavail.saturating_mul(vfs.f_frsize) >= ROOM_FOR_A_TURN)
     }
 
     /// Forgets a thread. Returns whether it was remembered.

@@ -413,7 +413,7 @@ impl Drop for SmallVolume {
 #[tokio::test]
 async fn a_run_is_refused_while_the_save_dirs_volume_is_full_and_served_once_it_has_room() {
     let dir = tempfile::tempdir().unwrap();
-    let _volume = SmallVolume::mount(dir.path(), 8 << 20);
+    let _volume = SmallVolume::mount(dir.path(), 64 << 20);
     let (harness, leases) = (FakeHarness::new(), Arc::new(Leases::default()));
     // The lease outlives the test's wait: the thread is still served here while its renewals fail.
     *leases.valid_for.lock().unwrap() = Some(Duration::from_secs(5));

@@ -130,8 +130,8 @@ impl RecordWriter {
         }
     }
 
-    /// Whether the save dir's volume is full: after a write failed for want of room, a small
-    /// write is tried (off the async threads) to tell whether it has room again.
+    /// Whether the save dir's volume is full: after a write failed for want of room, its free
+    /// space is read (off the async threads) to tell whether it has room again.
     pub(crate) async fn storage_full(&self) -> bool {
         if !self.full.load(Ordering::SeqCst) {
             return false;
