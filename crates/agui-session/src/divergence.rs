@@ -10,11 +10,9 @@
 //!    with the thread's log. The oldest edited message is the point of divergence.
 //! 2. **Regenerate**: nothing is edited, the run brings no new user message, and its last
 //!    message (activity and reasoning aside) is a user message the thread forwarded whose answer
-//!    the thread holds (an assistant message after it in the thread's log; while the log is not
-//!    read back, a turn of that message its record says ended), with no turn in flight, and
-//!    every client saw what happened on the thread (no part of it ran while nobody watched,
-//!    which the record keeps across restarts): the history was cut short before the server's
-//!    last answer.
+//!    the thread holds (an assistant message after it in the thread's log), with no turn in
+//!    flight, and every client saw what happened on the thread (no part of it ran while nobody
+//!    watched): the history was cut short before the server's last answer.
 //! 3. Anything else is not a divergence. A client that lags — it sends only its new message,
 //!    or an older transcript, or ends on an assistant message it saw — forwards its new message
 //!    (if any) as always; what it missed is restated. So is a client that left during a turn
@@ -73,10 +71,6 @@ pub(crate) struct Known<'a> {
     /// Something happened on the thread that no client saw (it ran on after its client left):
     /// a client sending less may only have missed it.
     pub(crate) unwatched: bool,
-    /// While the history was not read back (after a restart, or on another replica): whether
-    /// the thread's record says a user message's turn ended (its echo is known, and it was not
-    /// lost), which is what the log would show as an answer after it.
-    pub(crate) answered_unread: Option<&'a dyn Fn(&str) -> bool>,
 }
 
 /// Applies the rule of this module to a run's `messages`.
@@ -110,17 +104,13 @@ pub(crate) fn detect(known: Known<'_>, messages: &[Message]) -> Option<Divergenc
     if !(known.forwarded)(&user.id) {
         return None;
     }
-    let answered = match known.log.iter().position(|m| m.id() == user.id) {
-        Some(at) => known.log[at + 1..]
-            .iter()
-            .any(|m| matches!(m, Message::Assistant(_))),
-        None => known
-            .answered_unread
-            .is_some_and(|answered| answered(&user.id)),
-    };
-    answered.then(|| Divergence::Regenerate {
-        message_id: user.id.clone(),
-    })
+    let at = known.log.iter().position(|m| m.id() == user.id)?;
+    known.log[at + 1..]
+        .iter()
+        .any(|m| matches!(m, Message::Assistant(_)))
+        .then(|| Divergence::Regenerate {
+            message_id: user.id.clone(),
+        })
 }
 
 fn log_user<'a>(log: &'a [Message], id: &str) -> Option<&'a UserMessage> {

@@ -347,11 +347,6 @@ pub(crate) struct ThreadRecord {
     /// when the thread is next served, the server that drove it stopped without ending it.
     #[serde(default)]
     pub(crate) turn_in_flight: bool,
-    /// Part of the thread ran while no client watched, and no client has seen it since (a
-    /// client that resends less may only have missed it): kept so the edit and regenerate rule
-    /// holds after a restart or on another replica.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub(crate) unseen: bool,
     /// The harness was never sent a message of this thread (it was only placed, for its
     /// files, or its first conversation never opened): the next open creates the
     /// conversation instead of resuming one the harness does not have.

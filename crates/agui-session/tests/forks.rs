@@ -201,28 +201,6 @@ async fn a_fork_works_after_a_server_restart() {
     agent.shutdown().await;
 }
 
-/// A regenerate that reaches a restarted server before the thread's history was read back
-/// (no connect first) is still told from a lagging client: the record says the message was
-/// answered. (It was taken for a client that lags: the run ended with nothing generated.)
-#[tokio::test]
-async fn a_regenerate_after_a_server_restart_answers_again_from_the_kept_history() {
-    let (agent, model, dir, transcript) = two_turns().await;
-    agent.shutdown().await;
-    let agent = self::agent(dir.path(), &model);
-    let cut = transcript[..3].to_vec();
-    let events = finish(agent.run(input_of(json!({"messages": cut})))).await;
-    assert_eq!(text(&events), "Answer 3.", "{}", types(&events));
-    assert_eq!(
-        last_request(&model),
-        [
-            "user: What is the weather in Paris?",
-            "model: Answer 1.",
-            "user: And in Rome?",
-        ]
-    );
-    agent.shutdown().await;
-}
-
 #[tokio::test]
 async fn a_fork_is_refused_with_a_reason_while_a_turn_is_in_flight() {
     let script = Script::new()

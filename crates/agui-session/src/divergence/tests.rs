@@ -36,8 +36,6 @@ struct Case {
     digests: bool,
     turn_in_flight: bool,
     unwatched: bool,
-    /// With an unread log: the user messages whose turn the record says ended.
-    answered_unread: Option<&'static [&'static str]>,
     run: &'static str,
     expected: Option<(&'static str, &'static str)>,
 }
@@ -54,7 +52,6 @@ const fn case(
         digests: true,
         turn_in_flight: false,
         unwatched: false,
-        answered_unread: None,
         run,
         expected,
     }
@@ -197,40 +194,6 @@ fn the_rule_tells_edits_and_regenerates_from_lagging_clients() {
             "u1:changed",
             Some(("edit", "u1")),
         ),
-        case(
-            "no log and no record of answers: a regenerate cannot be told",
-            "",
-            "u1:weather_in_Paris? a1:sunny u2:and_Rome?",
-            None,
-        ),
-        Case {
-            answered_unread: Some(&["u1", "u2"]),
-            ..case(
-                "no log (a restart), the record says u2 was answered: a regenerate",
-                "",
-                "u1:weather_in_Paris? a1:sunny u2:and_Rome?",
-                Some(("regenerate", "u2")),
-            )
-        },
-        Case {
-            answered_unread: Some(&["u1"]),
-            ..case(
-                "no log, u2's turn was lost: no regenerate (its next run says it was lost)",
-                "",
-                "u1:weather_in_Paris? a1:sunny u2:and_Rome?",
-                None,
-            )
-        },
-        Case {
-            answered_unread: Some(&["u1", "u2"]),
-            unwatched: true,
-            ..case(
-                "no log, u2's answer came while nobody watched: the client only missed it",
-                "",
-                "u1:weather_in_Paris? a1:sunny u2:and_Rome?",
-                None,
-            )
-        },
     ];
     let mut failures = Vec::new();
     for case in cases {
@@ -254,7 +217,6 @@ fn the_rule_tells_edits_and_regenerates_from_lagging_clients() {
             }
         }
         let is_forwarded = |id: &str| forwarded.iter().any(|f| f == id);
-        let answered = |id: &str| case.answered_unread.is_some_and(|a| a.contains(&id));
         let got = detect(
             Known {
                 log: &log,
@@ -262,9 +224,6 @@ fn the_rule_tells_edits_and_regenerates_from_lagging_clients() {
                 forwarded: &is_forwarded,
                 turn_in_flight: case.turn_in_flight,
                 unwatched: case.unwatched,
-                answered_unread: case
-                    .answered_unread
-                    .map(|_| &answered as &dyn Fn(&str) -> bool),
             },
             &messages(case.run),
         );

@@ -48,28 +48,16 @@ fn wants_rewind(input: &RunAgentInput, default: bool) -> bool {
 impl Task {
     /// How `input`'s messages change the thread's past, if they do.
     pub(super) fn divergence(&mut self, input: &RunAgentInput) -> Option<Divergence> {
-        let unread = self.harnessed == Harnessed::KnownUnread;
-        let unwatched = self.output.has_backlog() || (unread && self.record.unseen);
-        let record = &self.record;
-        let is_forwarded = |id: &str| record.forwarded.contains(id);
-        // Until the history is read back, the record tells which turns ended: a message whose
-        // echo is known and whose turn was not lost was answered.
-        let answered = |id: &str| {
-            record
-                .user_steps
-                .step_of(id)
-                .is_some_and(|step| !record.lost_turns.contains(step))
-                && !(record.awaited_turn_lost && record.awaiting_echo.as_deref() == Some(id))
-        };
-        let turn_in_flight = self.conversation.turn().is_some();
+        let forwarded = &self.record.forwarded;
+        let is_forwarded = |id: &str| forwarded.contains(id);
+        let unwatched = self.output.has_backlog();
         let divergence = divergence::detect(
             Known {
                 log: self.output.log_mut().messages(),
-                sent: &record.sent,
+                sent: &self.record.sent,
                 forwarded: &is_forwarded,
-                turn_in_flight,
+                turn_in_flight: self.conversation.turn().is_some(),
                 unwatched,
-                answered_unread: unread.then_some(&answered as &dyn Fn(&str) -> bool),
             },
             &input.messages,
         )?;

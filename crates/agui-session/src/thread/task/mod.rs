@@ -402,14 +402,8 @@ impl Task {
             self.record.message_count =
                 u32::try_from(self.output.log_mut().len()).unwrap_or(u32::MAX);
         }
-        // Until the history is read back, no client saw more than the record says.
-        let unseen = match self.harnessed {
-            Harnessed::KnownUnread => self.record.unseen,
-            _ => self.output.has_backlog(),
-        };
         let record = ThreadRecord {
             turn_in_flight,
-            unseen,
             // Calls an earlier server left pending stay recorded until answered, so their late
             // result is recognised on whichever replica the thread moves to next.
             pending_frontend_tools: self
