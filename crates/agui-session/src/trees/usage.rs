@@ -4,6 +4,7 @@
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use harness_sandbox::{AgentDir, DiskUsage};
 
@@ -30,7 +31,15 @@ struct SlotUsageState {
 struct Measured {
     usage: Option<DiskUsage>,
     measuring: bool,
+    /// When the last measurement ended.
+    at: Option<Instant>,
 }
+
+/// A tree measured this recently is not walked again when a turn starts: every new turn of an
+/// owner's threads asked for a walk of the owner's whole tree (each thread's workspace and
+/// state), so a burst of turns walked it back to back, a cost that grew with the threads. The
+/// cap's own watcher of each process walks it as often as the headroom needs regardless.
+const FRESH_FOR: Duration = Duration::from_secs(1);
 
 impl Trees {
     /// The disk `tree` used when last measured (workspaces and state; blocks allocated).
@@ -44,7 +53,7 @@ impl Trees {
         {
             let mut usage = self.usage.0.lock();
             let entry = usage.entry(tree.clone()).or_default();
-            if entry.measuring {
+            if entry.measuring || entry.at.is_some_and(|at| at.elapsed() < FRESH_FOR) {
                 return;
             }
             entry.measuring = true;
@@ -70,6 +79,7 @@ impl Trees {
                 Measured {
                     usage: Some(total),
                     measuring: false,
+                    at: Some(Instant::now()),
                 },
             );
         });
