@@ -426,8 +426,11 @@ async fn a_run_is_refused_while_the_save_dirs_volume_is_full_and_served_once_it_
 
     let filler = _volume.fill();
     leases.full.store(true, Ordering::SeqCst);
-    // A renewal (every 50 ms here) meets the full volume.
+    // A renewal (every 50 ms here) meets the full volume; then renewals pass again (a few bytes
+    // freed elsewhere let a lease's small write through) while the volume is still full.
     tokio::time::sleep(Duration::from_millis(300)).await;
+    leases.full.store(false, Ordering::SeqCst);
+    tokio::time::sleep(Duration::from_millis(200)).await;
     let events = finish(agent.run(input_of(
         json!({"messages": [user("m1", "one"), user("m2", "two")]}),
     )))
@@ -441,7 +444,6 @@ async fn a_run_is_refused_while_the_save_dirs_volume_is_full_and_served_once_it_
     );
 
     std::fs::remove_file(filler).unwrap();
-    leases.full.store(false, Ordering::SeqCst);
     let run = agent.run(input_of(
         json!({"messages": [user("m1", "one"), user("m2", "two")]}),
     ));
