@@ -13,7 +13,13 @@
 //!    the thread holds (an assistant message after it in the thread's log), with no turn in
 //!    flight, and every client saw what happened on the thread (no part of it ran while nobody
 //!    watched): the history was cut short before the server's last answer.
-//! 3. Anything else is not a divergence. A client that lags — it sends only its new message,
+//! 3. **Regenerate, marked**: the run says it is one (`forwardedProps.regenerate: true`,
+//!    [`Asked::Regenerate`]) and nothing is edited: its last message must be a user message
+//!    the thread forwarded, whose answer is generated again. The mark is what tells a
+//!    regenerate from a retry where the server cannot (its history not read back yet, after a
+//!    restart or on another replica, or the client not having seen the answer), so neither the
+//!    log nor what the client saw is asked. Any other last message is [`NotRegenerable`].
+//! 4. Anything else is not a divergence. A client that lags — it sends only its new message,
 //!    or an older transcript, or ends on an assistant message it saw — forwards its new message
 //!    (if any) as always; what it missed is restated. So is a client that left during a turn
 //!    and sends its transcript again: it did not see the answer it would be cutting.
@@ -73,32 +79,81 @@ pub(crate) struct Known<'a> {
     pub(crate) unwatched: bool,
 }
 
+/// What the run's client says its messages mean (`forwardedProps.regenerate`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Asked {
+    /// Nothing: the rule tells what the messages mean.
+    Nothing,
+    /// The run regenerates the answer to its last user message.
+    Regenerate,
+}
+
+/// A run marked as a regenerate whose last message is not a user message the thread sent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct NotRegenerable {
+    /// Why, for the client.
+    pub(crate) why: &'static str,
+}
+
 /// Applies the rule of this module to a run's `messages`.
-pub(crate) fn detect(known: Known<'_>, messages: &[Message]) -> Option<Divergence> {
-    let users = messages.iter().filter_map(|m| match m {
-        Message::User(user) => Some(user),
-        _ => None,
-    });
-    let mut any_new = false;
-    for user in users {
-        if !(known.forwarded)(&user.id) {
-            any_new = true;
-            continue;
-        }
-        if edited(known, user) {
-            return Some(Divergence::Edited {
-                message_id: user.id.clone(),
-            });
-        }
-    }
-    if any_new || known.turn_in_flight || known.unwatched {
-        return None;
+pub(crate) fn detect(
+    known: Known<'_>,
+    messages: &[Message],
+    asked: Asked,
+) -> Result<Option<Divergence>, NotRegenerable> {
+    if let Some(edited) = edited_message(known, messages) {
+        return Ok(Some(edited));
     }
     let last = messages
         .iter()
         .rev()
-        .find(|m| !matches!(m, Message::Activity(_) | Message::Reasoning(_)))?;
-    let Message::User(user) = last else {
+        .find(|m| !matches!(m, Message::Activity(_) | Message::Reasoning(_)));
+    if asked == Asked::Regenerate {
+        let Some(Message::User(user)) = last else {
+            return Err(NotRegenerable {
+                why: "a regenerate's last message must be the user message whose answer is generated again",
+            });
+        };
+        if !(known.forwarded)(&user.id) {
+            return Err(NotRegenerable {
+                why: "a regenerate's last message must be a user message the thread has already sent",
+            });
+        }
+        return Ok(Some(Divergence::Regenerate {
+            message_id: user.id.clone(),
+        }));
+    }
+    Ok(unmarked_regenerate(known, messages, last))
+}
+
+/// Rule 1: the oldest user message of the run that the thread sent with other content.
+fn edited_message(known: Known<'_>, messages: &[Message]) -> Option<Divergence> {
+    messages
+        .iter()
+        .filter_map(|m| match m {
+            Message::User(user) => Some(user),
+            _ => None,
+        })
+        .find(|user| (known.forwarded)(&user.id) && edited(known, user))
+        .map(|user| Divergence::Edited {
+            message_id: user.id.clone(),
+        })
+}
+
+/// Rule 2, for a run whose client said nothing; `last` is its last message (activity and
+/// reasoning aside).
+fn unmarked_regenerate(
+    known: Known<'_>,
+    messages: &[Message],
+    last: Option<&Message>,
+) -> Option<Divergence> {
+    let any_new = messages
+        .iter()
+        .any(|m| matches!(m, Message::User(user) if !(known.forwarded)(&user.id)));
+    if any_new || known.turn_in_flight || known.unwatched {
+        return None;
+    }
+    let Message::User(user) = last? else {
         return None;
     };
     if !(known.forwarded)(&user.id) {

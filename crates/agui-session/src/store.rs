@@ -378,6 +378,10 @@ pub(crate) struct ThreadRecord {
     /// The thread's other branches (the conversations it forked from, or switched away from).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(crate) branches: Vec<branches::Branch>,
+    /// The run that forked the thread last: the same run sent again (its stream was cut) is
+    /// a retry, not another regenerate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) forked_by_run: Option<String>,
 }
 
 fn is_empty_path(path: &Path) -> bool {

@@ -202,6 +202,122 @@ async fn a_fork_works_after_a_server_restart() {
 }
 
 #[tokio::test]
+async fn a_regenerate_the_client_marks_forks_after_a_restart_and_its_run_sent_again_does_not() {
+    let (agent, model, dir, transcript) = two_turns().await;
+    agent.shutdown().await;
+    let cut = transcript[..3].to_vec();
+    // Unmarked, a server that has not read the history back takes the cut transcript for a
+    // client retrying a run whose stream broke: the answer is restated, nothing is asked.
+    let agent = self::agent(dir.path(), &model);
+    let asked = model.requests().len();
+    let retry = finish(agent.run(input_of(json!({"messages": cut})))).await;
+    assert!(
+        matches!(last(&retry), Event::RunFinished(_)),
+        "{}",
+        types(&retry)
+    );
+    assert_eq!(
+        model.requests().len(),
+        asked,
+        "an unmarked cut was sent to the model"
+    );
+    agent.shutdown().await;
+
+    // Marked, the same cut after another restart is a regenerate.
+    let agent = self::agent(dir.path(), &model);
+    let regenerate = json!({"runId": "run-regenerate", "messages": cut,
+        "forwardedProps": {"regenerate": true}});
+    let events = finish(agent.run(input_of(regenerate.clone()))).await;
+    assert!(
+        matches!(last(&events), Event::RunFinished(_)),
+        "{}",
+        types(&events)
+    );
+    assert_eq!(text(&events), "Answer 3.");
+    assert_eq!(
+        last_request(&model),
+        [
+            "user: What is the weather in Paris?",
+            "model: Answer 1.",
+            "user: And in Rome?",
+        ]
+    );
+    let asked = model.requests().len();
+    let branches = agent
+        .thread_as(&Owner::local(), "thread-1")
+        .await
+        .unwrap()
+        .branches;
+    assert_eq!(branches.len(), 1, "the old answer's branch is kept");
+    agent.shutdown().await;
+
+    // The same run sent again (its stream was cut), on a restarted server: it forked already.
+    let agent = self::agent(dir.path(), &model);
+    let again = finish(agent.run(input_of(regenerate))).await;
+    assert!(
+        matches!(last(&again), Event::RunFinished(_)),
+        "{}",
+        types(&again)
+    );
+    assert_eq!(
+        model.requests().len(),
+        asked,
+        "the run sent again forked again"
+    );
+    assert_eq!(
+        agent
+            .thread_as(&Owner::local(), "thread-1")
+            .await
+            .unwrap()
+            .branches
+            .len(),
+        1
+    );
+    assert_eq!(
+        restated(&agent).await.last().map(String::as_str),
+        Some("assistant: Answer 3."),
+        "a connect restates the regenerated answer"
+    );
+
+    // A mark on a run that cannot be a regenerate is refused, and nothing is sent.
+    for (messages, props, why) in [
+        (
+            transcript.clone(),
+            json!({"regenerate": true}),
+            "ending on an answer",
+        ),
+        (
+            vec![user("u9", "A new message")],
+            json!({"regenerate": true}),
+            "ending on a new message",
+        ),
+        (cut.clone(), json!({"regenerate": "yes"}), "not a boolean"),
+    ] {
+        let events = finish(agent.run(input_of(
+            json!({"messages": messages, "forwardedProps": props}),
+        )))
+        .await;
+        let error = run_error(&events);
+        assert_eq!(
+            error.code.as_deref(),
+            Some("INVALID_INPUT"),
+            "{why}: {error:?}"
+        );
+        assert!(
+            error.message.contains("regenerate"),
+            "{why}: {}",
+            error.message
+        );
+    }
+    assert_eq!(
+        model.requests().len(),
+        asked,
+        "a refused run reached the model"
+    );
+    agent.shutdown().await;
+}
+
+#[tokio::test]
 async fn a_fork_is_refused_with_a_reason_while_a_turn_is_in_flight() {
     let script = Script::new()
         .then(Reply::text(["Answer 1."]))

@@ -36,6 +36,8 @@ struct Case {
     digests: bool,
     turn_in_flight: bool,
     unwatched: bool,
+    /// What the run's client said (`forwardedProps.regenerate`).
+    asked: Asked,
     run: &'static str,
     expected: Option<(&'static str, &'static str)>,
 }
@@ -52,8 +54,22 @@ const fn case(
         digests: true,
         turn_in_flight: false,
         unwatched: false,
+        asked: Asked::Nothing,
         run,
         expected,
+    }
+}
+
+/// A case whose run is marked as a regenerate.
+const fn marked(
+    name: &'static str,
+    log: &'static str,
+    run: &'static str,
+    expected: Option<(&'static str, &'static str)>,
+) -> Case {
+    Case {
+        asked: Asked::Regenerate,
+        ..case(name, log, run, expected)
     }
 }
 
@@ -194,6 +210,60 @@ fn the_rule_tells_edits_and_regenerates_from_lagging_clients() {
             "u1:changed",
             Some(("edit", "u1")),
         ),
+        case(
+            "no log (not read back) and no mark: a cut transcript is taken for a retry",
+            "",
+            "u1:weather_in_Paris? a1:sunny u2:and_Rome?",
+            None,
+        ),
+        marked(
+            "marked, with no log (not read back): a regenerate",
+            "",
+            "u1:weather_in_Paris? a1:sunny u2:and_Rome?",
+            Some(("regenerate", "u2")),
+        ),
+        Case {
+            unwatched: true,
+            ..marked(
+                "marked, by a client that missed the answer: a regenerate",
+                THREAD,
+                "u1:weather_in_Paris? a1:sunny u2:and_Rome?",
+                Some(("regenerate", "u2")),
+            )
+        },
+        Case {
+            turn_in_flight: true,
+            ..marked(
+                "marked while a turn is in flight: a regenerate (the fork says why it cannot)",
+                THREAD,
+                "u1:weather_in_Paris? a1:sunny u2:and_Rome?",
+                Some(("regenerate", "u2")),
+            )
+        },
+        marked(
+            "marked, with an edit: the edit",
+            THREAD,
+            "u1:changed",
+            Some(("edit", "u1")),
+        ),
+        marked(
+            "marked, ending on a message the thread never sent: refused",
+            THREAD,
+            "u1:weather_in_Paris? a1:sunny u2:and_Rome? a2:rainy u3:thanks",
+            Some(("refused", "")),
+        ),
+        marked(
+            "marked, ending on an answer: refused",
+            THREAD,
+            THREAD,
+            Some(("refused", "")),
+        ),
+        marked(
+            "marked, with no messages: refused",
+            THREAD,
+            "",
+            Some(("refused", "")),
+        ),
     ];
     let mut failures = Vec::new();
     for case in cases {
@@ -226,8 +296,12 @@ fn the_rule_tells_edits_and_regenerates_from_lagging_clients() {
                 unwatched: case.unwatched,
             },
             &messages(case.run),
+            case.asked,
         );
-        let got = got.map(|d| (d.kind(), d.message_id().to_owned()));
+        let got = match got {
+            Ok(divergence) => divergence.map(|d| (d.kind(), d.message_id().to_owned())),
+            Err(_) => Some(("refused", String::new())),
+        };
         let expected = case.expected.map(|(k, id)| (k, id.to_owned()));
         if got != expected {
             failures.push(format!("{}: got {got:?}, expected {expected:?}", case.name));

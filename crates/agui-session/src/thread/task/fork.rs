@@ -11,7 +11,7 @@ use harness_client::trajectory::SavedTrajectory;
 use super::Task;
 use super::placement::off_runtime;
 use super::state::Harnessed;
-use crate::divergence::{self, Divergence, Known};
+use crate::divergence::{self, Asked, Divergence, Known};
 use crate::error::{RunErrorCode, RunFailure};
 use crate::prompt::{self, Prompt, PromptLimits};
 use crate::rewind;
@@ -45,9 +45,37 @@ fn wants_rewind(input: &RunAgentInput, default: bool) -> bool {
         .unwrap_or(default)
 }
 
+/// What the run's client says its messages mean: `forwardedProps.regenerate`.
+fn asked(input: &RunAgentInput) -> Result<Asked, RunFailure> {
+    match input
+        .forwarded_props
+        .as_ref()
+        .and_then(|p| p.get("regenerate"))
+    {
+        None | Some(Value::Null) | Some(Value::Bool(false)) => Ok(Asked::Nothing),
+        Some(Value::Bool(true)) => Ok(Asked::Regenerate),
+        Some(other) => Err(RunFailure::new(
+            RunErrorCode::InvalidInput,
+            format!("forwardedProps.regenerate must be true or false, not {other}"),
+        )),
+    }
+}
+
 impl Task {
-    /// How `input`'s messages change the thread's past, if they do.
-    pub(super) fn divergence(&mut self, input: &RunAgentInput) -> Option<Divergence> {
+    /// How `input`'s messages change the thread's past, if they do; a run marked as a
+    /// regenerate that cannot be one fails.
+    pub(super) fn divergence(
+        &mut self,
+        input: &RunAgentInput,
+    ) -> Result<Option<Divergence>, RunFailure> {
+        let mut asked = asked(input)?;
+        if asked == Asked::Regenerate
+            && self.record.forked_by_run.as_deref() == Some(input.run_id.as_str())
+        {
+            // The same run again (its stream was cut): it forked already, and is restated.
+            tracing::info!("a regenerate's run sent again; it forked already");
+            asked = Asked::Nothing;
+        }
         let forwarded = &self.record.forwarded;
         let is_forwarded = |id: &str| forwarded.contains(id);
         let unwatched = self.output.has_backlog();
@@ -60,13 +88,24 @@ impl Task {
                 unwatched,
             },
             &input.messages,
-        )?;
+            asked,
+        )
+        .map_err(|refused| {
+            RunFailure::new(
+                RunErrorCode::InvalidInput,
+                format!("forwardedProps.regenerate: {}.", refused.why),
+            )
+        })?;
+        let Some(divergence) = divergence else {
+            return Ok(None);
+        };
         tracing::info!(
             kind = divergence.kind(),
             message_id = %divergence.message_id(),
+            marked = asked == Asked::Regenerate,
             "the run's messages change the thread's past"
         );
-        Some(divergence)
+        Ok(Some(divergence))
     }
 
     /// Forks the thread before the diverging message: the prompt the run sends in the new
@@ -139,6 +178,7 @@ impl Task {
         self.record.lost_turns.keep_below(step);
         self.record.awaiting_echo = None;
         self.record.awaited_turn_lost = false;
+        self.record.forked_by_run = Some(input.run_id.clone());
         self.opened = false;
         self.fork_from = initial;
         if step == 0 {

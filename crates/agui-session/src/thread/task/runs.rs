@@ -138,7 +138,14 @@ impl Task {
             self.reject(&input, events, failure);
             return;
         }
-        if let Some(divergence) = self.divergence(&input) {
+        let divergence = match self.divergence(&input) {
+            Ok(divergence) => divergence,
+            Err(failure) => {
+                self.reject(&input, events, failure);
+                return;
+            }
+        };
+        if let Some(divergence) = divergence {
             match self.fork(&divergence, &input).await {
                 Ok(fork) => {
                     forked = Some(fork.prompt);
