@@ -145,6 +145,11 @@ pub(crate) trait ConversationHandle: Send + Sync + 'static {
     fn disk_cap_stops(&self) -> u64 {
         0
     }
+    /// How many writes of its process failed for want of room on the disk, as its log says (0
+    /// where unknown).
+    fn storage_full_writes(&self) -> u64 {
+        0
+    }
     /// Closes the connection, then stops the conversation's harness process and waits for it
     /// to exit: the thread is handed to another replica, whose harness must be the only one
     /// holding the conversation. Only for a process of its own ([`Isolation::Thread`]); others
@@ -277,6 +282,10 @@ impl ConversationHandle for Conversation {
 
     fn disk_cap_stops(&self) -> u64 {
         self.process().disk_cap_stops()
+    }
+
+    fn storage_full_writes(&self) -> u64 {
+        self.process().storage_full_writes()
     }
 
     fn kill_process(&self) {

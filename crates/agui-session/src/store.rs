@@ -62,6 +62,17 @@ const TEMP_SUFFIX: &str = ".tmp";
 /// The free space after which a volume found full is taken to have room again: what a turn's
 /// records and the harness's own (its conversation database, its logs) take, with a margin.
 pub(crate) const ROOM_FOR_A_TURN: u64 = 32 << 20;
+
+/// The free space below which a turn that just ended may not have been saved: the harness's
+/// writes of it (a few pages of its database and log) may have met a full volume.
+pub(crate) const ROOM_FOR_A_SAVE: u64 = 1 << 20;
+
+/// The bytes free to an unprivileged writer on the volume of `dir` (`None` when unknown).
+pub(crate) fn free_bytes(dir: &Path) -> Option<u64> {
+    rustix::fs::statvfs(dir)
+        .ok()
+        .map(|vfs| vfs.f_bavail.saturating_mul(vfs.f_frsize))
+}
 const CORRUPT_SUFFIX: &str = ".corrupt";
 
 /// Bounds of a [`ThreadStore`].
@@ -595,8 +606,7 @@ impl ThreadStore {
     /// unprivileged writer), after a write failed for want of it. A small write succeeding says
     /// little: the soak saw one pass while the harness's own writes of the turn still failed.
     pub(crate) fn has_room(&self) -> bool {
-        rustix::fs::statvfs(&self.dir)
-            .is_ok_and(|vfs| vfs.f_bavail.saturating_mul(vfs.f_frsize) >= ROOM_FOR_A_TURN)
+        free_bytes(&self.dir).is_some_and(|free| free >= ROOM_FOR_A_TURN)
     }
 
     /// Forgets a thread. Returns whether it was remembered.

@@ -369,43 +369,6 @@ async fn a_renewal_held_up_at_the_store_holds_up_neither_stop_nor_connect_nor_ou
 }
 
 /// A tmpfs of `bytes` mounted at `dir` (unmounted when dropped): a volume that can fill up.
-struct SmallVolume(std::path::PathBuf);
-
-impl SmallVolume {
-    fn mount(dir: &std::path::Path, bytes: u64) -> Self {
-        let status = std::process::Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={bytes}"), "tmpfs"])
-            .arg(dir)
-            .status()
-            .expect("mount runs");
-        assert!(
-            status.success(),
-            "this test mounts a small tmpfs (it needs root, as the sandbox tests do)"
-        );
-        Self(dir.to_owned())
-    }
-
-    /// Writes `filler` until the volume has no byte left.
-    fn fill(&self) -> std::path::PathBuf {
-        use std::io::Write as _;
-        let filler = self.0.join("filler");
-        let mut file = std::fs::File::create(&filler).unwrap();
-        let block = vec![0u8; 64 << 10];
-        while file.write_all(&block).is_ok() {}
-        while file.write_all(&[0]).is_ok() {}
-        filler
-    }
-}
-
-impl Drop for SmallVolume {
-    fn drop(&mut self) {
-        let _ = std::process::Command::new("umount")
-            .arg("-l")
-            .arg(&self.0)
-            .status();
-    }
-}
-
 /// The save dir's volume fills up (the replica soak's finding: an answer given while it was
 /// full was never saved by the harness, so a connect elsewhere did not show it): the thread's
 /// lease renewal meets the full volume, and a run is then refused with `STORAGE_FULL` before
@@ -413,7 +376,7 @@ impl Drop for SmallVolume {
 #[tokio::test]
 async fn a_run_is_refused_while_the_save_dirs_volume_is_full_and_served_once_it_has_room() {
     let dir = tempfile::tempdir().unwrap();
-    let _volume = SmallVolume::mount(dir.path(), 64 << 20);
+    let _volume = support::SmallVolume::mount(dir.path(), 64 << 20);
     let (harness, leases) = (FakeHarness::new(), Arc::new(Leases::default()));
     // The lease outlives the test's wait: the thread is still served here while its renewals fail.
     *leases.valid_for.lock().unwrap() = Some(Duration::from_secs(5));

@@ -330,6 +330,15 @@ impl HarnessProcess {
             .load(std::sync::atomic::Ordering::SeqCst)
     }
 
+    /// How many lines of its stderr said a write failed for want of room on the disk: a turn
+    /// during which this grows may not have been saved (the harness answers anyway).
+    pub fn storage_full_writes(&self) -> u64 {
+        self.inner
+            .stderr
+            .storage_full
+            .load(std::sync::atomic::Ordering::SeqCst)
+    }
+
     /// The last lines the harness wrote to stderr.
     pub fn stderr_tail(&self) -> String {
         self.inner.stderr.tail()
@@ -755,7 +764,12 @@ struct StderrLog {
     lines: Mutex<VecDeque<String>>,
     capacity: usize,
     live: broadcast::Sender<String>,
+    /// Lines saying a write of the harness failed for want of room (`ENOSPC`).
+    storage_full: std::sync::atomic::AtomicU64,
 }
+
+/// How the harness reports a write that failed for want of room (Go's text for `ENOSPC`).
+const NO_SPACE: &str = "no space left on device";
 
 impl StderrLog {
     fn new(capacity: usize) -> Self {
@@ -763,10 +777,15 @@ impl StderrLog {
             lines: Mutex::new(VecDeque::new()),
             capacity: capacity.max(1),
             live: broadcast::channel(256).0,
+            storage_full: std::sync::atomic::AtomicU64::new(0),
         }
     }
 
     fn push(&self, line: String) {
+        if line.contains(NO_SPACE) {
+            self.storage_full
+                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
         let mut lines = self.lines.lock();
         if lines.len() == self.capacity {
             lines.pop_front();
@@ -838,6 +857,22 @@ fn glog_severity(line: &str) -> Option<char> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stderr_lines_saying_a_write_met_a_full_disk_are_counted() {
+        let log = StderrLog::new(2);
+        for line in [
+            "E1206 10:01:02.1 41 errorreport.go:224] write /save/x.db-wal: no space left on device",
+            "I1206 10:01:02.2 41 server.go:10] serving",
+            "W1206 10:01:03.0 41 log.go:5] open /home/.gemini/log: no space left on device",
+        ] {
+            log.push(line.to_owned());
+        }
+        assert_eq!(
+            log.storage_full.load(std::sync::atomic::Ordering::SeqCst),
+            2
+        );
+    }
 
     #[test]
     fn stderr_lines_are_classified_by_their_glog_letter() {

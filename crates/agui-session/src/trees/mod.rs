@@ -185,6 +185,20 @@ impl Trees {
         }
     }
 
+    /// The directory the harness of `tree`'s threads saves their conversations beneath (the
+    /// server's own: its free space is read, nothing in it).
+    pub(crate) fn storage_root(&self, tree: &TreeId) -> PathBuf {
+        match self.isolation {
+            Isolation::Shared => self.save_dir.clone(),
+            Isolation::Owner | Isolation::Thread => self.state_dir(tree),
+        }
+    }
+
+    /// The directory the harness of threads sharing processes saves beneath.
+    pub(crate) fn storage_root_shared(&self) -> PathBuf {
+        self.save_dir.clone()
+    }
+
     /// The process place of threads sharing processes ([`Isolation::Shared`]).
     pub(crate) fn shared_place(&self) -> ProcessPlace {
         ProcessPlace {

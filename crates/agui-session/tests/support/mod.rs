@@ -214,3 +214,42 @@ pub fn init_tracing() {
         .with_test_writer()
         .try_init();
 }
+
+/// A small tmpfs mounted on a directory (unmounted when dropped), to fill up.
+pub struct SmallVolume(std::path::PathBuf);
+
+impl SmallVolume {
+    /// Mounts a tmpfs of `bytes` on `dir` (needs root, as the sandbox tests do).
+    pub fn mount(dir: &std::path::Path, bytes: u64) -> Self {
+        let status = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={bytes}"), "tmpfs"])
+            .arg(dir)
+            .status()
+            .expect("mount runs");
+        assert!(
+            status.success(),
+            "this test mounts a small tmpfs (it needs root, as the sandbox tests do)"
+        );
+        Self(dir.to_owned())
+    }
+
+    /// Writes `filler` until the volume has no byte left.
+    pub fn fill(&self) -> std::path::PathBuf {
+        use std::io::Write as _;
+        let filler = self.0.join("filler");
+        let mut file = std::fs::File::create(&filler).unwrap();
+        let block = vec![0u8; 64 << 10];
+        while file.write_all(&block).is_ok() {}
+        while file.write_all(&[0]).is_ok() {}
+        filler
+    }
+}
+
+impl Drop for SmallVolume {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg("-l")
+            .arg(&self.0)
+            .status();
+    }
+}

@@ -137,6 +137,11 @@ impl Task {
         } else if self.disk_cap_stopped_commands() {
             let cap = self.ctx.options.workspace_max_bytes.unwrap_or_default();
             Some(super::workspace_full(cap, None))
+        } else if self.turn_maybe_unsaved() {
+            tracing::error!("the turn may not have been saved: the harness's storage is full");
+            // Runs are refused until the save dir's volume has room again.
+            self.ctx.records.saw_storage(true);
+            Some(super::turn_unsaved())
         } else if (end.cancelled || end.halted) && !halted {
             Some(RunFailure::new(
                 RunErrorCode::Cancelled,

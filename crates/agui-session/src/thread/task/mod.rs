@@ -111,6 +111,7 @@ pub(crate) fn spawn(ctx: &Arc<ThreadContext>, thread_id: &str, generation: u64) 
         disk: DiskWatch {
             at_turn_start: None,
             stops_at_turn_start: 0,
+            storage_full_at_turn_start: 0,
             checked: Instant::now(),
         },
         handed_back: Vec::new(),
@@ -526,8 +527,10 @@ impl Task {
         }
     }
 
-    /// A turn begins: the tree's use now is its baseline (and is measured afresh).
+    /// A turn begins: the tree's use now is its baseline (and is measured afresh), and so
+    /// are the process's failed writes.
     fn start_disk_watch(&mut self) {
+        self.disk.storage_full_at_turn_start = self.storage_full_writes();
         let Some(place) = &self.record.place else {
             return;
         };
@@ -537,6 +540,7 @@ impl Task {
         self.disk = DiskWatch {
             at_turn_start: self.ctx.trees.usage(&place.tree).map(|u| u.bytes),
             stops_at_turn_start: self.disk_cap_stops(),
+            storage_full_at_turn_start: self.disk.storage_full_at_turn_start,
             checked: Instant::now(),
         };
         self.ctx.trees.measure(&place.tree);
@@ -577,6 +581,29 @@ impl Task {
         self.conversation
             .as_open_ref()
             .map_or(0, |open| open.handle.disk_cap_stops())
+    }
+
+    /// How many writes of the thread's process failed for want of room, as its log says.
+    fn storage_full_writes(&self) -> u64 {
+        self.conversation
+            .as_open_ref()
+            .map_or(0, |open| open.handle.storage_full_writes())
+    }
+
+    /// Whether the turn that just ended may not have been saved by the harness: a write of its
+    /// process failed for want of room during it, or the volume of its storage has almost no
+    /// room left now. The harness answers even when it cannot save (it says nothing to its
+    /// host, and not always in its log), so a connect elsewhere would miss what the client
+    /// saw: the run says so instead. One `statvfs` per turn end.
+    pub(super) fn turn_maybe_unsaved(&self) -> bool {
+        if self.storage_full_writes() > self.disk.storage_full_at_turn_start {
+            return true;
+        }
+        let dir = match &self.record.place {
+            Some(place) => self.ctx.trees.storage_root(&place.tree),
+            None => self.ctx.trees.storage_root_shared(),
+        };
+        crate::store::free_bytes(&dir).is_some_and(|free| free < crate::store::ROOM_FOR_A_SAVE)
     }
 
     /// Whether the process's watcher stopped commands at the disk cap since the turn began.
@@ -666,6 +693,14 @@ fn shutting_down() -> RunFailure {
 }
 
 /// What a turn that filled the disk ends with.
+/// The failure of a turn the harness may not have saved for want of room.
+pub(super) fn turn_unsaved() -> RunFailure {
+    RunFailure::new(
+        RunErrorCode::StorageFull,
+        "The server's storage is full: the agent's answer could not be saved, so it may be missing from the thread's history. Send your message again once there is room.",
+    )
+}
+
 pub(super) fn workspace_full(cap: u64, used: Option<u64>) -> RunFailure {
     let uses = used.map_or_else(
         || "is past".to_owned(),

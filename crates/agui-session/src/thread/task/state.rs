@@ -184,6 +184,9 @@ pub(super) struct WaitingConnect {
 pub(super) struct DiskWatch {
     pub(super) at_turn_start: Option<u64>,
     pub(super) stops_at_turn_start: u64,
+    /// The process's failed writes for want of room when the turn began
+    /// ([`harness_client::HarnessProcess::storage_full_writes`]).
+    pub(super) storage_full_at_turn_start: u64,
     pub(super) checked: Instant,
 }
 

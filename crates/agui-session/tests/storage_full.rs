@@ -1,0 +1,76 @@
+//! The save dir's volume filling up while the real harness answers (the replica soak's
+//! finding): the harness streams its answer but cannot save it, so a later connect (on another
+//! replica, or after a restart) would not show it. The run must not end as if all were well.
+
+mod support;
+
+use agui_session::{Agent, AgentOptions, Backend, ToolRegistry};
+use agui_types::Event;
+use std::time::Duration;
+
+use gemini_script::{Handle, Reply, Script, ScriptedModel};
+use harness_client::{HarnessPool, ModelEndpoint, PoolOptions, ProcessOptions};
+use serde_json::json;
+use support::{SmallVolume, finish, input_of, last, run_error, text, types, user};
+
+fn agent(dir: &std::path::Path, model: &Handle) -> Agent {
+    let mut options = AgentOptions::new(
+        "gemini-3-flash-preview",
+        ModelEndpoint::gemini(model.base_url(), "test-key"),
+        dir,
+    );
+    options.api_retry = Some((2, 100));
+    let pool = HarnessPool::new(PoolOptions::default()).unwrap();
+    let backend = Backend::harness(pool, ProcessOptions::new(options.save_dir.clone()));
+    Agent::new(options, backend, ToolRegistry::new()).unwrap()
+}
+
+/// The volume fills up while the model answers: the harness logs that it could not write, and
+/// the run ends `STORAGE_FULL` (its answer may be missing from the saved history) instead of
+/// finishing; once there is room again, the next message is answered.
+#[tokio::test]
+async fn an_answer_given_while_the_volume_fills_up_ends_its_run_with_storage_full() {
+    support::init_tracing();
+    let dir = tempfile::tempdir().unwrap();
+    let volume = SmallVolume::mount(dir.path(), 64 << 20);
+    let script = Script::new()
+        .then(Reply::text(["First."]))
+        .then(Reply::text(["Second ", "answer."]).delay_ms(1_500))
+        .then(Reply::text(["Third."]));
+    let model = ScriptedModel::start(script).await.unwrap();
+    let agent = agent(dir.path(), &model);
+    let first = finish(agent.run(input_of(json!({"messages": [user("u1", "one")]})))).await;
+    assert_eq!(text(&first), "First.", "{}", types(&first));
+
+    let mut transcript = vec![
+        user("u1", "one"),
+        json!({"id": "a1", "role": "assistant", "content": "First."}),
+        user("u2", "two"),
+    ];
+    let run = agent.run(input_of(json!({"messages": transcript})));
+    support::eventually(Duration::from_secs(20), "the model has the request", || {
+        model.requests().len() == 2
+    })
+    .await;
+    let filler = volume.fill();
+    let events = finish(run).await;
+    eprintln!("events of the run: {}", types(&events));
+    let error = run_error(&events);
+    assert_eq!(error.code.as_deref(), Some("STORAGE_FULL"), "{error:?}");
+    assert!(
+        error.message.contains("could not be saved"),
+        "{}",
+        error.message
+    );
+
+    std::fs::remove_file(filler).unwrap();
+    transcript.push(user("u3", "three"));
+    let events = finish(agent.run(input_of(json!({"messages": transcript})))).await;
+    assert!(
+        matches!(last(&events), Event::RunFinished(_)),
+        "{}",
+        types(&events)
+    );
+    assert_eq!(text(&events), "Third.");
+    agent.shutdown().await;
+}
