@@ -2,13 +2,15 @@
 // model with the real harness: an edited message gets a new answer in place of the old ones and
 // the branch control brings the old conversation back; a regenerate gives another answer; a
 // regenerate that rewinds the files restores what the file tools changed and shows the report;
-// a CANNOT_FORK leaves the chat as it was and says why.
+// a CANNOT_FORK leaves the chat as it was and says why. A regenerate's run is marked as one
+// (`forwardedProps.regenerate`); an edit's and a message's are not, and the mark is what lets
+// a server restarted under the open page (no reload, no connect) fork instead of restating.
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import { modelFlags } from "../e2e/lib/mode.mjs";
-import { startModel, startServer, stopAll } from "../e2e/lib/procs.mjs";
+import { startModel, startServer, stopAll, tempDir } from "../e2e/lib/procs.mjs";
 import { afterRuns, lastReply, screenshot, send, useBrowser } from "./lib/browser.mjs";
 import { runElsewhere, summaryOf } from "./lib/elsewhere.mjs";
 import { workspaceOf } from "./lib/scripted.mjs";
@@ -64,6 +66,9 @@ const SCRIPT = {
     // A regenerate: another answer to the same message.
     { name: "first take", repeat: 1, match: { user_text_contains: "pk-regen" }, reply: { text: "First take on it." } },
     { name: "second take", repeat: "forever", match: { user_text_contains: "pk-regen" }, reply: { text: "A second take on it." } },
+    // A regenerate after the server restarted.
+    { name: "before restart", repeat: 1, match: { user_text_contains: "pk-restart" }, reply: { text: "Before the restart." } },
+    { name: "after restart", repeat: "forever", match: { user_text_contains: "pk-restart" }, reply: { text: "After the restart." } },
     { name: "echo", repeat: "forever", match: { user_text_contains: "pk-say" }, reply: { text: "You said: {{user_text}}", chunking: { words: 2 }, delay_ms: 20 } },
   ],
   default: { text: "No scripted answer." },
@@ -82,6 +87,7 @@ function useForksServer() {
   });
   const url = () => server.url;
   url.dir = () => server.dir;
+  url.model = () => model;
   return url;
 }
 
@@ -133,6 +139,22 @@ async function askElsewhere(base, threadId) {
   assert.match(await runElsewhere(base, threadId, "pk-ask: pick one"), /"interrupt"/, "the other client's run ends waiting for an answer");
 }
 
+/** The `forwardedProps` of every run the page posts from now on (connects left out). */
+function runProps(page) {
+  const seen = [];
+  page.on("request", (request) => {
+    if (request.method() !== "POST" || new URL(request.url()).pathname.endsWith("/connect")) return;
+    let body;
+    try {
+      body = JSON.parse(request.postData() ?? "null");
+    } catch {
+      return;
+    }
+    if (body && typeof body.runId === "string" && Array.isArray(body.messages)) seen.push(body.forwardedProps ?? {});
+  });
+  return seen;
+}
+
 /** Waits until a message shows its branches (the page reads them from the thread's summary after a run). */
 function branchShown(page) {
   return page.locator(".branch-nav:not([hidden])").first().waitFor({ timeout: 15_000 });
@@ -150,12 +172,15 @@ describe("playground: edit, regenerate, rewind (issue 42)", () => {
 
   test("an edited message gets a new answer, and the branch control shows the old one again", async () => {
     const page = await browser().newPage();
+    const props = runProps(page);
     await page.goto(`${url()}/`);
     await afterRuns(page, () => send(page, "pk-say: hello"));
     await afterRuns(page, () => send(page, "pk-say: apples"));
     assert.match(await lastReply(page), /You said: pk-say: apples/);
 
     await afterRuns(page, () => edit(page, "pk-say: apples", "pk-say: pears", { shot: "forks-edit-editor" }));
+    assert.equal(props.length, 3, `three runs: ${JSON.stringify(props)}`);
+    assert.ok(props.every((p) => p.regenerate === undefined), `no run of these is marked as a regenerate: ${JSON.stringify(props)}`);
     assert.deepEqual(await transcript(page), ["user: pk-say: hello", "assistant: You said: pk-say: hello", "user: pk-say: pears", "assistant: You said: pk-say: pears"], "the new answer in place of the old one");
     const threadId = await openThreadId(page);
     const summary = await summaryOf(url(), threadId);
@@ -209,19 +234,65 @@ describe("playground: edit, regenerate, rewind (issue 42)", () => {
 
   test("a regenerated answer replaces the old one", async () => {
     const page = await browser().newPage();
+    const props = runProps(page);
     await page.goto(`${url()}/`);
     await afterRuns(page, () => send(page, "pk-regen: tell me something"));
     assert.equal(await lastReply(page), "First take on it.");
     await afterRuns(page, () => regenerate(page));
     assert.deepEqual(await transcript(page), ["user: pk-regen: tell me something", "assistant: A second take on it."]);
+    assert.deepEqual(
+      props.map((p) => p.regenerate),
+      [undefined, true],
+      `the message's run is not marked, the regenerate's is: ${JSON.stringify(props)}`,
+    );
     await branchShown(page);
     assert.equal(await userMessage(page, "pk-regen").locator(".branch-pos").innerText(), "2/2", "the first answer is a branch at the message");
     assert.equal(await page.locator(".run-note.error").count(), 0);
     await screenshot(page, "forks-regenerate");
   });
 
+  test("a regenerate after the server restarted under the open page (no reload, no connect) gives a new answer", async () => {
+    // A server of the test's own, restarted on the same port and data directory.
+    const dir = tempDir("forks-restart");
+    const { args, env } = modelFlags(url.model());
+    let first = await startServer({ label: "forks server before restart", config: TOML, args, env, dir });
+    let second;
+    try {
+      const page = await browser().newPage();
+      const props = runProps(page);
+      await page.goto(`${first.url}/`);
+      await afterRuns(page, () => send(page, "pk-restart: answer me"));
+      assert.equal(await lastReply(page), "Before the restart.");
+      const threadId = await openThreadId(page);
+      const port = Number(new URL(first.url).port);
+      await first.stop();
+      first = undefined;
+      second = await startServer({ label: "forks server after restart", config: TOML, args, env, dir, port });
+      const posts = [];
+      page.on("request", (request) => {
+        if (request.method() === "POST") posts.push(new URL(request.url()).pathname.endsWith("/connect") ? "connect" : "run");
+      });
+
+      await afterRuns(page, () => regenerate(page));
+      assert.equal(posts[0], "run", `the regenerate is the page's first request to the restarted server, no connect before it: ${posts}`);
+      assert.deepEqual(props.at(-1)?.regenerate, true, "the regenerate's run is marked");
+      assert.deepEqual(await transcript(page), ["user: pk-restart: answer me", "assistant: After the restart."], "a new answer, not the old one restated");
+      const summary = await summaryOf(second.url, threadId);
+      assert.equal(summary.branches.length, 1, "the old answer is kept as a branch");
+      await branchShown(page);
+      assert.equal(await page.locator(".run-note.error").count(), 0);
+      // The page's own requests cut or refused by the restart (its thread list's events stream).
+      const problems = browser().problems;
+      for (let i = problems.length - 1; i >= 0; i -= 1) if (/ERR_CONNECTION_REFUSED|ERR_EMPTY_RESPONSE|ERR_CONNECTION_RESET|ERR_INCOMPLETE_CHUNKED_ENCODING/.test(problems[i])) problems.splice(i, 1);
+    } finally {
+      await stopAll(first, second);
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   test("a regenerate that rewinds the files restores what the file tools changed and reports it", async () => {
     const page = await browser().newPage();
+    const props = runProps(page);
     await page.goto(`${url()}/`);
     await afterRuns(page, () => send(page, "pk-rw-setup: write keep"), { timeout: 90_000 });
     assert.equal(await lastReply(page), "Wrote keep.txt.");
@@ -235,6 +306,7 @@ describe("playground: edit, regenerate, rewind (issue 42)", () => {
 
     await afterRuns(page, () => regenerate(page, { rewind: true }), { timeout: 90_000 });
     assert.equal(await lastReply(page), "This time I left the files alone.");
+    assert.deepEqual(props.at(-1), { rewindFiles: true, regenerate: true }, "the regenerate asks for the rewind, marked as a regenerate");
     assert.equal(read("keep.txt"), "a\nb\nc\n", "the edit is undone");
     assert.ok(!fs.existsSync(path.join(ws, "new.txt")), "the created file is removed");
     assert.equal(read("cmd.txt"), "cmd\n", "a command's change stays");

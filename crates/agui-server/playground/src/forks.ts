@@ -3,6 +3,9 @@
 // regenerate sends the history up to and including the user message whose answer is redone.
 // Either may ask for the files the agent's file tools changed since to be rewound
 // (`forwardedProps.rewindFiles`), which the server reports in one `antigravity:rewind` event.
+// A regenerate's run is marked as one (`forwardedProps.regenerate`), an edit's is not: unmarked,
+// a server that has not read the thread back yet (restarted, another replica) takes a regenerate
+// for a retry of a cut run and restates the old answer.
 import type { Message } from "@ag-ui/client";
 import { type PathLinks, pathView } from "./cards";
 import { h } from "./dom";
@@ -51,6 +54,14 @@ export function editedHistory(messages: Message[], id: string, text: string): Me
     ? [{ type: "text", text }, ...old.content.filter((part) => !(part && typeof part === "object" && (part as { type?: string }).type === "text"))]
     : text;
   return [...messages.slice(0, at), { ...old, content } as Message];
+}
+
+/**
+ * The `forwardedProps` of an edit's (`regenerate` false) or a regenerate's run: the rewind when
+ * asked for, and a regenerate's mark (`regenerate: true`, so it forks on any server).
+ */
+export function forkProps(regenerate: boolean, rewind: boolean): Record<string, unknown> {
+  return { ...(rewind ? { rewindFiles: true } : {}), ...(regenerate ? { regenerate: true } : {}) };
 }
 
 /** The history of a regenerate: the messages up to and including user message `id`. */

@@ -27,6 +27,7 @@ import {
   answerTools,
   answers,
   editedHistory,
+  forkProps,
   parseRewind,
   regeneratedHistory,
   rewindView,
@@ -631,8 +632,8 @@ async function sendMessage(text: string): Promise<void> {
   await startRun({});
 }
 
-/** Runs `history` (an edit's or a regenerate's) in place of the chat's messages. */
-async function runFork(history: Message[] | undefined, at: string, rewind: boolean): Promise<void> {
+/** Runs `history` (an edit's, or with `regenerate` a regenerate's) in place of the chat's messages. */
+async function runFork(history: Message[] | undefined, at: string, regenerate: boolean, rewind: boolean): Promise<void> {
   const c = convo;
   if (!history || !forkable()) return;
   const undo: ForkUndo = { messages: structuredClone(c.agent.messages), notes: [...c.notes], at };
@@ -640,12 +641,12 @@ async function runFork(history: Message[] | undefined, at: string, rewind: boole
   const kept = new Set(history.map((m) => m.id));
   c.notes = c.notes.filter((n) => n.afterMessageId === undefined || kept.has(n.afterMessageId));
   c.agent.setMessages(history);
-  await startRun(rewind ? { forwardedProps: { rewindFiles: true } } : {}, "run", undo);
+  await startRun({ forwardedProps: forkProps(regenerate, rewind) }, "run", undo);
 }
 
 const forkActions: ForkActions = {
-  edit: (id, text, rewind) => void runFork(editedHistory(convo.agent.messages, id, text), id, rewind),
-  regenerate: (id, rewind) => void runFork(regeneratedHistory(convo.agent.messages, id), id, rewind),
+  edit: (id, text, rewind) => void runFork(editedHistory(convo.agent.messages, id, text), id, false, rewind),
+  regenerate: (id, rewind) => void runFork(regeneratedHistory(convo.agent.messages, id), id, true, rewind),
 };
 
 /** Makes `branch` the open thread's current branch, then shows its messages (connect). */
