@@ -113,14 +113,18 @@ export declare class AntigravityAgent extends HttpAgent {
      * Throws {@link AntigravityForkError} when the server cannot fork (a turn in flight, the
      * thread waiting for a tool result or an answer…): the thread is unchanged, and so are the
      * agent's messages. A `TypeError` when `messageId` is not one of the agent's user messages.
+     * The run is not marked as a regenerate (the changed message is what the server forks on).
      */
     editMessage(messageId: string, content: Message["content"], options?: ForkOptions): Promise<ForkResult>;
     /**
      * Regenerates the answer to a user message and runs: the history up to and including it is
      * sent, so the server forks the thread there (the old answer's branch is kept) and the model
      * answers it again. `messageId` names the user message or a message of its answer (as
-     * CopilotKit's regenerate button gives it); without it, the last user message. Resolves and
-     * throws as {@link AntigravityAgent.editMessage}.
+     * CopilotKit's regenerate button gives it); without it, the last user message. The run is
+     * marked (`forwardedProps.regenerate: true`, beside `options.forwardedProps` and
+     * `rewindFiles`), so a server that has not read the thread back yet (restarted, another
+     * replica, no `connect` first) forks too instead of taking it for a retry and restating the
+     * old answer. Resolves and throws as {@link AntigravityAgent.editMessage}.
      */
     regenerate(messageId?: string, options?: ForkOptions): Promise<ForkResult>;
     /**
@@ -137,7 +141,10 @@ export declare class AntigravityAgent extends HttpAgent {
      * busy (a run, a turn, something waiting for the client).
      */
     switchBranch(threadId: string, branchId: string): Promise<ThreadSummary>;
-    /** Runs on `history` (an edit's or a regenerate's), reading the rewind and a refusal to fork. */
+    /**
+     * Runs on `history` (an edit's or a regenerate's), reading the rewind and a refusal to fork;
+     * `regenerate` marks the run as a regenerate.
+     */
     private fork;
     /** `connectAgent()`'s stream: `POST <url>/connect`; a thread the server does not know has no history. */
     protected connect(input: RunAgentInput): Observable<BaseEvent>;

@@ -3,6 +3,21 @@ export const REWIND_EVENT = "antigravity:rewind";
 /** The `RUN_ERROR` code of a run whose history differs from the thread's where it cannot fork. */
 export const CANNOT_FORK = "CANNOT_FORK";
 /**
+ * The `forwardedProps` key that marks a run as a regenerate (`true`): the run redoes the answer
+ * to its last message, a user message the thread already sent. Unmarked, a regenerate reaching
+ * a server before it read the thread's history back (after a restart, on another replica) is
+ * taken for a retry of a cut run and the old answer is restated; marked, it always forks.
+ * Only a regenerate's run carries it (never an edit's, never a plain run's).
+ */
+export const REGENERATE_PROP = "regenerate";
+/**
+ * The `forwardedProps` of a regenerate's run: `props` (the caller's, e.g. `rewindFiles`) with
+ * the mark ({@link REGENERATE_PROP}: `true`).
+ */
+export function regenerateProps(props = {}) {
+    return { ...props, [REGENERATE_PROP]: true };
+}
+/**
  * A run the server refused to fork (`RUN_ERROR` code `CANNOT_FORK`): the thread is unchanged.
  * The message names the point and why (a turn in flight, the thread waiting for the client,
  * the conversation being opened, an empty message, a point the server no longer knows).
@@ -60,7 +75,9 @@ export function editedHistory(messages, messageId, content) {
 /**
  * The history that regenerates the answer to a user message: the messages up to and including
  * it. `messageId` names the user message, or an assistant (or tool) message of the answer, whose
- * user message is the nearest before it; without it, the last user message.
+ * user message is the nearest before it; without it, the last user message. Run it with the
+ * mark ({@link regenerateProps}), or a server that has not read the thread back yet restates
+ * the old answer.
  */
 export function regenerateHistory(messages, messageId) {
     let from = messages.length - 1;

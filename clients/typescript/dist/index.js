@@ -5,4 +5,4 @@
 export { AntigravityAgent, AntigravityHttpError } from "./agent.js";
 export { AntigravityThreads } from "./threads.js";
 export { InvalidEventError } from "./sse.js";
-export { AntigravityForkError, CANNOT_FORK, REWIND_EVENT, branchesAt, editedHistory, forkErrorOf, regenerateHistory, rewindReportOf } from "./forks.js";
+export { AntigravityForkError, CANNOT_FORK, REGENERATE_PROP, REWIND_EVENT, branchesAt, editedHistory, forkErrorOf, regenerateHistory, regenerateProps, rewindReportOf } from "./forks.js";

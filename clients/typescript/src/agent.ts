@@ -5,7 +5,7 @@ import * as agui from "@ag-ui/client";
 import type { AgentCapabilities, BaseEvent, Message, RunAgentInput } from "@ag-ui/client";
 import { EMPTY, Observable, type Subscription, catchError, map, throwError } from "rxjs";
 import { toClientEvent } from "./events.js";
-import { AntigravityForkError, editedHistory, forkErrorOf, regenerateHistory, rewindReportOf } from "./forks.js";
+import { AntigravityForkError, editedHistory, forkErrorOf, regenerateHistory, regenerateProps, rewindReportOf } from "./forks.js";
 import type { ForkOptions, ForkResult, RewindReport, ThreadBranches } from "./forks.js";
 import { OpenBlocks, Rejoin } from "./open-blocks.js";
 import { AntigravityHttpError, agentRouteUrl, httpError, isAbort, requestHeaders, withHeaders } from "./http.js";
@@ -214,20 +214,24 @@ export class AntigravityAgent extends HttpAgent {
    * Throws {@link AntigravityForkError} when the server cannot fork (a turn in flight, the
    * thread waiting for a tool result or an answer…): the thread is unchanged, and so are the
    * agent's messages. A `TypeError` when `messageId` is not one of the agent's user messages.
+   * The run is not marked as a regenerate (the changed message is what the server forks on).
    */
   async editMessage(messageId: string, content: Message["content"], options: ForkOptions = {}): Promise<ForkResult> {
-    return this.fork(editedHistory(this.messages, messageId, content), options);
+    return this.fork(editedHistory(this.messages, messageId, content), options, false);
   }
 
   /**
    * Regenerates the answer to a user message and runs: the history up to and including it is
    * sent, so the server forks the thread there (the old answer's branch is kept) and the model
    * answers it again. `messageId` names the user message or a message of its answer (as
-   * CopilotKit's regenerate button gives it); without it, the last user message. Resolves and
-   * throws as {@link AntigravityAgent.editMessage}.
+   * CopilotKit's regenerate button gives it); without it, the last user message. The run is
+   * marked (`forwardedProps.regenerate: true`, beside `options.forwardedProps` and
+   * `rewindFiles`), so a server that has not read the thread back yet (restarted, another
+   * replica, no `connect` first) forks too instead of taking it for a retry and restating the
+   * old answer. Resolves and throws as {@link AntigravityAgent.editMessage}.
    */
   async regenerate(messageId?: string, options: ForkOptions = {}): Promise<ForkResult> {
-    return this.fork(regenerateHistory(this.messages, messageId), options);
+    return this.fork(regenerateHistory(this.messages, messageId), options, true);
   }
 
   /**
@@ -255,13 +259,17 @@ export class AntigravityAgent extends HttpAgent {
     return thread;
   }
 
-  /** Runs on `history` (an edit's or a regenerate's), reading the rewind and a refusal to fork. */
-  private async fork(history: Message[], options: ForkOptions): Promise<ForkResult> {
+  /**
+   * Runs on `history` (an edit's or a regenerate's), reading the rewind and a refusal to fork;
+   * `regenerate` marks the run as a regenerate.
+   */
+  private async fork(history: Message[], options: ForkOptions, regenerate: boolean): Promise<ForkResult> {
     const before = this.messages;
     let rewind: RewindReport | undefined;
     let refused: AntigravityForkError | undefined;
     this.setMessages(history);
-    const forwardedProps = { ...options.forwardedProps, ...(options.rewindFiles === undefined ? {} : { rewindFiles: options.rewindFiles }) };
+    const props = { ...options.forwardedProps, ...(options.rewindFiles === undefined ? {} : { rewindFiles: options.rewindFiles }) };
+    const forwardedProps = regenerate ? regenerateProps(props) : props;
     const { newMessages } = await this.runAgent(
       { forwardedProps },
       {

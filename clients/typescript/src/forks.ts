@@ -1,6 +1,7 @@
 // Edit, regenerate and branches (the server's issue 42 contract): the histories a client sends
-// to edit a message or regenerate an answer, the report of a rewind of the workspace's files,
-// the typed error of a run that cannot fork, and a thread's branches grouped per message.
+// to edit a message or regenerate an answer (and the mark a regenerate's run carries in its
+// `forwardedProps`), the report of a rewind of the workspace's files, the typed error of a run
+// that cannot fork, and a thread's branches grouped per message.
 // Pure functions and types, so a page that drives another agent (CopilotKit's) uses them too.
 import type { BaseEvent, Message } from "@ag-ui/client";
 
@@ -9,6 +10,23 @@ export const REWIND_EVENT = "antigravity:rewind";
 
 /** The `RUN_ERROR` code of a run whose history differs from the thread's where it cannot fork. */
 export const CANNOT_FORK = "CANNOT_FORK";
+
+/**
+ * The `forwardedProps` key that marks a run as a regenerate (`true`): the run redoes the answer
+ * to its last message, a user message the thread already sent. Unmarked, a regenerate reaching
+ * a server before it read the thread's history back (after a restart, on another replica) is
+ * taken for a retry of a cut run and the old answer is restated; marked, it always forks.
+ * Only a regenerate's run carries it (never an edit's, never a plain run's).
+ */
+export const REGENERATE_PROP = "regenerate";
+
+/**
+ * The `forwardedProps` of a regenerate's run: `props` (the caller's, e.g. `rewindFiles`) with
+ * the mark ({@link REGENERATE_PROP}: `true`).
+ */
+export function regenerateProps(props: Record<string, unknown> = {}): Record<string, unknown> {
+  return { ...props, [REGENERATE_PROP]: true };
+}
 
 /** A file a rewind put back as it was at the fork point. */
 export interface RewoundFile {
@@ -103,7 +121,7 @@ export interface ForkOptions {
   rewindFiles?: boolean;
   /** Called with the rewind's report as soon as it arrives (before the new answer). */
   onRewind?: (report: RewindReport) => void;
-  /** More `forwardedProps` for the run. */
+  /** More `forwardedProps` for the run (a regenerate adds its mark, `regenerate: true`, to them). */
   forwardedProps?: Record<string, unknown>;
 }
 
@@ -156,7 +174,9 @@ export function editedHistory(messages: Message[], messageId: string, content: M
 /**
  * The history that regenerates the answer to a user message: the messages up to and including
  * it. `messageId` names the user message, or an assistant (or tool) message of the answer, whose
- * user message is the nearest before it; without it, the last user message.
+ * user message is the nearest before it; without it, the last user message. Run it with the
+ * mark ({@link regenerateProps}), or a server that has not read the thread back yet restates
+ * the old answer.
  */
 export function regenerateHistory(messages: Message[], messageId?: string): Message[] {
   let from = messages.length - 1;

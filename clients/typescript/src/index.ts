@@ -25,5 +25,5 @@ export type {
   WatchThreadsOptions,
 } from "./threads.js";
 export { InvalidEventError } from "./sse.js";
-export { AntigravityForkError, CANNOT_FORK, REWIND_EVENT, branchesAt, editedHistory, forkErrorOf, regenerateHistory, rewindReportOf } from "./forks.js";
+export { AntigravityForkError, CANNOT_FORK, REGENERATE_PROP, REWIND_EVENT, branchesAt, editedHistory, forkErrorOf, regenerateHistory, regenerateProps, rewindReportOf } from "./forks.js";
 export type { Branch, ForkOptions, ForkResult, MessageBranches, NotRewoundFile, RewindReport, RewoundFile, ThreadBranches } from "./forks.js";

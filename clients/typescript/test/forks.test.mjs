@@ -2,11 +2,15 @@
 // harness and scripted model: an edit answers anew and keeps the old branch, a regenerate gives
 // another answer, switching branch brings the old messages back (connect), a rewind reports the
 // files it restored (and the file is gone), and a thread that cannot fork answers with the
-// typed error while the agent's messages stay as they were.
+// typed error while the agent's messages stay as they were. Only a regenerate's run is marked
+// (`forwardedProps.regenerate`), and the mark is what lets a server that has not read the
+// thread back yet (restarted) fork instead of restating the old answer.
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
+import fs from "node:fs";
 import { after, before, describe, test } from "node:test";
 import { AntigravityAgent, AntigravityForkError, branchesAt } from "@agui-antigravity/client";
+import { tempDir } from "../../../tests/e2e/lib/procs.mjs";
 import { shape, startModel, startTestServer, stopAll } from "./lib/fixture.mjs";
 
 const TOKEN = "forks-test-token";
@@ -19,6 +23,10 @@ const SCRIPT = {
     { name: "edited", repeat: "forever", match: { user_text_contains: "c-edited", last_part: "text" }, reply: { text: "Edited answer." } },
     { name: "take one", repeat: 1, match: { user_text_contains: "c-take", last_part: "text" }, reply: { text: "First take." } },
     { name: "take two", repeat: "forever", match: { user_text_contains: "c-take", last_part: "text" }, reply: { text: "Second take." } },
+    { name: "marked one", repeat: 1, match: { user_text_contains: "c-marked", last_part: "text" }, reply: { text: "Old answer." } },
+    { name: "marked two", repeat: "forever", match: { user_text_contains: "c-marked", last_part: "text" }, reply: { text: "New answer." } },
+    { name: "unmarked one", repeat: 1, match: { user_text_contains: "c-unmarked", last_part: "text" }, reply: { text: "Old unmarked answer." } },
+    { name: "unmarked two", repeat: "forever", match: { user_text_contains: "c-unmarked", last_part: "text" }, reply: { text: "New unmarked answer." } },
     {
       name: "write notes",
       repeat: "forever",
@@ -46,7 +54,17 @@ describe("edit, regenerate and branches", () => {
     await stopAll(handles.server, handles.model);
   });
 
-  const agent = (threadId = `c-${randomUUID()}`) => new AntigravityAgent({ url: handles.server.url, threadId, authToken: TOKEN });
+  /** An agent on `threadId` (a fresh thread by default) at `url`; `bodies` gets each run's RunAgentInput. */
+  const agent = (threadId = `c-${randomUUID()}`, { url = handles.server.url, bodies } = {}) =>
+    new AntigravityAgent({
+      url,
+      threadId,
+      authToken: TOKEN,
+      fetch: (input, init) => {
+        if (bodies && init?.method === "POST" && new URL(String(input)).pathname === new URL(url).pathname) bodies.push(JSON.parse(String(init.body)));
+        return fetch(input, init);
+      },
+    });
 
   /** Sends `content` as a new user message and runs; returns the message's id. */
   async function say(target, content, params = {}) {
@@ -129,6 +147,70 @@ describe("edit, regenerate and branches", () => {
     assert.deepEqual(again.newMessages.map((m) => m.content), ["Second take."]);
     assert.equal((await a.listBranches()).branches.length, 2);
     await assert.rejects(a.regenerate("no-such-message"), TypeError);
+  });
+
+  test("only a regenerate's run is marked: forwardedProps.regenerate, beside the caller's props", async () => {
+    const bodies = [];
+    const a = agent(undefined, { bodies });
+    const u1 = await say(a, "c-first: one");
+    await a.editMessage(u1, "c-edited: one, edited", { forwardedProps: { note: "kept" } });
+    const { newMessages } = await a.regenerate(undefined, { rewindFiles: false, forwardedProps: { note: "kept" } });
+    assert.deepEqual(newMessages.map((m) => m.content), ["Edited answer."]);
+    assert.equal(bodies.length, 3);
+    assert.equal(bodies[0].forwardedProps?.regenerate, undefined, "a plain run carries no mark");
+    assert.deepEqual(bodies[1].forwardedProps, { note: "kept" }, "an edit carries no mark");
+    assert.deepEqual(bodies[2].forwardedProps, { note: "kept", rewindFiles: false, regenerate: true }, "the regenerate's mark, merged with its options");
+    assert.deepEqual(bodies[2].messages.map((m) => m.id), [u1], "the regenerate sends the history up to its user message");
+    assert.equal((await a.listBranches()).branches.length, 2, "the edit and the regenerate each forked once");
+  });
+
+  test("a regenerate reaching a restarted server that has not read the thread back forks: a new answer, the old one a branch", async () => {
+    // A data directory of the test's own, so the server restarts on the same threads.
+    const dir = tempDir("forks-restart");
+    let first = await startTestServer(handles.model, { args: ["--auth-token", TOKEN, "--builtin-tools", "write_to_file,replace_file_content"], label: "forks server before restart", dir });
+    let second;
+    try {
+      const marked = agent(undefined, { url: first.url });
+      const u1 = await say(marked, "c-marked: answer me");
+      assert.equal(marked.messages.at(-1).content, "Old answer.");
+      const unmarked = agent(undefined, { url: first.url });
+      const v1 = await say(unmarked, "c-unmarked: answer me");
+      assert.equal(unmarked.messages.at(-1).content, "Old unmarked answer.");
+      const transcript = structuredClone(marked.messages);
+      await first.stop();
+      first = undefined;
+      second = await startTestServer(handles.model, { args: ["--auth-token", TOKEN, "--builtin-tools", "write_to_file,replace_file_content"], label: "forks server after restart", dir });
+
+      // A new agent object (a reloaded page) with the transcript, no connect first.
+      const bodies = [];
+      const fresh = agent(marked.threadId, { url: second.url, bodies });
+      fresh.setMessages(transcript);
+      const { newMessages } = await fresh.regenerate();
+      assert.equal(bodies.length, 1, "one run, no connect");
+      assert.equal(bodies[0].forwardedProps.regenerate, true, "the run is marked");
+      assert.deepEqual(newMessages.map((m) => m.content), ["New answer."], "a new answer, not the old one restated");
+      assert.deepEqual(texts(fresh), ["user: c-marked: answer me", "assistant: New answer."]);
+      const branches = await fresh.listBranches();
+      assert.deepEqual(branches.branches.map((b) => b.leftAt), [u1], "the old answer's branch, left at its user message");
+      const reread = agent(marked.threadId, { url: second.url });
+      await reread.connectAgent();
+      assert.deepEqual(texts(reread), texts(fresh), "the server's history is the new branch");
+
+      // The same history unmarked (as a client before the mark sends it) is taken for a
+      // retry of a cut run: no new answer, and the thread does not fork.
+      const stale = agent(unmarked.threadId, { url: second.url });
+      stale.setMessages(unmarked.messages.slice(0, 1));
+      assert.equal(stale.messages[0].id, v1);
+      await stale.runAgent();
+      assert.ok(!texts(stale).includes("assistant: New unmarked answer."), `unmarked: no new answer: ${texts(stale)}`);
+      assert.deepEqual((await stale.listBranches()).branches, [], "unmarked: no fork");
+      const kept = agent(unmarked.threadId, { url: second.url });
+      await kept.connectAgent();
+      assert.deepEqual(texts(kept), ["user: c-unmarked: answer me", "assistant: Old unmarked answer."], "unmarked: the thread keeps the old answer");
+    } finally {
+      await stopAll(first, second);
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   test("an edit with rewindFiles reports the files it restored, and the file is gone", async () => {
