@@ -5,7 +5,10 @@
 // - an edit opens an editor in place of the message; sending it resends the message under its
 //   id with the messages after it dropped (`editedHistory`), which the server takes for an edit
 //   and forks the thread there;
-// - a regenerate sends the history up to the answer's user message (`regenerateHistory`);
+// - a regenerate sends the history up to the answer's user message (`regenerateHistory`),
+//   its run marked as a regenerate (`regenerateProps`: `forwardedProps.regenerate`), so a
+//   server that has not read the thread back yet (restarted, another replica) forks too
+//   instead of taking it for a retry and restating the old answer; an edit is not marked;
 // - the navigation shows a message's alternatives: the thread's branches (the app server's
 //   `/api/branches/<thread>`, from the thread's `branch` + `branches`) grouped by the message
 //   where the thread left them (`branchesAt`), and switches with a PATCH, then reads the chosen
@@ -16,7 +19,7 @@ import { createContext, useCallback, useContext, useEffect, useMemo, useRef, use
 import type { AbstractAgent, Message } from "@ag-ui/client";
 import { CopilotChatUserMessage, useCopilotKit } from "@copilotkit/react-core/v2";
 import type { CopilotChatUserMessageProps } from "@copilotkit/react-core/v2";
-import { CANNOT_FORK, branchesAt, editedHistory, forkErrorOf, regenerateHistory, rewindReportOf } from "@agui-antigravity/client";
+import { CANNOT_FORK, branchesAt, editedHistory, forkErrorOf, regenerateHistory, regenerateProps, rewindReportOf } from "@agui-antigravity/client";
 import type { MessageBranches, RewindReport, ThreadBranches } from "@agui-antigravity/client";
 
 /** What the page remembers of a thread's branches (localStorage): where it left branches by a switch, and the order shown per message. */
@@ -125,15 +128,18 @@ export function useForks(agent: AbstractAgent, threadId: string, runs: number): 
     return () => subscription.unsubscribe();
   }, [agent]);
 
-  /** Runs on `history`; a refused fork puts the messages back as they were (the server changed nothing). */
+  /**
+   * Runs on `history` (`regenerate`: marked as a regenerate's run); a refused fork puts the
+   * messages back as they were (the server changed nothing).
+   */
   const fork = useCallback(
-    async (history: Message[]) => {
+    async (history: Message[], regenerate: boolean) => {
       const before = agent.messages;
       refused.current = false;
       setNotice(undefined);
       agent.setMessages(history);
       try {
-        await copilotkit.runAgent({ agent, forwardedProps: { rewindFiles } });
+        await copilotkit.runAgent({ agent, forwardedProps: regenerate ? regenerateProps({ rewindFiles }) : { rewindFiles } });
       } catch (error) {
         if (!refused.current) setNotice({ kind: "error", text: error instanceof Error ? error.message : String(error) });
       }
@@ -145,12 +151,12 @@ export function useForks(agent: AbstractAgent, threadId: string, runs: number): 
   const edit = useCallback(
     (messageId: string, content: string) => {
       setEditing(undefined);
-      void fork(editedHistory(agent.messages, messageId, content));
+      void fork(editedHistory(agent.messages, messageId, content), false);
     },
     [agent, fork],
   );
 
-  const regenerate = useCallback((message: { id: string }) => void fork(regenerateHistory(agent.messages, message.id)), [agent, fork]);
+  const regenerate = useCallback((message: { id: string }) => void fork(regenerateHistory(agent.messages, message.id), true), [agent, fork]);
 
   const branchesOf = useCallback(
     (messageId: string) => (branches ? branchesAt(branches, messageId, { leftAt: memory.leftAt, order: memory.order[messageId] }) : undefined),

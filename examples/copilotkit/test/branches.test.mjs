@@ -4,7 +4,8 @@
 // CopilotKit's branch navigation ("2/2"), and going back shows the old messages (the server's
 // branch, read again by a connect); with "Rewind files" checked, an edit undoes the file the
 // agent wrote and the page says so; an edit the server cannot fork (another client's turn in
-// flight) shows the server's reason and leaves the chat as it was.
+// flight) shows the server's reason and leaves the chat as it was. The regenerate's run is
+// marked as one (`forwardedProps.regenerate`), the edit's and the plain runs' are not.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { startModel, startTestServer, stopAll } from "../../../clients/typescript/test/lib/fixture.mjs";
@@ -50,6 +51,28 @@ describe("CopilotKit example: edit, regenerate and branches", () => {
   });
   const browser = useBrowser();
 
+  /**
+   * The `forwardedProps` of every run the page sends to CopilotKit's runtime from now on (the
+   * runtime passes them on to the agent's server as they are): `POST …/agent/<id>/run`, or the
+   * single route's `{ method: "agent/run", body }`; connects are left out.
+   */
+  function runProps(page) {
+    const seen = [];
+    page.on("request", (request) => {
+      const { pathname } = new URL(request.url());
+      if (request.method() !== "POST" || !pathname.startsWith("/api/copilotkit")) return;
+      let body;
+      try {
+        body = JSON.parse(request.postData() ?? "null");
+      } catch {
+        return;
+      }
+      const input = typeof body?.method === "string" ? (body.method === "agent/run" ? body.body : undefined) : pathname.endsWith("/run") ? body : undefined;
+      if (input && Array.isArray(input.messages)) seen.push({ url: request.url(), props: input.forwardedProps ?? {} });
+    });
+    return seen;
+  }
+
   /** The thread as the server lists it. */
   const serverThread = async (threadId) => (await fetch(`${server.url}/threads/${encodeURIComponent(threadId)}`)).json();
 
@@ -79,6 +102,7 @@ describe("CopilotKit example: edit, regenerate and branches", () => {
   test("an edit answers anew, the message shows 2/2, and going back shows the old answer", async () => {
     const page = await openChat(browser(), app);
     const threadId = await threadOf(page);
+    const runs = runProps(page);
     await exchange(page, "ck-first: one", /^First answer\.$/);
     await exchange(page, "ck-second: two", /^Second answer\.$/);
     const before = await serverThread(threadId);
@@ -86,6 +110,8 @@ describe("CopilotKit example: edit, regenerate and branches", () => {
 
     await edit(page, 1, "ck-edited: two, edited", "edit-message");
     await replyMatching(page, /^Edited answer\.$/);
+    assert.equal(runs.length, 3, `three runs sent: ${JSON.stringify(runs)}`);
+    assert.ok(runs.every((r) => r.props.regenerate === undefined), `no run of these is marked as a regenerate: ${JSON.stringify(runs)}`);
     assert.match(await page.locator(USER).nth(1).innerText(), /ck-edited: two, edited/);
     assert.equal(await page.locator(ASSISTANT).filter({ hasText: "Second answer." }).count(), 0, "the old answer is gone from the chat");
     assert.match(await navigationOf(page, 1, /2\s*\/\s*2/), /2\s*\/\s*2/);
@@ -119,11 +145,17 @@ describe("CopilotKit example: edit, regenerate and branches", () => {
 
   test("regenerate answers again, and the answer's user message navigates between the answers", async () => {
     const page = await openChat(browser(), app);
+    const runs = runProps(page);
     await exchange(page, "ck-take: answer me", /^First take\.$/);
     const answer = page.locator(ASSISTANT).last();
     await answer.hover();
     await afterRuns(page, () => answer.locator('[data-testid="copilot-regenerate-button"]').click());
     await replyMatching(page, /^Second take\.$/);
+    assert.deepEqual(
+      runs.map((r) => r.props.regenerate),
+      [undefined, true],
+      `the message's run is not marked, the regenerate's is: ${JSON.stringify(runs)}`,
+    );
     assert.equal(await page.locator(ASSISTANT).count(), 1, "one answer in the chat");
     assert.match(await navigationOf(page, 0, /2\s*\/\s*2/), /2\s*\/\s*2/);
     await screenshot(page, "regenerate");
