@@ -25,22 +25,34 @@ fn agent(dir: &std::path::Path, model: &Handle) -> Agent {
     Agent::new(options, backend, ToolRegistry::new()).unwrap()
 }
 
-/// The volume fills up while the model answers: the harness logs that it could not write, and
-/// the run ends `STORAGE_FULL` (its answer may be missing from the saved history) instead of
-/// finishing; once there is room again, the next message is answered.
+/// The volume fills up while the model answers: the harness logs nothing, and the run ends
+/// `STORAGE_FULL` (its answer may be missing from the saved history) instead of finishing.
+/// Also when the volume has room again before the turn ends (the replica soak lost such a
+/// turn). Once there is room, the next message is answered, and saved: a restarted server's
+/// connect shows it.
 #[tokio::test]
 async fn an_answer_given_while_the_volume_fills_up_ends_its_run_with_storage_full() {
-    support::init_tracing();
+    for freed_before_the_end in [false, true] {
+        the_volume_fills_up_during_a_turn(freed_before_the_end).await;
+    }
+}
+
+async fn the_volume_fills_up_during_a_turn(freed_before_the_end: bool) {
+    let case = if freed_before_the_end {
+        "freed before the turn ends"
+    } else {
+        "still full at the turn's end"
+    };
     let dir = tempfile::tempdir().unwrap();
     let volume = SmallVolume::mount(dir.path(), 64 << 20);
     let script = Script::new()
         .then(Reply::text(["First."]))
-        .then(Reply::text(["Second ", "answer."]).delay_ms(1_500))
+        .then(Reply::text(["Second ", "answer ", "now."]).delay_ms(1_000))
         .then(Reply::text(["Third."]));
     let model = ScriptedModel::start(script).await.unwrap();
     let agent = agent(dir.path(), &model);
     let first = finish(agent.run(input_of(json!({"messages": [user("u1", "one")]})))).await;
-    assert_eq!(text(&first), "First.", "{}", types(&first));
+    assert_eq!(text(&first), "First.", "{case}: {}", types(&first));
 
     let mut transcript = vec![
         user("u1", "one"),
@@ -53,24 +65,57 @@ async fn an_answer_given_while_the_volume_fills_up_ends_its_run_with_storage_ful
     })
     .await;
     let filler = volume.fill();
-    let events = finish(run).await;
-    eprintln!("events of the run: {}", types(&events));
+    let run = tokio::spawn(finish(run));
+    if freed_before_the_end {
+        // After the first chunk (1 s), before the last (3 s).
+        tokio::time::sleep(Duration::from_millis(1_600)).await;
+        std::fs::remove_file(&filler).unwrap();
+    }
+    let events = run.await.unwrap();
     let error = run_error(&events);
-    assert_eq!(error.code.as_deref(), Some("STORAGE_FULL"), "{error:?}");
+    assert_eq!(
+        error.code.as_deref(),
+        Some("STORAGE_FULL"),
+        "{case}: {error:?}"
+    );
     assert!(
         error.message.contains("could not be saved"),
-        "{}",
+        "{case}: {}",
         error.message
     );
 
-    std::fs::remove_file(filler).unwrap();
+    if !freed_before_the_end {
+        std::fs::remove_file(filler).unwrap();
+    }
     transcript.push(user("u3", "three"));
     let events = finish(agent.run(input_of(json!({"messages": transcript})))).await;
     assert!(
         matches!(last(&events), Event::RunFinished(_)),
-        "{}",
+        "{case}: {}",
         types(&events)
     );
-    assert_eq!(text(&events), "Third.");
+    assert_eq!(text(&events), "Third.", "{case}");
+    agent.shutdown().await;
+
+    let agent = self::agent(dir.path(), &model);
+    let restated = finish(agent.connect(input_of(json!({}))).await.unwrap()).await;
+    let texts: Vec<String> = restated
+        .iter()
+        .filter_map(|e| match e {
+            Event::MessagesSnapshot(s) => Some(s.messages.clone()),
+            _ => None,
+        })
+        .flatten()
+        .filter_map(|m| {
+            serde_json::to_value(m).ok()?["content"]
+                .as_str()
+                .map(str::to_owned)
+        })
+        .collect();
+    eprintln!("{case}: restated after a restart: {texts:?}");
+    assert!(
+        texts.iter().any(|t| t == "Third."),
+        "{case}: the answer after the volume had room again was saved: {texts:?}"
+    );
     agent.shutdown().await;
 }

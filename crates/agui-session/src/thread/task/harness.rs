@@ -21,6 +21,7 @@ impl Task {
         self.touch();
         if let Some(turn) = self.conversation.turn_mut() {
             turn.progressed();
+            self.sample_storage_room();
         }
         match event {
             Some(ConversationEvent::Step(step)) => {
@@ -138,7 +139,7 @@ impl Task {
             let cap = self.ctx.options.workspace_max_bytes.unwrap_or_default();
             Some(super::workspace_full(cap, None))
         } else if self.turn_maybe_unsaved() {
-            tracing::error!("the turn may not have been saved: the harness's storage is full");
+            tracing::error!("the turn may not have been saved: the harness's storage was full");
             // Runs are refused until the save dir's volume has room again.
             self.ctx.records.saw_storage(true);
             Some(super::turn_unsaved())

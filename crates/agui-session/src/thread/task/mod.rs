@@ -58,6 +58,9 @@ const STOP_GRACE: Duration = Duration::from_secs(5);
 /// How often a running turn's tree is measured against the disk cap.
 const DISK_CHECK_EVERY: Duration = Duration::from_secs(5);
 
+/// How often a turn samples the free space of its harness's storage (on the harness's events).
+const ROOM_SAMPLE_EVERY: Duration = Duration::from_millis(250);
+
 /// Starts the task of `thread_id` (it loads the thread's record itself).
 pub(crate) fn spawn(ctx: &Arc<ThreadContext>, thread_id: &str, generation: u64) -> ThreadHandle {
     let (commands_tx, commands) = mpsc::channel(COMMAND_QUEUE);
@@ -112,6 +115,9 @@ pub(crate) fn spawn(ctx: &Arc<ThreadContext>, thread_id: &str, generation: u64) 
             at_turn_start: None,
             stops_at_turn_start: 0,
             storage_full_at_turn_start: 0,
+            full_episodes_at_turn_start: 0,
+            saw_no_room: false,
+            room_sampled: Instant::now(),
             checked: Instant::now(),
         },
         handed_back: Vec::new(),
@@ -531,6 +537,8 @@ impl Task {
     /// are the process's failed writes.
     fn start_disk_watch(&mut self) {
         self.disk.storage_full_at_turn_start = self.storage_full_writes();
+        self.disk.full_episodes_at_turn_start = self.ctx.records.full_episodes();
+        self.disk.saw_no_room = false;
         let Some(place) = &self.record.place else {
             return;
         };
@@ -540,8 +548,8 @@ impl Task {
         self.disk = DiskWatch {
             at_turn_start: self.ctx.trees.usage(&place.tree).map(|u| u.bytes),
             stops_at_turn_start: self.disk_cap_stops(),
-            storage_full_at_turn_start: self.disk.storage_full_at_turn_start,
             checked: Instant::now(),
+            ..self.disk
         };
         self.ctx.trees.measure(&place.tree);
     }
@@ -590,20 +598,35 @@ impl Task {
             .map_or(0, |open| open.handle.storage_full_writes())
     }
 
-    /// Whether the turn that just ended may not have been saved by the harness: a write of its
-    /// process failed for want of room during it, or the volume of its storage has almost no
-    /// room left now. The harness answers even when it cannot save (it says nothing to its
-    /// host, and not always in its log), so a connect elsewhere would miss what the client
-    /// saw: the run says so instead. One `statvfs` per turn end.
-    pub(super) fn turn_maybe_unsaved(&self) -> bool {
-        if self.storage_full_writes() > self.disk.storage_full_at_turn_start {
-            return true;
+    /// Whether the turn that just ended may not have been saved by the harness: during it, a
+    /// write of its process failed for want of room, its storage's volume was seen with
+    /// (almost) no room, or the server found the save dir's volume full; or that volume has
+    /// almost no room now. The harness answers even when it cannot save (it says nothing to
+    /// its host, and not always in its log), and the soak saw a turn lost whose volume filled
+    /// and emptied again before it ended: the run says so instead.
+    pub(super) fn turn_maybe_unsaved(&mut self) -> bool {
+        self.disk.room_sampled = Instant::now() - ROOM_SAMPLE_EVERY;
+        self.sample_storage_room();
+        self.storage_full_writes() > self.disk.storage_full_at_turn_start
+            || self.disk.saw_no_room
+            || self.ctx.records.full_episodes() != self.disk.full_episodes_at_turn_start
+    }
+
+    /// During a turn, reads the free space of the harness's storage (one `statvfs`, at most
+    /// every [`ROOM_SAMPLE_EVERY`]), noting a volume with (almost) no room.
+    pub(super) fn sample_storage_room(&mut self) {
+        if self.disk.saw_no_room || self.disk.room_sampled.elapsed() < ROOM_SAMPLE_EVERY {
+            return;
         }
+        self.disk.room_sampled = Instant::now();
         let dir = match &self.record.place {
             Some(place) => self.ctx.trees.storage_root(&place.tree),
             None => self.ctx.trees.storage_root_shared(),
         };
-        crate::store::free_bytes(&dir).is_some_and(|free| free < crate::store::ROOM_FOR_A_SAVE)
+        if crate::store::free_bytes(&dir).is_some_and(|free| free < crate::store::ROOM_FOR_A_SAVE) {
+            tracing::warn!("the harness's storage has no room left during a turn");
+            self.disk.saw_no_room = true;
+        }
     }
 
     /// Whether the process's watcher stopped commands at the disk cap since the turn began.
