@@ -27,7 +27,7 @@ pub(crate) struct Args {
     #[arg(long)]
     pub(crate) sandbox: Option<String>,
     /// Conversations per harness process, of the servers (`--pool-size`) and of the raw floor
-    /// (default 8, the server's default). `--sandbox off --pool-size 1` is a process per thread
+    /// (default: the server's default). `--sandbox off --pool-size 1` is a process per thread
     /// with no confinement: the floor under `thread` mode and under every thread a new owner.
     #[arg(long, default_value_t = crate::launch::POOL_SIZE, value_parser = clap::value_parser!(u64).range(1..))]
     pub(crate) pool_size: u64,

@@ -55,8 +55,8 @@ impl ServerSettings {
     }
 }
 
-/// Conversations per harness process (the server's and the reference's default).
-pub(crate) const POOL_SIZE: u64 = 8;
+/// Conversations per harness process (the server's default).
+pub(crate) const POOL_SIZE: u64 = agui_server::internals::POOL_SIZE as u64;
 
 /// The `serve` flags of a benchmark server (the raw floor derives its config from the same).
 pub(crate) fn server_args(

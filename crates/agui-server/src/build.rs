@@ -187,9 +187,7 @@ pub(crate) async fn build(
             }
         };
         let pool_key = (
-            settings
-                .pool_size
-                .unwrap_or(pool_defaults.max_conversations_per_process),
+            settings.pool_size.unwrap_or(defaults::POOL_SIZE),
             settings
                 .harness_idle_grace_secs
                 .map_or(pool_defaults.idle_grace, Duration::from_secs),

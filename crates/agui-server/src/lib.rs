@@ -73,7 +73,7 @@ pub use error::{ConfigProblem, ServerError};
 #[cfg(feature = "internals")]
 pub mod internals {
     pub use crate::build::options;
-    pub use crate::defaults::{PRESTART_HARNESS, documented};
+    pub use crate::defaults::{POOL_SIZE, PRESTART_HARNESS, documented};
     pub use crate::model_proxy::{CallLimits, ModelProxy, uses_ambient_credentials};
 }
 
