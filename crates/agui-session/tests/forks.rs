@@ -11,7 +11,7 @@ use std::time::Duration;
 use gemini_script::{Handle, Matcher, Reply, Script, ScriptedModel};
 use harness_client::{BuiltinTool, HarnessPool, ModelEndpoint, PoolOptions, ProcessOptions};
 use serde_json::{Value, json};
-use support::{finish, input_of, last, run_error, text, types, user};
+use support::{finish, input_of, last, restated, run_error, text, types, user};
 
 fn agent(dir: &std::path::Path, model: &Handle) -> Agent {
     agent_with(dir, model, Default::default())
@@ -390,27 +390,6 @@ async fn a_lagging_client_is_not_taken_for_a_divergence() {
         ]
     );
     agent.shutdown().await;
-}
-
-/// The messages a connect restates, `role: text` each.
-async fn restated(agent: &Agent) -> Vec<String> {
-    let stream = agent.connect(input_of(json!({}))).await.unwrap();
-    let events = finish(stream).await;
-    let snapshot = events
-        .iter()
-        .find_map(|e| match e {
-            Event::MessagesSnapshot(s) => Some(s.messages.clone()),
-            _ => None,
-        })
-        .unwrap_or_else(|| panic!("a snapshot: {}", types(&events)));
-    snapshot
-        .iter()
-        .filter_map(|m| {
-            let value = serde_json::to_value(m).unwrap();
-            let text = value["content"].as_str()?.to_owned();
-            Some(format!("{}: {text}", value["role"].as_str().unwrap_or("")))
-        })
-        .collect()
 }
 
 #[tokio::test]

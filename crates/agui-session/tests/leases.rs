@@ -160,6 +160,47 @@ fn agent_of(
     .unwrap()
 }
 
+/// A run and a connect wait for a thread another replica holds and will not let go (its turn
+/// left a command running in the background): they end `THREAD_ELSEWHERE` once the wait for a
+/// busy thread is over. (The replica soak saw a connect wait forever with no event: the idle
+/// thread's task hibernated every `hibernate_after`, handing the waiting connect to a new task
+/// whose wait started over.)
+#[tokio::test]
+async fn a_run_and_a_connect_waiting_for_a_lease_never_let_go_end_thread_elsewhere() {
+    let dir = tempfile::tempdir().unwrap();
+    let (harness, leases) = (FakeHarness::new(), Arc::new(Leases::default()));
+    let mut options = support::options(dir.path());
+    options.hibernate_after = Duration::from_millis(300);
+    options.concurrent_runs = agui_session::ConcurrentRuns::Wait(Duration::from_millis(1_500));
+    let agent = agent_of(&leases, &harness, options);
+    let run = agent.run(input_of(json!({"messages": [user("m1", "hi")]})));
+    let c = harness.conversation(0).await;
+    c.next_input().await;
+    c.idle(None);
+    finish(run).await;
+    leases
+        .until_released("thread-1", "the idle thread hibernates")
+        .await;
+    leases.steal("thread-1", "replica-b");
+    let messages = json!({"messages": [user("m1", "hi"), user("m2", "there")]});
+    let run = finish(agent.run(input_of(messages)));
+    let events = tokio::time::timeout(Duration::from_secs(10), run)
+        .await
+        .expect("the run waiting for the lease ends");
+    assert_eq!(run_error(&events).code.as_deref(), Some("THREAD_ELSEWHERE"));
+    let connect = async { finish(agent.connect(input_of(json!({}))).await.unwrap()).await };
+    let events = tokio::time::timeout(Duration::from_secs(10), connect)
+        .await
+        .expect("the connect waiting for the lease ends");
+    assert_eq!(run_error(&events).code.as_deref(), Some("THREAD_ELSEWHERE"));
+    assert_eq!(
+        c.input_within(Duration::from_millis(100)).await,
+        None,
+        "nothing sent"
+    );
+    agent.shutdown().await;
+}
+
 #[tokio::test]
 async fn a_thread_held_elsewhere_is_refused_and_a_lease_lost_mid_turn_stops_the_turn() {
     let dir = tempfile::tempdir().unwrap();

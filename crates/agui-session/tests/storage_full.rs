@@ -11,7 +11,7 @@ use std::time::Duration;
 use gemini_script::{Handle, Reply, Script, ScriptedModel};
 use harness_client::{HarnessPool, ModelEndpoint, PoolOptions, ProcessOptions};
 use serde_json::json;
-use support::{SmallVolume, finish, input_of, last, run_error, text, types, user};
+use support::{SmallVolume, finish, input_of, last, restated, run_error, text, types, user};
 
 fn agent(dir: &std::path::Path, model: &Handle) -> Agent {
     let mut options = AgentOptions::new(
@@ -98,23 +98,10 @@ async fn the_volume_fills_up_during_a_turn(freed_before_the_end: bool) {
     agent.shutdown().await;
 
     let agent = self::agent(dir.path(), &model);
-    let restated = finish(agent.connect(input_of(json!({}))).await.unwrap()).await;
-    let texts: Vec<String> = restated
-        .iter()
-        .filter_map(|e| match e {
-            Event::MessagesSnapshot(s) => Some(s.messages.clone()),
-            _ => None,
-        })
-        .flatten()
-        .filter_map(|m| {
-            serde_json::to_value(m).ok()?["content"]
-                .as_str()
-                .map(str::to_owned)
-        })
-        .collect();
+    let texts = restated(&agent).await;
     eprintln!("{case}: restated after a restart: {texts:?}");
     assert!(
-        texts.iter().any(|t| t == "Third."),
+        texts.iter().any(|t| t == "assistant: Third."),
         "{case}: the answer after the volume had room again was saved: {texts:?}"
     );
     agent.shutdown().await;

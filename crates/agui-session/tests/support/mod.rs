@@ -253,3 +253,24 @@ impl Drop for SmallVolume {
             .status();
     }
 }
+
+/// The messages a connect restates, `role: text` each.
+pub async fn restated(agent: &Agent) -> Vec<String> {
+    let stream = agent.connect(input_of(json!({}))).await.unwrap();
+    let events = finish(stream).await;
+    let snapshot = events
+        .iter()
+        .find_map(|e| match e {
+            Event::MessagesSnapshot(s) => Some(s.messages.clone()),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("a snapshot: {}", types(&events)));
+    snapshot
+        .iter()
+        .filter_map(|m| {
+            let value = serde_json::to_value(m).unwrap();
+            let text = value["content"].as_str()?.to_owned();
+            Some(format!("{}: {text}", value["role"].as_str().unwrap_or("")))
+        })
+        .collect()
+}

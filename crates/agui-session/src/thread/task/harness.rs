@@ -139,9 +139,9 @@ impl Task {
             let cap = self.ctx.options.workspace_max_bytes.unwrap_or_default();
             Some(super::workspace_full(cap, None))
         } else if self.turn_maybe_unsaved() {
+            // Not a finding of the volume's state now (it may have room again): marking it full
+            // here made every other turn in flight fail too.
             tracing::error!("the turn may not have been saved: the harness's storage was full");
-            // Runs are refused until the save dir's volume has room again.
-            self.ctx.records.saw_storage(true);
             Some(super::turn_unsaved())
         } else if (end.cancelled || end.halted) && !halted {
             Some(RunFailure::new(

@@ -486,7 +486,10 @@ impl Task {
     /// Whether a client waits on the thread: a run, a subscriber, a connect waiting for its
     /// history. A watched thread never times out.
     fn is_watched(&self) -> bool {
-        self.run.is_some() || self.output.has_subscribers() || !self.history_waiters.is_empty()
+        self.run.is_some()
+            || self.output.has_subscribers()
+            || !self.history_waiters.is_empty()
+            || self.lease.has_waiting_commands()
     }
 
     /// Whether the turn in flight is being halted.

@@ -53,6 +53,13 @@ pub(super) enum Lease {
 }
 
 impl Lease {
+    /// Whether runs or connects wait for the lease: the task is not idle (its idle timers
+    /// would end it and hand them to a new task, whose wait starts over: a client waited
+    /// forever for a thread whose holder would not let it go).
+    pub(super) fn has_waiting_commands(&self) -> bool {
+        matches!(self, Self::Missing { queue, .. } if !queue.is_empty())
+    }
+
     /// Whether the thread's record is this task's to read and write.
     pub(super) fn is_ours(&self) -> bool {
         matches!(self, Self::NotNeeded | Self::Held { .. })
