@@ -28,9 +28,6 @@ pub(crate) struct RecordWriter {
     /// The save dir's volume was full at the last write to it (a record's or a lease's): what a
     /// turn does now could not be kept.
     full: AtomicBool,
-    /// How many times the volume was found full after having room: a turn during which this
-    /// changed may not have been saved by the harness.
-    full_episodes: std::sync::atomic::AtomicU64,
 }
 
 impl RecordWriter {
@@ -45,7 +42,6 @@ impl RecordWriter {
             writing: tokio::sync::Mutex::new(()),
             written: tokio::sync::watch::channel(0).0,
             full: AtomicBool::new(false),
-            full_episodes: std::sync::atomic::AtomicU64::new(0),
         });
         tokio::spawn(write_behind(Arc::downgrade(&writer), writer.wake.clone()));
         writer
@@ -127,7 +123,6 @@ impl RecordWriter {
     pub(crate) fn saw_storage(&self, full: bool) {
         if self.full.swap(full, Ordering::SeqCst) != full {
             if full {
-                self.full_episodes.fetch_add(1, Ordering::SeqCst);
                 tracing::error!(
                     "the save dir's volume is full: runs are refused until it has room"
                 );
@@ -135,12 +130,6 @@ impl RecordWriter {
                 tracing::info!("the save dir's volume has room again");
             }
         }
-    }
-
-    /// How many times the volume was found full after having room (see
-    /// [`RecordWriter::saw_storage`]).
-    pub(crate) fn full_episodes(&self) -> u64 {
-        self.full_episodes.load(Ordering::SeqCst)
     }
 
     /// Whether the save dir's volume is full: after a write failed for want of room, its free
@@ -349,13 +338,6 @@ mod tests {
             !writer.storage_full().await,
             "the free space clears it (the temporary directory has room)"
         );
-        writer.saw_storage(true);
-        writer.saw_storage(true);
-        assert_eq!(
-            writer.full_episodes(),
-            2,
-            "each time the volume is found full anew"
-        );
     }
 
     #[tokio::test]
@@ -370,7 +352,6 @@ mod tests {
             writing: tokio::sync::Mutex::new(()),
             written: tokio::sync::watch::channel(0).0,
             full: AtomicBool::new(false),
-            full_episodes: std::sync::atomic::AtomicU64::new(0),
         };
         writer.put("t", record("dropped"));
         assert!(store(dir.path()).get("t").is_none(), "not written yet");

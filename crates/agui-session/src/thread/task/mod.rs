@@ -115,7 +115,6 @@ pub(crate) fn spawn(ctx: &Arc<ThreadContext>, thread_id: &str, generation: u64) 
             at_turn_start: None,
             stops_at_turn_start: 0,
             storage_full_at_turn_start: 0,
-            full_episodes_at_turn_start: 0,
             saw_no_room: false,
             room_sampled: Instant::now(),
             checked: Instant::now(),
@@ -540,7 +539,6 @@ impl Task {
     /// are the process's failed writes.
     fn start_disk_watch(&mut self) {
         self.disk.storage_full_at_turn_start = self.storage_full_writes();
-        self.disk.full_episodes_at_turn_start = self.ctx.records.full_episodes();
         self.disk.saw_no_room = false;
         let Some(place) = &self.record.place else {
             return;
@@ -602,17 +600,17 @@ impl Task {
     }
 
     /// Whether the turn that just ended may not have been saved by the harness: during it, a
-    /// write of its process failed for want of room, its storage's volume was seen with
-    /// (almost) no room, or the server found the save dir's volume full; or that volume has
-    /// almost no room now. The harness answers even when it cannot save (it says nothing to
-    /// its host, and not always in its log), and the soak saw a turn lost whose volume filled
-    /// and emptied again before it ended: the run says so instead.
+    /// write of its process failed for want of room or its storage's volume was seen with
+    /// (almost) no room, or that volume has almost no room now. The harness answers even when
+    /// it cannot save (it says nothing to its host, and not always in its log), and the soak
+    /// saw a turn lost whose volume filled and emptied again before it ended: the run says so
+    /// instead. The volume is sampled on the harness's events, which is when it writes. (The
+    /// server's own writes failing is no sign: a lease renewal's failure reported after the
+    /// volume had room again failed turns that began after it.)
     pub(super) fn turn_maybe_unsaved(&mut self) -> bool {
         self.disk.room_sampled = Instant::now() - ROOM_SAMPLE_EVERY;
         self.sample_storage_room();
-        self.storage_full_writes() > self.disk.storage_full_at_turn_start
-            || self.disk.saw_no_room
-            || self.ctx.records.full_episodes() != self.disk.full_episodes_at_turn_start
+        self.storage_full_writes() > self.disk.storage_full_at_turn_start || self.disk.saw_no_room
     }
 
     /// During a turn, reads the free space of the harness's storage (one `statvfs`, at most

@@ -194,8 +194,6 @@ pub(super) struct DiskWatch {
     /// The process's failed writes for want of room when the turn began
     /// ([`harness_client::HarnessProcess::storage_full_writes`]).
     pub(super) storage_full_at_turn_start: u64,
-    /// The record writer's full-volume episodes when the turn began.
-    pub(super) full_episodes_at_turn_start: u64,
     /// The harness's storage was found with (almost) no room during the turn.
     pub(super) saw_no_room: bool,
     /// When that room was last sampled.
