@@ -367,8 +367,10 @@ mod tests {
             workspace: "/s/ws".into(),
             save: "/s/save".into(),
         };
-        // No pool size given: the server's default, as `start_rust.sh` gives it.
-        for (pool_size, flag) in [(None, "8"), (Some(1), "1")] {
+        // No pool size given: the server's default (`start_rust.sh` passes its own,
+        // `BENCH_CONV_PER_PROC`, 8 unless told).
+        let default = POOL_SIZE.to_string();
+        for (pool_size, flag) in [(None, default.as_str()), (Some(1), "1")] {
             let settings = ServerSettings {
                 hibernate_after_secs: Some(5),
                 harness_idle_grace_secs: None,
