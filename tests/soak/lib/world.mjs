@@ -67,8 +67,12 @@ export const SCRIPT = {
 };
 /** The tag of a user message of the soak's (`u3-17`, or a thread id's last words). */
 export const TAG = /s-(?:say|slow|park|ask|list|cmd|bgcmd|big|fail|limit|hang) (u\d+-\d+|soak-[\w-]+)/g;
-/** Errors a fault leaves behind on a thread's next run, whenever that comes. */
-export const AFTER_A_FAULT = ["TURN_INTERRUPTED", "HARNESS_LOST", "TURN_STALLED", "CONVERSATION_LOST"];
+/**
+ * Errors a fault leaves behind on a thread's next run, whenever that comes (a turn that failed
+ * while no client watched is reported to the next run: `STORAGE_FULL` for one the volume filled
+ * up during).
+ */
+export const AFTER_A_FAULT = ["TURN_INTERRUPTED", "HARNESS_LOST", "TURN_STALLED", "CONVERSATION_LOST", "STORAGE_FULL"];
 
 /** The soak's shared state: what happened, and what was found. */
 export const world = {
