@@ -59,10 +59,12 @@ fn main() -> ExitCode {
     runtime.block_on(async move {
         match Server::new(config).start().await {
             Ok(server) => {
-                eprintln!(
-                    "agui-antigravity: serving AG-UI on http://{}",
+                // One write, so a reader of the log never sees the line without its address.
+                let line = format!(
+                    "agui-antigravity: serving AG-UI on http://{}\n",
                     server.addr()
                 );
+                let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), line.as_bytes());
                 server.run_until_signal().await;
                 ExitCode::SUCCESS
             }

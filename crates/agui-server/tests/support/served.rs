@@ -288,7 +288,9 @@ pub async fn served_address(log: &Path) -> String {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let text = std::fs::read_to_string(log).unwrap_or_default();
-        if let Some(line) = text
+        // Complete lines only: the line may be read while it is being written.
+        let complete = &text[..text.rfind('\n').map_or(0, |i| i + 1)];
+        if let Some(line) = complete
             .lines()
             .find(|l| l.contains("serving AG-UI on http://"))
         {
