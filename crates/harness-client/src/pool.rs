@@ -95,7 +95,13 @@ struct PartitionKey {
 
 struct Slot {
     process: HarnessProcess,
+    /// Conversations (and warm-up turns) on the process: what its capacity bounds.
     leases: usize,
+    /// Reservations keeping the process up for a claimant ([`HarnessPool::reserve`]). They take
+    /// no conversation slot: the claimant's own open does, so a burst of opens arriving while a
+    /// claimant's reservation is still held fills the whole process instead of booting another
+    /// beside it.
+    reserved: usize,
     idle_since: Option<Instant>,
     /// Conversations that left this process, and when: each goes back to it if opened again
     /// within [`RETURN_WINDOW`].
@@ -107,6 +113,7 @@ impl Slot {
         Self {
             process,
             leases,
+            reserved: 0,
             idle_since,
             left: Vec::new(),
         }
@@ -270,6 +277,7 @@ impl HarnessPool {
                         key: key.clone(),
                         process: slot_process.clone(),
                         conversation: None,
+                        takes_slot: true,
                     };
                     match Conversation::open_with(
                         &slot_process,
@@ -338,10 +346,10 @@ impl HarnessPool {
     }
 
     /// Boots a process for `process`'s partition now (with `warm_up`, it runs that turn before
-    /// it serves) and keeps it up while the returned [`Reservation`] lives, which holds one of
-    /// its slots: a process ready for a partition whose first conversation is about to come
-    /// (the directories of the next owner or thread, allocated ahead). The partition's first
-    /// `open` uses it; drop the reservation once that conversation is open.
+    /// it serves) and keeps it up while the returned [`Reservation`] lives (which takes none of
+    /// its conversation slots): a process ready for a partition whose first conversation is
+    /// about to come (the directories of the next owner or thread, allocated ahead). The
+    /// partition's first `open` uses it; drop the reservation once that conversation is open.
     pub async fn reserve(
         &self,
         process: &ProcessOptions,
@@ -374,7 +382,7 @@ impl HarnessPool {
             .ok_or_else(|| HarnessError::BootFailed {
                 reason: "the reserved harness stopped right after it started".into(),
             })?;
-        slot.leases += 1;
+        slot.reserved += 1;
         slot.idle_since = None;
         Ok(Reservation {
             _lease: Lease {
@@ -382,6 +390,7 @@ impl HarnessPool {
                 key,
                 process: slot.process.clone(),
                 conversation: None,
+                takes_slot: false,
             },
         })
     }
@@ -537,6 +546,7 @@ impl HarnessPool {
                     key,
                     process: process.clone(),
                     conversation: None,
+                    takes_slot: true,
                 };
                 let connect = inner.options.connect.clone();
                 let pool = Arc::downgrade(&inner);
@@ -596,8 +606,8 @@ impl HarnessPool {
     }
 }
 
-/// A process kept up for a partition's coming conversation (see [`HarnessPool::reserve`]): it
-/// holds one of the process's slots until dropped.
+/// A process kept up for a partition's coming conversation (see [`HarnessPool::reserve`]) until
+/// dropped; it takes none of the process's conversation slots.
 pub struct Reservation {
     _lease: Lease,
 }
@@ -618,6 +628,8 @@ struct Lease {
     process: HarnessProcess,
     /// The conversation holding it, once open (a reservation or warm-up holds none).
     conversation: Option<String>,
+    /// A conversation's or warm-up's (counted against capacity), or a reservation's (not).
+    takes_slot: bool,
 }
 
 impl Drop for Lease {
@@ -633,8 +645,12 @@ impl Drop for Lease {
             .flat_map(|p| p.slots.iter_mut())
             .find(|s| s.process.same_as(&self.process))
         {
-            slot.leases = slot.leases.saturating_sub(1);
-            if slot.leases == 0 {
+            if self.takes_slot {
+                slot.leases = slot.leases.saturating_sub(1);
+            } else {
+                slot.reserved = slot.reserved.saturating_sub(1);
+            }
+            if slot.leases == 0 && slot.reserved == 0 {
                 slot.idle_since = Some(Instant::now());
             }
             if let Some(conversation) = self.conversation.take() {

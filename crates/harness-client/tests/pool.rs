@@ -384,6 +384,26 @@ async fn a_process_that_an_open_waits_for_serves_it_without_a_warm_up() {
 
 /// A spare boots once fewer than two slots are free (half a process, at least two): with two
 /// slots per process, the first conversation already leaves only one.
+/// A reservation keeps its process up without taking a conversation slot: a burst of opens
+/// arriving while a claimant still holds it fills the process rather than booting another.
+#[tokio::test]
+async fn a_reservation_takes_no_conversation_slot_from_a_burst() {
+    let fx = Fixture::new(echo_script()).await;
+    // No spare of the pool's own, so every process counted is the reservation's or a boot.
+    let pool = pool(2, Duration::from_secs(30), false);
+    let options = fx.process_options();
+    let reservation = pool.reserve(&options, None).await.unwrap();
+    assert_eq!(pool.stats().processes, 1);
+    let (a, b) = tokio::join!(open(&pool, &fx), open(&pool, &fx));
+    assert_eq!(
+        (a.process().pid(), pool.stats().processes),
+        (b.process().pid(), 1),
+        "both conversations on the reserved process, and no second one booted"
+    );
+    drop(reservation);
+    drop((a, b));
+}
+
 #[tokio::test]
 async fn a_spare_is_started_while_one_slot_is_still_free() {
     let fx = Fixture::new(echo_script()).await;
