@@ -36,6 +36,12 @@ fn spare_below_free_slots(capacity: usize) -> usize {
     (capacity / 2).max(2).min(capacity)
 }
 
+/// How long after the open that called for a spare it is booted (if still wanted then): a burst
+/// of new conversations that the live processes absorb is served without a boot and its warm-up
+/// turn competing with it for the CPU (on 2 cores, 32 new threads' first answers came 27 %
+/// sooner), while a spare still comes long before a steady stream fills the rest of a process.
+const SPARE_DELAY: Duration = Duration::from_secs(1);
+
 /// How long a conversation that left a process goes back to it when it is opened again. The
 /// harness lets go of a conversation (checkpoints it, closes its database) a little after its
 /// socket closes: opened meanwhile on another process, two processes would hold it, and the
@@ -147,6 +153,8 @@ struct Partition {
     last_failure: String,
     /// How processes started ahead of need are warmed (set by [`HarnessPool::prestart`]).
     warm_up: Option<WarmUp>,
+    /// A spare is due once [`SPARE_DELAY`] has passed.
+    spare_pending: bool,
 }
 
 impl Partition {
@@ -176,6 +184,16 @@ struct PoolInner {
     booted: tokio::sync::Notify,
     /// The binary of opens that name none.
     discovery: SharedDiscovery,
+}
+
+impl PoolInner {
+    /// Whether `partition`'s live processes and the boots under way leave fewer free slots than
+    /// [`spare_below_free_slots`].
+    fn wants_spare(&self, partition: &Partition) -> bool {
+        let capacity = self.options.max_conversations_per_process;
+        partition.free_slots(capacity) + partition.booting * capacity
+            < spare_below_free_slots(capacity)
+    }
 }
 
 /// What an open does next.
@@ -288,7 +306,7 @@ impl HarnessPool {
                     .await
                     {
                         Ok(conversation) => {
-                            self.maybe_prestart(&key, &options);
+                            self.maybe_prestart(&key, &options, true);
                             lease.conversation = Some(conversation.id().to_owned());
                             return Ok(conversation.with_lease(lease));
                         }
@@ -341,7 +359,7 @@ impl HarnessPool {
             let mut state = self.inner.state.lock();
             state.partitions.entry(key.clone()).or_default().warm_up = Some(warm_up);
         }
-        self.maybe_prestart(&key, &options);
+        self.maybe_prestart(&key, &options, false);
         Ok(())
     }
 
@@ -580,25 +598,46 @@ impl HarnessPool {
     }
 
     /// Boots a spare in the background when the live processes and the boots under way leave
-    /// fewer free slots than [`spare_below_free_slots`].
-    fn maybe_prestart(&self, key: &PartitionKey, options: &ProcessOptions) {
+    /// fewer free slots than [`spare_below_free_slots`]: at once, or (`after` an open) once
+    /// [`SPARE_DELAY`] has passed and the spare is still wanted.
+    fn maybe_prestart(&self, key: &PartitionKey, options: &ProcessOptions, delay: bool) {
         if !self.inner.options.prestart_spare {
             return;
         }
-        let capacity = self.inner.options.max_conversations_per_process;
-        let warm_up = {
+        // `Some(warm-up)`: booting now, counted at once; `None`: due after the delay.
+        let now = {
             let mut state = self.inner.state.lock();
             let partition = state.partitions.entry(key.clone()).or_default();
-            let coming = partition.free_slots(capacity) + partition.booting * capacity;
-            if coming >= spare_below_free_slots(capacity) {
+            if partition.spare_pending || !self.inner.wants_spare(partition) {
                 return;
             }
-            partition.booting += 1;
-            partition.warm_up.clone()
+            if delay {
+                partition.spare_pending = true;
+                None
+            } else {
+                partition.booting += 1;
+                Some(partition.warm_up.clone())
+            }
         };
         let pool = self.clone();
         let (key, options) = (key.clone(), options.clone());
         tokio::spawn(async move {
+            let warm_up = if let Some(warm_up) = now {
+                warm_up
+            } else {
+                tokio::time::sleep(SPARE_DELAY).await;
+                let mut state = pool.inner.state.lock();
+                let closed = state.closed;
+                let Some(partition) = state.partitions.get_mut(&key) else {
+                    return;
+                };
+                partition.spare_pending = false;
+                if closed || !pool.inner.wants_spare(partition) {
+                    return;
+                }
+                partition.booting += 1;
+                partition.warm_up.clone()
+            };
             if let Err(e) = pool.boot(&key, &options, warm_up).await {
                 tracing::warn!(error = %e, "could not start a spare harness");
             }

@@ -404,6 +404,27 @@ async fn a_reservation_takes_no_conversation_slot_from_a_burst() {
     drop((a, b));
 }
 
+/// The spare a burst of opens calls for is booted a moment after it, not beside it: the burst's
+/// first answers do not share the CPU with a boot and its warm-up turn, and the spare still comes.
+#[tokio::test]
+async fn the_spare_a_burst_calls_for_boots_after_the_burst_not_during_it() {
+    let fx = Fixture::new(echo_script()).await;
+    let pool = pool(4, Duration::from_secs(30), true);
+    let (a, b, c) = tokio::join!(open(&pool, &fx), open(&pool, &fx), open(&pool, &fx));
+    assert_eq!(pool.stats().processes, 1, "one process holds the burst");
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert_eq!(
+        pool.stats().processes,
+        1,
+        "no spare booted during the burst's turns"
+    );
+    eventually("the spare boots after the burst", || {
+        pool.stats().processes == 2
+    })
+    .await;
+    drop((a, b, c));
+}
+
 #[tokio::test]
 async fn a_spare_is_started_while_one_slot_is_still_free() {
     let fx = Fixture::new(echo_script()).await;
