@@ -55,8 +55,8 @@ pub const PRESTART_HARNESS: bool = true;
 /// processes (or, unconfined, everyone's), so this bounds how many conversations a crashed
 /// process fails; fewer, larger processes boot less often, and a burst of new threads waits
 /// for no boot: at 32 new threads at once on 2 cores, 32 rather than 8 took the first answer
-/// from 1.32× the Python reference's time to 0.95–1.08× and the peak memory from 1.09× to
-/// 0.48× (README, "pool_size").
+/// from 1.32× the Python reference's time to 0.95–1.25× (0.82× with the pool's spare booted
+/// after the burst) and the peak memory from 1.09× to 0.48× (README, "pool_size").
 #[cfg_attr(not(feature = "internals"), allow(unreachable_pub))]
 pub const POOL_SIZE: usize = 32;
 

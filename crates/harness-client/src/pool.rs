@@ -38,7 +38,7 @@ fn spare_below_free_slots(capacity: usize) -> usize {
 
 /// How long after the open that called for a spare it is booted (if still wanted then): a burst
 /// of new conversations that the live processes absorb is served without a boot and its warm-up
-/// turn competing with it for the CPU (on 2 cores, 32 new threads' first answers came 27 %
+/// turn competing with it for the CPU (on 2 cores, 32 new threads' first answers came 25 %
 /// sooner), while a spare still comes long before a steady stream fills the rest of a process.
 const SPARE_DELAY: Duration = Duration::from_secs(1);
 
@@ -598,8 +598,8 @@ impl HarnessPool {
     }
 
     /// Boots a spare in the background when the live processes and the boots under way leave
-    /// fewer free slots than [`spare_below_free_slots`]: at once, or (`after` an open) once
-    /// [`SPARE_DELAY`] has passed and the spare is still wanted.
+    /// fewer free slots than [`spare_below_free_slots`]: at once, or (`delay`, after an open)
+    /// once [`SPARE_DELAY`] has passed, if the spare is still wanted then.
     fn maybe_prestart(&self, key: &PartitionKey, options: &ProcessOptions, delay: bool) {
         if !self.inner.options.prestart_spare {
             return;
