@@ -38,6 +38,10 @@
 //! server would send, no AG-UI and no session layer — time to first text, end of turn, harness
 //! CPU per turn, time to the tool call — and the ratio ours / floor.
 //!
+//! Before the workloads, the **harness process floor** ([`process_floor`]): what one harness
+//! costs once started, before any config or conversation — the least each process per owner (or
+//! per thread) takes, set against W2's harness processes.
+//!
 //! The model is `gemini-script` as its own process (its CPU measured apart) with a script
 //! behaving like the reference's `fast_mock.py` ([`model`]). Process figures come from `/proc`
 //! exactly as the reference reads them ([`procfs`]), plus the whole machine's busy share, so a
@@ -48,6 +52,7 @@ mod cli;
 mod floor;
 mod launch;
 mod model;
+mod process_floor;
 mod procfs;
 mod report;
 mod sse;
@@ -143,6 +148,9 @@ async fn run(args: &Args, plan: &Plan) -> anyhow::Result<()> {
         load_start,
         scratch.display()
     );
+    let process_floor = process_floor::measure(&bins.harness, &scratch.join("process-floor"))
+        .await
+        .context("measuring the harness process floor")?;
     sse::set_owners(plan.owners);
     let script = model::script(plan.tokens, plan.chunks, &[agui::TOOL_NAME]);
     let script_path = scratch.join("model-script.json");
@@ -168,6 +176,7 @@ async fn run(args: &Args, plan: &Plan) -> anyhow::Result<()> {
         }
         tables.extend(new);
     };
+    show(vec![process_floor.table()], &mut tables);
     let suffix = |r: usize| {
         if plan.repeats > 1 {
             format!(" [repeat {}/{}]", r + 1, plan.repeats)
@@ -193,7 +202,7 @@ async fn run(args: &Args, plan: &Plan) -> anyhow::Result<()> {
                 let mut all = Vec::new();
                 for r in 0..plan.repeats {
                     let w = w2::run(&ctx, plan.w2.clone()).await?;
-                    let mut t = report::w2(&w);
+                    let mut t = report::w2(&w, Some(&process_floor));
                     t.iter_mut().for_each(|t| t.title.push_str(&suffix(r)));
                     show(t, &mut tables);
                     all.push(serde_json::to_value(&w)?);
@@ -251,6 +260,7 @@ async fn run(args: &Args, plan: &Plan) -> anyhow::Result<()> {
         },
         "model": {"tokens": plan.tokens, "chunks": plan.chunks, "reply_chars": ctx.expected.len()},
         "plan": plan,
+        "process_floor": process_floor,
         "workloads": results,
         "workload_elapsed_s": elapsed,
     });

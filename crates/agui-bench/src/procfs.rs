@@ -36,6 +36,11 @@ fn clock_ticks_per_sec() -> f64 {
         .map_or(100.0, |t| t as f64)
 }
 
+/// Clock ticks as milliseconds.
+pub(crate) fn ticks_to_ms(ticks: u64) -> f64 {
+    ticks_to_secs(ticks) * 1000.0
+}
+
 fn ticks_to_secs(ticks: u64) -> f64 {
     static TCK: std::sync::OnceLock<f64> = std::sync::OnceLock::new();
     ticks as f64 / *TCK.get_or_init(clock_ticks_per_sec)
@@ -60,6 +65,31 @@ fn process(pid: u32) -> Option<::procfs::process::Process> {
 /// Peak resident set size (`VmHWM`) in kB.
 pub(crate) fn hwm_kb(pid: u32) -> Option<u64> {
     process(pid)?.status().ok()?.vmhwm
+}
+
+/// Whether the process is asleep (waiting on something, using no CPU).
+pub(crate) fn is_sleeping(pid: u32) -> bool {
+    process(pid)
+        .and_then(|p| p.stat().ok())
+        .is_some_and(|s| s.state == 'S')
+}
+
+/// A process's resident memory, kB: all of it, and its file-backed and anonymous parts.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Resident {
+    pub(crate) rss_kb: u64,
+    pub(crate) file_kb: u64,
+    pub(crate) anon_kb: u64,
+}
+
+/// `VmRSS`, `RssFile` and `RssAnon` of `/proc/<pid>/status`.
+pub(crate) fn resident(pid: u32) -> Option<Resident> {
+    let status = process(pid)?.status().ok()?;
+    Some(Resident {
+        rss_kb: status.vmrss?,
+        file_kb: status.rssfile?,
+        anon_kb: status.rssanon?,
+    })
 }
 
 /// Resident set size in kB.

@@ -3,6 +3,7 @@
 
 use std::fmt::Write as _;
 
+use crate::process_floor::ProcessFloor;
 use crate::procfs::CpuPerTurn;
 use crate::stats::{Summary, ratio};
 use crate::workloads::w1::{self, W1};
@@ -31,7 +32,7 @@ pub(crate) fn num(v: Option<f64>, decimals: usize) -> String {
 }
 
 impl Table {
-    fn new(title: impl Into<String>, headers: &[&str]) -> Self {
+    pub(crate) fn new(title: impl Into<String>, headers: &[&str]) -> Self {
         Self {
             title: title.into(),
             headers: headers.iter().map(|h| (*h).to_owned()).collect(),
@@ -45,7 +46,7 @@ impl Table {
         Self::new(title, &["metric", "ours", "raw floor", "ours/floor"])
     }
 
-    fn row(&mut self, cells: Vec<String>) {
+    pub(crate) fn row(&mut self, cells: Vec<String>) {
         self.rows.push(cells);
     }
 
@@ -348,7 +349,9 @@ pub(crate) fn w1(w: &W1) -> Vec<Table> {
 }
 
 /// W2's table.
-pub(crate) fn w2(w: &W2) -> Vec<Table> {
+/// W2's table; with the process floor, each level's harness processes are set against what they
+/// take at least.
+pub(crate) fn w2(w: &W2, process_floor: Option<&ProcessFloor>) -> Vec<Table> {
     let mut t = Table::versus(format!(
         "W2 concurrency (C fresh threads × {} turns, fresh server / pool per level; ms)",
         w.params.turns
@@ -443,6 +446,16 @@ pub(crate) fn w2(w: &W2) -> Vec<Table> {
             num(o.peak_tree_rss_mb, 0),
             num(f.and_then(|f| f.peak_tree_rss_mb), 0),
         );
+        if let Some(p) = process_floor {
+            t.apart(
+                &format!("C={c} harness processes after × one started harness's RSS, MB"),
+                num(Some(o.harness_processes_after as f64 * p.rss_mb), 0),
+                f.map_or_else(
+                    || "–".into(),
+                    |f| num(Some(f.harness_processes_after as f64 * p.rss_mb), 0),
+                ),
+            );
+        }
         t.notes
             .extend(errors_note(&format!("C={c} ours"), &o.stats.errors));
         if let Some(f) = f {
