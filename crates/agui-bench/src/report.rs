@@ -3,7 +3,6 @@
 
 use std::fmt::Write as _;
 
-use crate::process_floor::ProcessFloor;
 use crate::procfs::CpuPerTurn;
 use crate::stats::{Summary, ratio};
 use crate::workloads::w1::{self, W1};
@@ -349,9 +348,9 @@ pub(crate) fn w1(w: &W1) -> Vec<Table> {
 }
 
 /// W2's table.
-/// W2's table; with the process floor, each level's harness processes are set against what they
-/// take at least.
-pub(crate) fn w2(w: &W2, process_floor: Option<&ProcessFloor>) -> Vec<Table> {
+/// W2's table; with the resident memory of one started harness (the process floor, MB), each
+/// level's harness processes are set against what they take at least.
+pub(crate) fn w2(w: &W2, started_harness_rss_mb: Option<f64>) -> Vec<Table> {
     let mut t = Table::versus(format!(
         "W2 concurrency (C fresh threads × {} turns, fresh server / pool per level; ms)",
         w.params.turns
@@ -446,13 +445,13 @@ pub(crate) fn w2(w: &W2, process_floor: Option<&ProcessFloor>) -> Vec<Table> {
             num(o.peak_tree_rss_mb, 0),
             num(f.and_then(|f| f.peak_tree_rss_mb), 0),
         );
-        if let Some(p) = process_floor {
+        if let Some(rss_mb) = started_harness_rss_mb {
             t.apart(
                 &format!("C={c} harness processes after × one started harness's RSS, MB"),
-                num(Some(o.harness_processes_after as f64 * p.rss_mb), 0),
+                num(Some(o.harness_processes_after as f64 * rss_mb), 0),
                 f.map_or_else(
                     || "–".into(),
-                    |f| num(Some(f.harness_processes_after as f64 * p.rss_mb), 0),
+                    |f| num(Some(f.harness_processes_after as f64 * rss_mb), 0),
                 ),
             );
         }
