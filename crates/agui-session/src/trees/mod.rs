@@ -185,18 +185,14 @@ impl Trees {
         }
     }
 
-    /// The directory the harness of `tree`'s threads saves their conversations beneath (the
-    /// server's own: its free space is read, nothing in it).
-    pub(crate) fn storage_root(&self, tree: &TreeId) -> PathBuf {
-        match self.isolation {
-            Isolation::Shared => self.save_dir.clone(),
-            Isolation::Owner | Isolation::Thread => self.state_dir(tree),
+    /// The directory the harness of a thread placed in `tree` (or, with none, of threads sharing
+    /// processes) saves their conversations beneath (the server's own: its free space is read,
+    /// nothing in it).
+    pub(crate) fn storage_root(&self, tree: Option<&TreeId>) -> PathBuf {
+        match (self.isolation, tree) {
+            (Isolation::Owner | Isolation::Thread, Some(tree)) => self.state_dir(tree),
+            _ => self.save_dir.clone(),
         }
-    }
-
-    /// The directory the harness of threads sharing processes saves beneath.
-    pub(crate) fn storage_root_shared(&self) -> PathBuf {
-        self.save_dir.clone()
     }
 
     /// The process place of threads sharing processes ([`Isolation::Shared`]).

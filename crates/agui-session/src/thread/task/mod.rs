@@ -620,10 +620,10 @@ impl Task {
             return;
         }
         self.disk.room_sampled = Instant::now();
-        let dir = match &self.record.place {
-            Some(place) => self.ctx.trees.storage_root(&place.tree),
-            None => self.ctx.trees.storage_root_shared(),
-        };
+        let dir = self
+            .ctx
+            .trees
+            .storage_root(self.record.place.as_ref().map(|p| &p.tree));
         if crate::store::free_bytes(&dir).is_some_and(|free| free < crate::store::ROOM_FOR_A_SAVE) {
             tracing::warn!("the harness's storage has no room left during a turn");
             self.disk.saw_no_room = true;
