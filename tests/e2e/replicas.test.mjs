@@ -1,19 +1,20 @@
-// Several replicas behind nginx (`hash $http_x_thread_id consistent;`), sharing one save dir and
-// workspace root, with thread leases (`--replica-id`): 30 threads spread over 3 replicas; one
+// Several replicas behind nginx configured as `deploy/nginx.conf` routes (`lib/nginx.mjs`: the
+// X-Thread-Id header, consistent hashing), sharing one save dir and workspace root, with thread
+// leases (`--replica-id`): 30 threads spread over 3 replicas; one
 // replica SIGKILLed with a turn in flight and a turn parked on a frontend tool — its threads go on
 // elsewhere with their history, nothing reaches the model twice, no two harnesses ever hold one
 // thread's conversation, and the thread whose turn was lost shows, message for message, what its
 // client saw then the next exchange; a 4th replica takes about a quarter of the threads, which go
 // on with their history. Also measures the failover time and throughput with 3 replicas against 1.
 import assert from "node:assert/strict";
-import { execFileSync, spawn } from "node:child_process";
+import { execFileSync } from "node:child_process";
 import fs from "node:fs";
-import net from "node:net";
 import path from "node:path";
 import { randomUUID } from "node:crypto";
 import { after, before, describe, test } from "node:test";
 import { E2EAgent, decodeSse, ofType, outcome, run, text, toolCalls } from "./lib/client.mjs";
 import { NEEDS_SCRIPT } from "./lib/mode.mjs";
+import { startNginx } from "./lib/nginx.mjs";
 import { startModel, startServer, stopAll, tempDir } from "./lib/procs.mjs";
 
 const THREADS = 30;
@@ -33,130 +34,9 @@ const SCRIPT = {
   default: { text: "No scripted answer." },
 };
 
-/** A free loopback port (closed again at once: nginx binds it next). */
-async function freePort() {
-  const server = net.createServer();
-  await new Promise((r) => server.listen(0, "127.0.0.1", r));
-  const { port } = server.address();
-  await new Promise((r) => server.close(r));
-  return port;
-}
-
-function nginxBinary() {
-  for (const candidate of ["/usr/sbin/nginx", "/usr/local/sbin/nginx", "/usr/bin/nginx"]) if (fs.existsSync(candidate)) return candidate;
-  throw new Error("nginx is not installed: `apt-get install nginx-light` (`cargo xtask test` installs it as root)");
-}
-
-/** nginx in front of `upstreams` (base URLs), routing by the X-Thread-Id header; `reload()` changes them. */
-async function startNginx(upstreams) {
-  const dir = tempDir("e2e-nginx");
-  fs.chmodSync(dir, 0o777);
-  const port = await freePort();
-  const conf = path.join(dir, "nginx.conf");
-  // Each configuration carries its generation in a response header: a reload is in force once
-  // a new worker answers with it and the old workers are gone.
-  let generation = 0;
-  const write = (list) => {
-    const servers = list.map((u) => `    server ${new URL(u).host} max_fails=1 fail_timeout=30s;`).join("\n");
-    const temp = (name) => `${name}_temp_path ${dir}/${name};`;
-    fs.writeFileSync(
-      conf,
-      `${process.getuid?.() === 0 ? "user root;\n" : ""}worker_processes 1;
-daemon off;
-pid ${dir}/nginx.pid;
-error_log ${dir}/error.log warn;
-events { worker_connections 1024; }
-http {
-  access_log ${dir}/access.log;
-  ${["client_body", "proxy", "fastcgi", "uwsgi", "scgi"].map(temp).join("\n  ")}
-  # As deploy/nginx.conf: the X-Thread-Id header, else the id in a /threads/<id> path.
-  map $http_x_thread_id $agui_thread {
-    ""      $agui_thread_from_path;
-    default $http_x_thread_id;
-  }
-  map $uri $agui_thread_from_path {
-    ~/threads/(?<tid>[^/]+)  $tid;
-    default                  $remote_addr;
-  }
-  upstream agui {
-    hash $agui_thread consistent;
-${servers}
-  }
-  server {
-    listen 127.0.0.1:${port};
-    location / {
-      proxy_pass http://agui;
-      proxy_http_version 1.1;
-      proxy_set_header Connection "";
-      proxy_set_header Host $host;
-      proxy_buffering off;
-      proxy_read_timeout 300s;
-      add_header X-Upstream $upstream_addr always;
-      add_header X-Config-Generation ${generation} always;
-    }
-  }
-}
-`,
-    );
-  };
-  write(upstreams);
-  const child = spawn(nginxBinary(), ["-c", conf, "-p", dir], { stdio: ["ignore", "pipe", "pipe"] });
-  let output = "";
-  child.stdout.on("data", (c) => (output += c));
-  child.stderr.on("data", (c) => (output += c));
-  const url = `http://127.0.0.1:${port}`;
-  /** The pids of nginx's worker processes (the master's children). */
-  const workers = () =>
-    fs
-      .readdirSync("/proc")
-      .filter((entry) => /^\d+$/.test(entry))
-      .filter((entry) => {
-        try {
-          const stat = fs.readFileSync(`/proc/${entry}/stat`, "utf8");
-          return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]) === child.pid;
-        } catch {
-          return false;
-        }
-      });
-  for (let i = 0; ; i++) {
-    try {
-      await fetch(`${url}/healthz`);
-      break;
-    } catch {
-      if (i > 100 || child.exitCode !== null) throw new Error(`nginx did not start: ${output}`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  }
-  return {
-    url,
-    async reload(list) {
-      const old = workers();
-      generation++;
-      write(list);
-      execFileSync(nginxBinary(), ["-c", conf, "-p", dir, "-s", "reload"]);
-      // The new workers route by the new list once they answer; the old ones finish what they
-      // serve, then exit. A wait of fixed length was too short on a loaded machine (the 4th
-      // replica then seemed to take almost no thread).
-      const deadline = Date.now() + 30_000;
-      for (;;) {
-        let current = false;
-        try {
-          const res = await fetch(`${url}/healthz`, { headers: { connection: "close" } });
-          current = res.headers.get("x-config-generation") === String(generation);
-        } catch {
-          /* a connection an old worker closed */
-        }
-        if (current && !workers().some((pid) => old.includes(pid))) return;
-        if (Date.now() > deadline) throw new Error(`nginx did not take configuration ${generation} within 30 s`);
-        await new Promise((r) => setTimeout(r, 50));
-      }
-    },
-    async stop() {
-      child.kill("SIGTERM");
-      if (child.exitCode === null) await new Promise((r) => child.once("exit", r));
-      fs.rmSync(dir, { recursive: true, force: true });
-    },
-  };
+/** The `host:port` of each server, as nginx's upstream lists them. */
+function hosts(servers) {
+  return servers.map((s) => new URL(s.url).host);
 }
 
 /**
@@ -349,7 +229,7 @@ describe("replicas behind a consistent-hash proxy", { skip: NEEDS_SCRIPT }, () =
     model = await startModel(SCRIPT);
     dir = tempDir("e2e-replicas");
     for (let n = 0; n < 3; n++) replicas.push(await startReplica(n));
-    nginx = await startNginx(replicas.map((r) => r.url));
+    nginx = await startNginx({ dir: path.join(dir, "nginx"), upstreams: hosts(replicas) });
     watch = watchHarnesses(path.join(dir, "s"));
   });
 
@@ -487,7 +367,7 @@ describe("replicas behind a consistent-hash proxy", { skip: NEEDS_SCRIPT }, () =
   test("a 4th replica takes about a quarter of the threads, which go on with their history", async () => {
     // The dead replica's place is taken by a new one first (3 live replicas), then a 4th is added.
     replicas[1] = await startReplica(3);
-    await nginx.reload(replicas.map((r) => r.url));
+    await nginx.reload(hosts(replicas), { untilOldGone: true });
     const before = new Map();
     for (const id of threadIds) before.set(id, await routedTo(id));
     // The dead replica's threads, held by the replicas that took them over, come back to its
@@ -503,7 +383,7 @@ describe("replicas behind a consistent-hash proxy", { skip: NEEDS_SCRIPT }, () =
     for (const id of probes) before.set(id, await routedTo(id));
 
     replicas.push(await startReplica(4));
-    await nginx.reload(replicas.map((r) => r.url));
+    await nginx.reload(hosts(replicas), { untilOldGone: true });
     const movedOf = async (ids) => {
       const moved = [];
       for (const id of ids) {
@@ -547,7 +427,7 @@ describe("replicas behind a consistent-hash proxy", { skip: NEEDS_SCRIPT }, () =
             }),
           );
         }
-        proxy = await startNginx(servers.map((r) => r.url));
+        proxy = await startNginx({ dir: path.join(benchDir, "nginx"), upstreams: hosts(servers) });
         figures.push({ replicas: count, ...(await throughput(proxy.url)) });
       } finally {
         await stopAll(proxy, ...servers);

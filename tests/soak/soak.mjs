@@ -6,7 +6,7 @@
 //   node tests/soak/soak.mjs --minutes N [--seed S] [--users M] [--replicas R] [--out FILE]
 //
 // Servers (`lib/fleet.mjs`): one, or R replicas sharing one save dir and workspace root with
-// leases on, behind nginx configured as `deploy/nginx.conf` routes (`lib/nginx.mjs`).
+// leases on, behind nginx configured as `deploy/nginx.conf` routes (`../e2e/lib/nginx.mjs`).
 // Users (`lib/users.mjs`, each its own owner: half by token, half named by the proxy's header):
 // new threads and several turns on them; a frontend tool parked then answered now, late or
 // never; a question and a tool approval answered now, late or never; stop mid-turn; a client

@@ -7,7 +7,7 @@ import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { startServer } from "../../e2e/lib/procs.mjs";
-import { freePort, startNginx } from "./nginx.mjs";
+import { freePort, startNginx } from "../../e2e/lib/nginx.mjs";
 import { descendants, isHarness, isLauncher, processTable } from "./processes.mjs";
 import { violate, world } from "./world.mjs";
 

@@ -1,14 +1,15 @@
-// nginx in front of the soak's replicas, configured as `deploy/nginx.conf` routes: that file's
-// `map`s, `upstream` and `location` are used as they are, with three changes only — its upstream
-// `server` lines name the soak's replicas (each line's options, `max_fails`, `fail_timeout`, kept),
-// it listens on a loopback port without TLS, and the location adds a response header naming the
-// replica that answered (for the soak's diagnostics; it changes no routing). Started as a
-// non-daemon child (as `tests/e2e/replicas.test.mjs` does); `reload()` changes the replicas
-// while streams are open, and returns once the new workers answer and the old ones are gone.
+// nginx in front of replicas (the e2e replicas test's and the soak's), configured as
+// `deploy/nginx.conf` routes: that file's `map`s, `upstream` and `location` are used as they are,
+// with three changes only — its upstream `server` lines name the test's replicas (each line's
+// options, `max_fails`, `fail_timeout`, kept), it listens on a loopback port without TLS, and the
+// location adds response headers naming the replica that answered and the configuration's
+// generation (for routing checks and diagnostics; they change no routing). Started as a
+// non-daemon child; `reload()` changes the replicas while streams are open.
 import { execFileSync, spawn } from "node:child_process";
 import fs from "node:fs";
 import net from "node:net";
 import path from "node:path";
+import { fileURLToPath } from "node:url";
 
 /** A free loopback port (closed again at once: the caller binds it next). */
 export async function freePort() {
@@ -66,8 +67,11 @@ export function fromRecipe(recipe, upstreams, port, generation) {
   return out.join("\n");
 }
 
-/** nginx in `dir`, routing to `upstreams` (host:port each) as `deploy/nginx.conf` does. */
-export async function startNginx({ dir, recipeFile, upstreams }) {
+/** The deployment recipe the tests route by. */
+export const RECIPE = fileURLToPath(new URL("../../../deploy/nginx.conf", import.meta.url));
+
+/** nginx in `dir`, routing to `upstreams` (host:port each) as `recipeFile` does. */
+export async function startNginx({ dir, recipeFile = RECIPE, upstreams }) {
   fs.mkdirSync(dir, { recursive: true });
   fs.chmodSync(dir, 0o777);
   const port = await freePort();
@@ -125,13 +129,18 @@ http {
     url,
     pid: child.pid,
     workers,
-    async reload(list) {
+    /**
+     * Routes to `list` from now on. Returns once a new worker answers; with `untilOldGone`, once
+     * the old workers are gone too (none still serves a connection made before the reload).
+     */
+    async reload(list, { untilOldGone = false } = {}) {
       const old = workers();
       generation++;
       write(list);
       execFileSync(nginxBinary(), ["-c", main, "-p", dir, "-s", "reload"]);
       // The new workers route by the new list once they answer; the old ones finish the streams
-      // they serve (however long), so only the new configuration's answer is awaited here.
+      // they serve (however long, so only a caller that holds none waits for them to go): a wait
+      // of fixed length was too short on a loaded machine.
       const deadline = Date.now() + 30_000;
       for (;;) {
         let current = false;
@@ -141,7 +150,8 @@ http {
         } catch {
           /* a connection an old worker closed */
         }
-        if (current) return { oldWorkers: old.filter((pid) => workers().includes(pid)).length };
+        const oldWorkers = old.filter((pid) => workers().includes(pid)).length;
+        if (current && (!untilOldGone || oldWorkers === 0)) return { oldWorkers };
         if (Date.now() > deadline) throw new Error(`nginx did not take configuration ${generation} within 30 s: ${output}`);
         await new Promise((r) => setTimeout(r, 50));
       }
