@@ -44,9 +44,7 @@ pub(crate) struct ProcessFloor {
 #[derive(Debug, Clone, Copy)]
 struct Sample {
     cpu_ms: f64,
-    rss_kb: u64,
-    file_kb: u64,
-    anon_kb: u64,
+    memory: procfs::Resident,
 }
 
 /// Starts `harness` [`SAMPLES`] times, one at a time, each with an empty environment but `HOME`
@@ -115,9 +113,7 @@ async fn sample(harness: &Path, scratch: &Path) -> anyhow::Result<Sample> {
     }
     Ok(Sample {
         cpu_ms: procfs::ticks_to_ms(settled.cpu_ticks),
-        rss_kb: memory.rss_kb,
-        file_kb: memory.file_kb,
-        anon_kb: memory.anon_kb,
+        memory,
     })
 }
 
@@ -162,9 +158,9 @@ fn summarize(samples: &[Sample]) -> ProcessFloor {
     ProcessFloor {
         samples: samples.len(),
         cpu_ms: median(|s| s.cpu_ms),
-        rss_mb: median(|s| mb(s.rss_kb)),
-        rss_file_mb: median(|s| mb(s.file_kb)),
-        rss_anon_mb: median(|s| mb(s.anon_kb)),
+        rss_mb: median(|s| mb(s.memory.rss_kb)),
+        rss_file_mb: median(|s| mb(s.memory.file_kb)),
+        rss_anon_mb: median(|s| mb(s.memory.anon_kb)),
     }
 }
 
@@ -175,9 +171,11 @@ mod tests {
     fn sample(cpu_ms: f64, rss_mb: u64) -> Sample {
         Sample {
             cpu_ms,
-            rss_kb: rss_mb * 1024,
-            file_kb: rss_mb * 1024 * 2 / 3,
-            anon_kb: rss_mb * 1024 / 3,
+            memory: procfs::Resident {
+                rss_kb: rss_mb * 1024,
+                file_kb: rss_mb * 1024 * 2 / 3,
+                anon_kb: rss_mb * 1024 / 3,
+            },
         }
     }
 
