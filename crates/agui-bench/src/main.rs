@@ -202,7 +202,7 @@ async fn run(args: &Args, plan: &Plan) -> anyhow::Result<()> {
                 let mut all = Vec::new();
                 for r in 0..plan.repeats {
                     let w = w2::run(&ctx, plan.w2.clone()).await?;
-                    let mut t = report::w2(&w, Some(process_floor.rss_mb));
+                    let mut t = report::w2(&w, process_floor.rss_mb);
                     t.iter_mut().for_each(|t| t.title.push_str(&suffix(r)));
                     show(t, &mut tables);
                     all.push(serde_json::to_value(&w)?);

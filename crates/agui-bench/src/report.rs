@@ -347,10 +347,9 @@ pub(crate) fn w1(w: &W1) -> Vec<Table> {
     tables
 }
 
-/// W2's table.
 /// W2's table; with the resident memory of one started harness (the process floor, MB), each
 /// level's harness processes are set against what they take at least.
-pub(crate) fn w2(w: &W2, started_harness_rss_mb: Option<f64>) -> Vec<Table> {
+pub(crate) fn w2(w: &W2, started_harness_rss_mb: f64) -> Vec<Table> {
     let mut t = Table::versus(format!(
         "W2 concurrency (C fresh threads × {} turns, fresh server / pool per level; ms)",
         w.params.turns
@@ -445,16 +444,12 @@ pub(crate) fn w2(w: &W2, started_harness_rss_mb: Option<f64>) -> Vec<Table> {
             num(o.peak_tree_rss_mb, 0),
             num(f.and_then(|f| f.peak_tree_rss_mb), 0),
         );
-        if let Some(rss_mb) = started_harness_rss_mb {
-            t.apart(
-                &format!("C={c} harness processes after × one started harness's RSS, MB"),
-                num(Some(o.harness_processes_after as f64 * rss_mb), 0),
-                f.map_or_else(
-                    || "–".into(),
-                    |f| num(Some(f.harness_processes_after as f64 * rss_mb), 0),
-                ),
-            );
-        }
+        let at_least = |processes: usize| num(Some(processes as f64 * started_harness_rss_mb), 0);
+        t.apart(
+            &format!("C={c} harness processes after × one started harness's RSS, MB"),
+            at_least(o.harness_processes_after),
+            f.map_or_else(|| "–".into(), |f| at_least(f.harness_processes_after)),
+        );
         t.notes
             .extend(errors_note(&format!("C={c} ours"), &o.stats.errors));
         if let Some(f) = f {
