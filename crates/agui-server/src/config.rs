@@ -178,6 +178,10 @@ agent_settings! {
         /// warmed by a throwaway turn the model proxy answers itself).
         #[arg(long, num_args = 0..=1, default_missing_value = "true", env = "AGUI_PRESTART_HARNESS")]
         pub prestart_harness: Option<bool>,
+        /// Spares kept ready for new owners (or, per thread, new threads) at most: one, plus one
+        /// for each claimed within the last minute, up to this (each an idle harness process).
+        #[arg(long, env = "AGUI_MAX_SPARE_HARNESSES")]
+        pub max_spare_harnesses: Option<usize>,
         /// Seconds of inactivity before a session is forgotten.
         #[arg(long, env = "AGUI_SESSION_TIMEOUT_SECS")]
         pub session_timeout_secs: Option<u64>,

@@ -175,6 +175,10 @@ pub fn documented() -> Vec<(&'static str, String)> {
         ),
         ("prestart_harness", on_off(PRESTART_HARNESS)),
         (
+            "max_spare_harnesses",
+            session::MAX_SPARE_HARNESSES.to_string(),
+        ),
+        (
             "session_timeout_secs",
             session::SESSION_TIMEOUT.as_secs().to_string(),
         ),

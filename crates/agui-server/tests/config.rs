@@ -202,6 +202,7 @@ fn sample(key: &str) -> (&'static str, &'static str, Option<&'static str>) {
         "pool_size" => ("2", "2", None),
         "harness_idle_grace_secs" => ("5", "5", None),
         "prestart_harness" => ("false", "false", None),
+        "max_spare_harnesses" => ("4", "4", None),
         "session_timeout_secs" => ("100", "100", None),
         "parked_timeout_secs" => ("200", "200", None),
         "hibernate_after_secs" => ("10", "10", None),
@@ -732,5 +733,30 @@ fn a_workspace_template_that_is_not_a_directory_is_refused_at_start() {
         dir.path(),
         &[(&key, &template.display().to_string(), Via::Flag)],
     );
+    assert!(out.status.success(), "{out:?}");
+}
+
+/// No spare at all is `prestart_harness = false`: a maximum of 0 is refused at start, naming
+/// the key and that setting, by each way of giving it.
+#[test]
+fn a_maximum_of_zero_spares_is_refused_naming_the_setting_that_boots_none() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = Key {
+        key: "max_spare_harnesses".into(),
+        flag: Some("--max-spare-harnesses".into()),
+        env: Some("AGUI_MAX_SPARE_HARNESSES".into()),
+        default: "1".into(),
+    };
+    for via in [Via::Flag, Via::Env, Via::Toml] {
+        let out = check_config(dir.path(), &[(&key, "0", via)]);
+        let text = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "0 was accepted by {via:?}");
+        assert!(
+            text.contains("max_spare_harnesses must be at least 1")
+                && text.contains("prestart_harness = false"),
+            "{via:?}: {text}"
+        );
+    }
+    let out = check_config(dir.path(), &[(&key, "4", Via::Flag)]);
     assert!(out.status.success(), "{out:?}");
 }

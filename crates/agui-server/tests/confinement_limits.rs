@@ -101,8 +101,42 @@ async fn in_thread_mode_a_new_threads_first_turn_runs_on_a_spare() {
     }
 }
 
+/// New threads arriving one after another raise the stock of spares, on the real harness: with
+/// `--max-spare-harnesses 3`, once two new threads have claimed one each, three are booted and
+/// ready for the next.
+#[tokio::test]
+async fn in_thread_mode_arriving_threads_raise_the_stock_of_spares_to_the_maximum() {
+    let served = Served::start(Start {
+        args: &[
+            "--prestart-harness",
+            "true",
+            "--sandbox",
+            "thread",
+            "--max-spare-harnesses",
+            "3",
+        ],
+        ..Start::default()
+    })
+    .await;
+    for thread in ["t1", "t2"] {
+        let booted = wait_for_spare(&served).await;
+        let ns = namespace_of(&served, "alice", thread).await;
+        assert!(booted.contains(&ns), "{thread} ran on {ns}, not on a spare");
+    }
+    wait_for_spares(&served, 3).await;
+}
+
 /// The pid namespaces of the harnesses running once a spare is ready (`/metrics` counts it).
 async fn wait_for_spare(served: &Served) -> BTreeSet<String> {
+    wait_for_spares(served, 1).await;
+    descendants(served.pid(), "localharness")
+        .into_iter()
+        .map(pid_namespace)
+        .collect()
+}
+
+/// Waits until `/metrics` counts at least `want` spares ready.
+async fn wait_for_spares(served: &Served, want: usize) {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let metrics = reqwest::Client::new()
@@ -120,20 +154,16 @@ async fn wait_for_spare(served: &Served) -> BTreeSet<String> {
             .and_then(|l| l.rsplit(' ').next())
             .and_then(|n| n.parse::<f64>().ok())
             .unwrap_or(0.0);
-        if spares >= 1.0 {
-            break;
+        if spares >= want as f64 {
+            return;
         }
         assert!(
             Instant::now() < deadline,
-            "no spare got ready:\n{}",
+            "{spares} spares ready, not {want}:\n{}",
             served.log()
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    descendants(served.pid(), "localharness")
-        .into_iter()
-        .map(pid_namespace)
-        .collect()
 }
 
 #[tokio::test]

@@ -28,7 +28,7 @@ use crate::threads::{
     ThreadChanges, ThreadPage, ThreadPatch, ThreadQuery, ThreadSummary, ThreadWatch, ThreadsError,
 };
 use crate::tools::ToolRegistry;
-use crate::trees::Trees;
+use crate::trees::{Stock, Trees};
 use crate::workspace::ThreadWorkspace;
 
 /// How often the thread store drops expired records.
@@ -549,6 +549,7 @@ async fn knows(ctx: &ThreadContext, thread_id: &str) -> bool {
 fn get_ready(ctx: &ThreadContext) {
     let (backend, trees, warm_up) = (ctx.backend.clone(), ctx.trees.clone(), ctx.warm_up.clone());
     let wants_spare = ctx.wants_spares();
+    let stock = ctx.spare_stock();
     tokio::spawn(async move {
         let warm = match trees.isolation() {
             Isolation::Shared => Some(trees.shared_place()),
@@ -561,12 +562,18 @@ fn get_ready(ctx: &ThreadContext) {
             Some(place) => backend.0.warm_up(&place, warm_up.clone()).await,
             // The local owner's first thread takes this spare.
             None if !wants_spare => {
-                crate::trees::refill_spares(trees.clone(), backend.clone(), warm_up.clone()).await;
+                crate::trees::refill_spares(
+                    trees.clone(),
+                    backend.clone(),
+                    warm_up.clone(),
+                    Stock::ONE,
+                )
+                .await;
             }
             None => {}
         }
         if wants_spare {
-            crate::trees::refill_spares(trees, backend, warm_up).await;
+            crate::trees::refill_spares(trees, backend, warm_up, stock).await;
         }
     });
 }

@@ -85,3 +85,10 @@ pub const SHUTDOWN_DEADLINE: Duration = Duration::from_secs(10);
 pub const MAX_REMEMBERED_THREADS: usize = 100_000;
 /// How long a thread is remembered after its last activity.
 pub const REMEMBER_THREADS_FOR: Duration = Duration::from_secs(30 * 24 * 60 * 60);
+
+/// Spares kept ready for new owners or threads at most ([`crate::AgentOptions::max_spare_harnesses`]):
+/// one, as before arrivals were counted; a deployment where new owners come in runs raises it.
+pub const MAX_SPARE_HARNESSES: usize = 1;
+
+/// How long a claimed spare counts towards the stock ([`crate::AgentOptions::spare_arrival_window`]).
+pub const SPARE_ARRIVAL_WINDOW: Duration = Duration::from_secs(60);

@@ -149,6 +149,13 @@ pub struct AgentOptions {
     /// Threads may belong to several owners (callers have identities): keep a process ready
     /// for the next new owner. Without, every thread is the local owner's.
     pub several_owners: bool,
+    /// The most spares kept ready for new owners (with [`Self::several_owners`]) or, per thread,
+    /// new threads: one, plus one for each claimed within the last minute, up to this (each an
+    /// idle harness process, about 110 MB resident). At least 1.
+    pub max_spare_harnesses: usize,
+    /// How long a claimed spare counts towards [`Self::max_spare_harnesses`]' stock; spares
+    /// beyond what the claims within it call for stop once they age out.
+    pub spare_arrival_window: Duration,
     /// This server's id among replicas sharing the save dir (`None`: alone); names the spare
     /// directory trees it makes, so a restart removes only its own.
     pub replica_id: Option<String>,
@@ -206,6 +213,8 @@ impl AgentOptions {
             workspace_max_bytes: None,
             workspace_template: None,
             several_owners: false,
+            max_spare_harnesses: defaults::MAX_SPARE_HARNESSES,
+            spare_arrival_window: defaults::SPARE_ARRIVAL_WINDOW,
             replica_id: None,
         }
     }
@@ -224,6 +233,12 @@ impl AgentOptions {
         }
         if self.turn_stall_timeout.is_zero() {
             return bad("turn_stall_timeout must be longer than zero".into());
+        }
+        if self.spare_arrival_window.is_zero() && self.max_spare_harnesses > 1 {
+            return bad("spare_arrival_window must be longer than zero when more than one spare may be kept".into());
+        }
+        if self.max_spare_harnesses == 0 {
+            return bad("max_spare_harnesses must be at least 1 (prestart_harness = false boots no spare at all)".into());
         }
         if self.max_tool_calls_per_turn == Some(0) {
             return bad("max_tool_calls_per_turn must be at least 1 (or unset)".into());

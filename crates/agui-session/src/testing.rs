@@ -8,7 +8,7 @@
 
 use parking_lot::Mutex;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -40,6 +40,17 @@ pub struct FakeHarness {
     close_gate: Arc<Mutex<Option<Gate>>>,
     /// Holds re-attaches (see [`FakeHarness::hold_reconnects`]).
     reconnect_gate: Arc<Mutex<Option<Gate>>>,
+    /// With spares ([`FakeHarness::with_spares`]): how many processes are held ahead of need.
+    spares: Option<Arc<AtomicUsize>>,
+}
+
+/// A fake spare's hold: the process counts as held until it is dropped.
+struct SpareHold(Arc<AtomicUsize>);
+
+impl Drop for SpareHold {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 /// A gate the fake's opens (or closes) wait at, as at a harness that takes long to boot: the
@@ -125,6 +136,19 @@ impl FakeHarness {
             isolation: Some(isolation),
             ..Self::default()
         }
+    }
+
+    /// This fake, also holding processes ahead of need when asked (as a confined backend with
+    /// `prestart_harness` does), which [`FakeHarness::held_spares`] counts.
+    pub fn with_spares(mut self) -> Self {
+        self.spares = Some(Arc::default());
+        self
+    }
+
+    /// How many processes are held ahead of need now (spares, claimed or not, whose hold is
+    /// not yet dropped).
+    pub fn held_spares(&self) -> usize {
+        self.spares.as_ref().map_or(0, |n| n.load(Ordering::SeqCst))
     }
 
     /// The backend to give an agent.
@@ -268,6 +292,16 @@ impl ConversationSource for FakeHarness {
             cancels,
             open,
         }))
+    }
+
+    async fn reserve(
+        &self,
+        _place: &crate::places::ProcessPlace,
+        _warm_up: Option<harness_client::WarmUp>,
+    ) -> Option<Box<dyn Send + Sync>> {
+        let held = self.spares.as_ref()?;
+        held.fetch_add(1, Ordering::SeqCst);
+        Some(Box::new(SpareHold(held.clone())))
     }
 
     async fn shutdown(&self) {

@@ -189,3 +189,66 @@ async fn retention_removes_an_expired_threads_files_without_following_a_planted_
         "the host directory the planted link aimed at survived"
     );
 }
+
+/// New threads arriving one after another raise the stock of spares: one more for each claimed
+/// within the arrival window, up to `max_spare_harnesses`; once no claim is that recent, the
+/// stock goes back to one and the other spares' processes are let go.
+#[tokio::test]
+async fn spares_grow_with_arrivals_up_to_the_maximum_and_shrink_back_once_they_stop() {
+    support::init_tracing();
+    let dir = tempfile::tempdir().unwrap();
+    let harness = FakeHarness::isolated(Isolation::Thread).with_spares();
+    let mut options = options(dir.path());
+    options.max_spare_harnesses = 3;
+    options.spare_arrival_window = std::time::Duration::from_millis(1500);
+    let agent = Agent::new(options, harness.backend(), ToolRegistry::new()).unwrap();
+    let spares = |want: usize, why: &str| {
+        let (agent, why) = (&agent, why.to_owned());
+        async move {
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+            while agent.stats().spares != want {
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "{why}: {} spares, not {want}",
+                    agent.stats().spares
+                );
+                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+            }
+        }
+    };
+    spares(1, "one spare at start").await;
+    let alice = Owner::named("alice");
+    turn(&agent, &harness, &alice, "t1", 0).await;
+    spares(2, "one claim: two spares").await;
+    for (n, thread) in ["t2", "t3", "t4"].into_iter().enumerate() {
+        turn(&agent, &harness, &alice, thread, n + 1).await;
+    }
+    spares(3, "four claims: the maximum, three").await;
+    spares(1, "the claims aged out: one spare again").await;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while harness.held_spares() != 1 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{} processes still held ahead of need",
+            harness.held_spares()
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    agent.shutdown().await;
+}
+
+/// Without a larger maximum the stock stays at one spare, however many new threads come.
+#[tokio::test]
+async fn by_default_one_spare_is_kept_however_many_threads_arrive() {
+    support::init_tracing();
+    let dir = tempfile::tempdir().unwrap();
+    let harness = FakeHarness::isolated(Isolation::Thread).with_spares();
+    let agent = Agent::new(options(dir.path()), harness.backend(), ToolRegistry::new()).unwrap();
+    let alice = Owner::named("alice");
+    for (n, thread) in ["t1", "t2", "t3"].into_iter().enumerate() {
+        turn(&agent, &harness, &alice, thread, n).await;
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert_eq!(agent.stats().spares, 1);
+    agent.shutdown().await;
+}

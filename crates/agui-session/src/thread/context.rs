@@ -97,13 +97,22 @@ impl ThreadContext {
         }
     }
 
-    /// Makes a new spare once one was claimed, when new owners or threads may come.
+    /// How many spares to keep (the agent's `max_spare_harnesses` and arrival window).
+    pub(crate) fn spare_stock(&self) -> crate::trees::Stock {
+        crate::trees::Stock {
+            max: self.options.max_spare_harnesses,
+            window: self.options.spare_arrival_window,
+        }
+    }
+
+    /// Refills the spares once one was claimed, when new owners or threads may come.
     pub(crate) fn refill_spares(&self) {
         if self.wants_spares() && !self.is_closing() {
             tokio::spawn(crate::trees::refill_spares(
                 self.trees.clone(),
                 self.backend.clone(),
                 self.warm_up.clone(),
+                self.spare_stock(),
             ));
         }
     }

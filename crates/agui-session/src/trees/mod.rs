@@ -31,8 +31,8 @@ use std::sync::Arc;
 use harness_sandbox::{AgentDir, SandboxError, SandboxIdentity};
 
 use self::claims::{Claims, Marker, make_exclusive, make_private_dir, remove_empty_root};
-pub(crate) use self::spares::refill_spares;
 use self::spares::{Spare, Spares};
+pub(crate) use self::spares::{Stock, refill_spares};
 use self::usage::{SlotUsage, UsageCache};
 use crate::owner::Owner;
 use crate::places::{

@@ -2,9 +2,12 @@
 //! need, for the next new owner (or, per thread, the next new thread) to claim.
 
 use parking_lot::Mutex;
+use std::collections::VecDeque;
 use std::path::Path;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+use tokio::time::Instant;
 
 use super::{Hold, TreeError, Trees, door_error};
 use crate::owner::Owner;
@@ -12,7 +15,23 @@ use crate::places::{Isolation, ProcessPlace, TreeId};
 
 /// How long a new owner or thread waits for a spare that is booting (a boot takes a few hundred
 /// milliseconds; this only bounds a stuck one).
-const SPARE_WAIT: std::time::Duration = std::time::Duration::from_secs(20);
+const SPARE_WAIT: Duration = Duration::from_secs(20);
+
+/// How many spares an agent keeps: one, and one more for each spare claimed within `window`,
+/// at most `max`; spares beyond what the claims still call for stop once the claims age out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Stock {
+    pub(crate) max: usize,
+    pub(crate) window: Duration,
+}
+
+impl Stock {
+    /// One spare, whatever comes (the stock without identities: the local owner's first tree).
+    pub(crate) const ONE: Stock = Stock {
+        max: 1,
+        window: Duration::ZERO,
+    };
+}
 
 /// An unclaimed tree whose process the backend keeps warm until it is claimed.
 pub(super) struct Spare {
@@ -22,13 +41,17 @@ pub(super) struct Spare {
     pub(super) hold: Hold,
 }
 
-/// The spares of one agent, and the one being booted.
+/// The spares of one agent, the one being booted, and the recent claims that size the stock.
 #[derive(Default)]
 pub(super) struct Spares {
     ready: Mutex<Vec<Spare>>,
     /// Spares being booted, and a signal when one is ready (or failed).
     preparing: AtomicUsize,
     prepared: tokio::sync::Notify,
+    /// When spares were claimed, oldest first (none older than the stock's window once read).
+    claims: Mutex<VecDeque<Instant>>,
+    /// Whether a task will stop the spares the claims no longer call for.
+    trimming: AtomicBool,
 }
 
 impl Spares {
@@ -36,9 +59,26 @@ impl Spares {
         self.ready.lock()
     }
 
-    /// A ready spare, taken.
+    /// A ready spare, taken (a claim: it counts towards the stock for the stock's window).
     pub(super) fn take(&self) -> Option<Spare> {
-        self.lock().pop()
+        let spare = self.lock().pop();
+        if spare.is_some() {
+            self.claims.lock().push_back(Instant::now());
+        }
+        spare
+    }
+
+    /// How many spares to keep now (see [`Stock`]; at least 1).
+    fn wanted(&self, stock: Stock) -> usize {
+        let mut claims = self.claims.lock();
+        let now = Instant::now();
+        while claims
+            .front()
+            .is_some_and(|at| now.duration_since(*at) >= stock.window)
+        {
+            claims.pop_front();
+        }
+        (1 + claims.len()).min(stock.max).max(1)
     }
 
     /// A spare back (its claim failed, or another replica won the owner).
@@ -108,25 +148,47 @@ impl Trees {
     }
 }
 
-/// Keeps `trees`' spare count at one while the backend can warm one: called at start and after
-/// each claim. A tree whose process could not be held is removed.
+/// Keeps `trees`' stock of spares at what recent claims call for ([`Stock`]) while the backend
+/// can warm them: called at start and after each claim. Spares boot one at a time, so a stock being rebuilt never takes more
+/// than one core from the turns. A tree whose process could not be held is removed, and the
+/// refill stops there until the next claim.
 pub(crate) async fn refill_spares(
     trees: Arc<Trees>,
     backend: crate::backend::Backend,
     warm_up: Option<harness_client::WarmUp>,
+    stock: Stock,
 ) {
-    if trees.isolation == Isolation::Shared || trees.spares() > 0 {
+    if trees.isolation == Isolation::Shared {
         return;
     }
-    // One spare at a time.
-    if trees
-        .spares
-        .preparing
-        .compare_exchange(0, 1, Ordering::SeqCst, Ordering::SeqCst)
-        .is_err()
-    {
-        return;
+    while trees.spares() < trees.spares.wanted(stock) {
+        // One spare at a time: a refill already booting goes on to the count wanted then.
+        if trees
+            .spares
+            .preparing
+            .compare_exchange(0, 1, Ordering::SeqCst, Ordering::SeqCst)
+            .is_err()
+        {
+            return;
+        }
+        let ready = boot_spare(&trees, &backend, warm_up.clone()).await;
+        trees.spares.preparing.fetch_sub(1, Ordering::SeqCst);
+        trees.spares.prepared.notify_waiters();
+        if !ready {
+            return;
+        }
     }
+    if trees.spares() > 1 {
+        trim_later(Arc::downgrade(&trees), stock);
+    }
+}
+
+/// Boots one spare; whether it is ready.
+async fn boot_spare(
+    trees: &Arc<Trees>,
+    backend: &crate::backend::Backend,
+    warm_up: Option<harness_client::WarmUp>,
+) -> bool {
     let made = {
         let trees = trees.clone();
         tokio::task::spawn_blocking(move || trees.make_spare_tree()).await
@@ -136,15 +198,62 @@ pub(crate) async fn refill_spares(
             Some(hold) => {
                 tracing::info!(%tree, "a spare harness is ready for the next new owner or thread");
                 trees.add_spare(tree, hold);
+                return true;
             }
             None => {
-                let trees2 = trees.clone();
-                let _ = tokio::task::spawn_blocking(move || trees2.remove_tree(&tree)).await;
+                let trees = trees.clone();
+                let _ = tokio::task::spawn_blocking(move || trees.remove_tree(&tree)).await;
             }
         },
         Ok(Err(e)) => tracing::warn!(error = %e, "could not make a spare directory tree"),
         Err(e) => tracing::warn!(error = %e, "could not make a spare directory tree"),
     }
-    trees.spares.preparing.fetch_sub(1, Ordering::SeqCst);
-    trees.spares.prepared.notify_waiters();
+    false
+}
+
+/// Once claims age out, stops the spares beyond what the remaining claims call for (their
+/// memory goes back); one task at a time, holding the trees only weakly (a closed agent drops
+/// its spares itself).
+fn trim_later(trees: Weak<Trees>, stock: Stock) {
+    let Some(strong) = trees.upgrade() else {
+        return;
+    };
+    if strong.spares.trimming.swap(true, Ordering::SeqCst) {
+        return;
+    }
+    drop(strong);
+    tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(stock.window).await;
+            let Some(trees) = trees.upgrade() else { return };
+            let surplus: Vec<Spare> = {
+                let wanted = trees.spares.wanted(stock);
+                let mut ready = trees.spares.lock();
+                let surplus = ready.len().saturating_sub(wanted);
+                ready.drain(..surplus).collect()
+            };
+            if !surplus.is_empty() {
+                tracing::info!(
+                    stopped = surplus.len(),
+                    "spare harnesses stopped: fewer new owners or threads came lately"
+                );
+                let trees2 = trees.clone();
+                let _ = tokio::task::spawn_blocking(move || {
+                    for spare in surplus {
+                        drop(spare.hold);
+                        trees2.remove_tree(&spare.tree);
+                    }
+                })
+                .await;
+            }
+            if trees.spares() <= 1 {
+                trees.spares.trimming.store(false, Ordering::SeqCst);
+                // A refill that raised the stock meanwhile saw the flag set: look again.
+                if trees.spares() > 1 {
+                    trim_later(Arc::downgrade(&trees), stock);
+                }
+                return;
+            }
+        }
+    });
 }
