@@ -179,7 +179,8 @@ agent_settings! {
         #[arg(long, num_args = 0..=1, default_missing_value = "true", env = "AGUI_PRESTART_HARNESS")]
         pub prestart_harness: Option<bool>,
         /// Spares kept ready for new owners (or, per thread, new threads) at most: one, plus one
-        /// for each claimed within the last minute, up to this (each an idle harness process).
+        /// for each new owner (thread) within the last minute, up to this (each an idle harness
+        /// process).
         #[arg(long, env = "AGUI_MAX_SPARE_HARNESSES")]
         pub max_spare_harnesses: Option<usize>,
         /// Seconds of inactivity before a session is forgotten.

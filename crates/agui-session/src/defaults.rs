@@ -90,5 +90,5 @@ pub const REMEMBER_THREADS_FOR: Duration = Duration::from_secs(30 * 24 * 60 * 60
 /// one, as before arrivals were counted; a deployment where new owners come in runs raises it.
 pub const MAX_SPARE_HARNESSES: usize = 1;
 
-/// How long a claimed spare counts towards the stock ([`crate::AgentOptions::spare_arrival_window`]).
+/// How long a new owner or thread counts towards the stock of spares ([`crate::AgentOptions::spare_arrival_window`]).
 pub const SPARE_ARRIVAL_WINDOW: Duration = Duration::from_secs(60);

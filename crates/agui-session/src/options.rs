@@ -150,11 +150,12 @@ pub struct AgentOptions {
     /// for the next new owner. Without, every thread is the local owner's.
     pub several_owners: bool,
     /// The most spares kept ready for new owners (with [`Self::several_owners`]) or, per thread,
-    /// new threads: one, plus one for each claimed within the last minute, up to this (each an
-    /// idle harness process, about 110 MB resident). At least 1.
+    /// new threads: one, plus one for each new owner (thread) placed within
+    /// [`Self::spare_arrival_window`], up to this (each an idle harness process, about 110 MB
+    /// resident). At least 1.
     pub max_spare_harnesses: usize,
-    /// How long a claimed spare counts towards [`Self::max_spare_harnesses`]' stock; spares
-    /// beyond what the claims within it call for stop once they age out.
+    /// How long a new owner (thread) counts towards [`Self::max_spare_harnesses`]' stock;
+    /// spares beyond what the arrivals within it call for stop once they age out.
     pub spare_arrival_window: Duration,
     /// This server's id among replicas sharing the save dir (`None`: alone); names the spare
     /// directory trees it makes, so a restart removes only its own.

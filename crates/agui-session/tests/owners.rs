@@ -190,8 +190,8 @@ async fn retention_removes_an_expired_threads_files_without_following_a_planted_
     );
 }
 
-/// New threads arriving one after another raise the stock of spares: one more for each claimed
-/// within the arrival window, up to `max_spare_harnesses`; once no claim is that recent, the
+/// New threads arriving one after another raise the stock of spares: one more for each new
+/// thread within the arrival window, up to `max_spare_harnesses`; once none is that recent, the
 /// stock goes back to one and the other spares' processes are let go.
 #[tokio::test]
 async fn spares_grow_with_arrivals_up_to_the_maximum_and_shrink_back_once_they_stop() {
@@ -219,12 +219,12 @@ async fn spares_grow_with_arrivals_up_to_the_maximum_and_shrink_back_once_they_s
     spares(1, "one spare at start").await;
     let alice = Owner::named("alice");
     turn(&agent, &harness, &alice, "t1", 0).await;
-    spares(2, "one claim: two spares").await;
+    spares(2, "one new thread: two spares").await;
     for (n, thread) in ["t2", "t3", "t4"].into_iter().enumerate() {
         turn(&agent, &harness, &alice, thread, n + 1).await;
     }
-    spares(3, "four claims: the maximum, three").await;
-    spares(1, "the claims aged out: one spare again").await;
+    spares(3, "four new threads: the maximum, three").await;
+    spares(1, "the arrivals aged out: one spare again").await;
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     while harness.held_spares() != 1 {
         assert!(

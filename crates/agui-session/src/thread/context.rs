@@ -105,7 +105,7 @@ impl ThreadContext {
         }
     }
 
-    /// Refills the spares once one was claimed, when new owners or threads may come.
+    /// Refills the spares after a new place, when new owners or threads may come.
     pub(crate) fn refill_spares(&self) {
         if self.wants_spares() && !self.is_closing() {
             tokio::spawn(crate::trees::refill_spares(

@@ -389,6 +389,7 @@ impl Trees {
             thread: thread.map(str::to_owned),
             made_by: self.made_by.clone(),
         };
+        self.spares.arrived();
         if let Some(spare) = self.spares.take() {
             if let Err(e) = self.claims.write_marker(&spare.tree, &marker) {
                 self.spares.give_back(spare);

@@ -17,8 +17,9 @@ use crate::places::{Isolation, ProcessPlace, TreeId};
 /// milliseconds; this only bounds a stuck one).
 const SPARE_WAIT: Duration = Duration::from_secs(20);
 
-/// How many spares an agent keeps: one, and one more for each spare claimed within `window`,
-/// at most `max`; spares beyond what the claims still call for stop once the claims age out.
+/// How many spares an agent keeps: one, and one more for each new tree (a new owner's, or in
+/// `thread` mode a new thread's) made within `window`, at most `max`; spares beyond what the
+/// arrivals still call for stop once the arrivals age out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Stock {
     pub(crate) max: usize,
@@ -41,16 +42,17 @@ pub(super) struct Spare {
     pub(super) hold: Hold,
 }
 
-/// The spares of one agent, the one being booted, and the recent claims that size the stock.
+/// The spares of one agent, the one being booted, and the recent arrivals that size the stock.
 #[derive(Default)]
 pub(super) struct Spares {
     ready: Mutex<Vec<Spare>>,
     /// Spares being booted, and a signal when one is ready (or failed).
     preparing: AtomicUsize,
     prepared: tokio::sync::Notify,
-    /// When spares were claimed, oldest first (none older than the stock's window once read).
-    claims: Mutex<VecDeque<Instant>>,
-    /// Whether a task will stop the spares the claims no longer call for.
+    /// When new trees were asked for, oldest first (none older than the stock's window once
+    /// read), whether a spare was ready for them or not.
+    arrivals: Mutex<VecDeque<Instant>>,
+    /// Whether a task will stop the spares the arrivals no longer call for.
     trimming: AtomicBool,
 }
 
@@ -59,26 +61,27 @@ impl Spares {
         self.ready.lock()
     }
 
-    /// A ready spare, taken (a claim: it counts towards the stock for the stock's window).
+    /// A ready spare, taken.
     pub(super) fn take(&self) -> Option<Spare> {
-        let spare = self.lock().pop();
-        if spare.is_some() {
-            self.claims.lock().push_back(Instant::now());
-        }
-        spare
+        self.lock().pop()
+    }
+
+    /// A new tree is asked for: it counts towards the stock for the stock's window.
+    pub(super) fn arrived(&self) {
+        self.arrivals.lock().push_back(Instant::now());
     }
 
     /// How many spares to keep now (see [`Stock`]; at least 1).
     fn wanted(&self, stock: Stock) -> usize {
-        let mut claims = self.claims.lock();
+        let mut arrivals = self.arrivals.lock();
         let now = Instant::now();
-        while claims
+        while arrivals
             .front()
             .is_some_and(|at| now.duration_since(*at) >= stock.window)
         {
-            claims.pop_front();
+            arrivals.pop_front();
         }
-        (1 + claims.len()).min(stock.max).max(1)
+        (1 + arrivals.len()).min(stock.max).max(1)
     }
 
     /// A spare back (its claim failed, or another replica won the owner).
@@ -148,10 +151,10 @@ impl Trees {
     }
 }
 
-/// Keeps `trees`' stock of spares at what recent claims call for ([`Stock`]) while the backend
-/// can warm them: called at start and after each claim. Spares boot one at a time, so a stock being rebuilt never takes more
+/// Keeps `trees`' stock of spares at what recent arrivals call for ([`Stock`]) while the
+/// backend can warm them: called at start and after each new place. Spares boot one at a time, so a stock being rebuilt never takes more
 /// than one core from the turns. A tree whose process could not be held is removed, and the
-/// refill stops there until the next claim.
+/// refill stops there until the next new place.
 pub(crate) async fn refill_spares(
     trees: Arc<Trees>,
     backend: crate::backend::Backend,
@@ -211,7 +214,7 @@ async fn boot_spare(
     false
 }
 
-/// Once claims age out, stops the spares beyond what the remaining claims call for (their
+/// Once arrivals age out, stops the spares beyond what the remaining ones call for (their
 /// memory goes back); one task at a time, holding the trees only weakly (a closed agent drops
 /// its spares itself).
 fn trim_later(trees: Weak<Trees>, stock: Stock) {

@@ -103,9 +103,8 @@ impl Task {
             .new_place(&owner, &self.id)
             .await
             .map_err(|e| self.placement_failure(e))?;
-        if hold.is_some() {
-            self.ctx.refill_spares();
-        }
+        // A spare claimed, or a new tree asked for without one: either may call for more.
+        self.ctx.refill_spares();
         let (owner2, id) = (owner.clone(), self.id.clone());
         let (trees2, place2) = (trees.clone(), place.clone());
         let placement = off_runtime(move || trees2.placement(&owner2, &id, &place2))
