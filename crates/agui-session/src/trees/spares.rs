@@ -152,9 +152,9 @@ impl Trees {
 }
 
 /// Keeps `trees`' stock of spares at what recent arrivals call for ([`Stock`]) while the
-/// backend can warm them: called at start and after each new place. Spares boot one at a time, so a stock being rebuilt never takes more
-/// than one core from the turns. A tree whose process could not be held is removed, and the
-/// refill stops there until the next new place.
+/// backend can warm them: called at start and after each new place. Spares boot one at a time,
+/// so a stock being rebuilt never takes more than one core from the turns. A tree whose process
+/// could not be held is removed, and the refill stops there until the next new place.
 pub(crate) async fn refill_spares(
     trees: Arc<Trees>,
     backend: crate::backend::Backend,
