@@ -46,6 +46,13 @@ const MAX_DEPTH: usize = 128;
 /// writer still running in it) before it gives up.
 const MAX_REFILLS: usize = 64;
 
+/// How long after its start a removal reads directories again that filled up while they were
+/// emptied. A count alone does not bound the work: each read again brings what the writer made
+/// meanwhile, and a writer faster than the removal makes every list longer than the last (a
+/// test's writer filled 46 GB of files while one removal went on). After it, what was read is
+/// removed and the removal ends, reporting the directory not empty if a writer refilled it.
+const REFILL_WINDOW: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// Why the door refused an entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Refusal {
@@ -575,25 +582,29 @@ impl AgentDir {
             }
             Err(e) => return Err(e),
         };
-        top.empty()?;
+        let refill_until = std::time::Instant::now() + REFILL_WINDOW;
+        top.empty(refill_until)?;
         let mut refills = 0;
         loop {
             match rustix::fs::unlinkat(&self.fd, name, AtFlags::REMOVEDIR) {
                 Ok(()) => return Ok(true),
                 Err(rustix::io::Errno::NOENT) => return Ok(true),
-                Err(rustix::io::Errno::NOTEMPTY) if refills < MAX_REFILLS => {
+                Err(rustix::io::Errno::NOTEMPTY)
+                    if refills < MAX_REFILLS && std::time::Instant::now() < refill_until =>
+                {
                     refills += 1;
-                    top.empty()?;
+                    top.empty(refill_until)?;
                 }
                 Err(e) => return Err(self.io_error(e, name, "remove")),
             }
         }
     }
 
-    /// Removes everything below this directory. Descriptors are held for at most
-    /// [`MAX_DEPTH`] levels: a deeper directory is moved up into this one and emptied from
-    /// there, so no depth exhausts them.
-    fn empty(&self) -> Result<()> {
+    /// Removes everything below this directory, reading a directory again that filled up
+    /// meanwhile only until `refill_until`. Descriptors are held for at most [`MAX_DEPTH`]
+    /// levels: a deeper directory is moved up into this one and emptied from there, so no depth
+    /// exhausts them.
+    fn empty(&self, refill_until: std::time::Instant) -> Result<()> {
         /// One directory being emptied.
         struct Level {
             dir: AgentDir,
@@ -615,11 +626,13 @@ impl AgentDir {
             };
             let Some(name) = level.pending.pop() else {
                 // Emptied: read it again in case a writer added to it, then go up.
-                let again = level.dir.writable_names()?;
-                if !again.is_empty() && level.refills < MAX_REFILLS {
-                    level.refills += 1;
-                    level.pending = again;
-                    continue;
+                if level.refills < MAX_REFILLS && std::time::Instant::now() < refill_until {
+                    let again = level.dir.writable_names()?;
+                    if !again.is_empty() {
+                        level.refills += 1;
+                        level.pending = again;
+                        continue;
+                    }
                 }
                 let done = stack.pop().expect("a level is on the stack");
                 if let Some(parent) = stack.last() {
