@@ -13,7 +13,7 @@ use super::super::command::Command;
 use super::super::context::ThreadContext;
 use super::super::output::{RunChannel, Terminal, negotiate};
 use super::Task;
-use super::state::{Exit, Flow, Lease, Renewed};
+use super::state::{Exit, Flow, Granted, Lease, Renewed};
 use crate::choices::ConcurrentRuns;
 use crate::error::{RunErrorCode, RunFailure};
 use crate::lease::LeaseDenied;
@@ -35,7 +35,7 @@ impl Task {
 
     /// The child taking the lease is done: the commands that waited are served, or refused
     /// with `THREAD_ELSEWHERE`.
-    pub(super) async fn lease_taken(&mut self, taken: Result<Duration, LeaseDenied>) -> Flow {
+    pub(super) async fn lease_taken(&mut self, taken: Result<Granted, LeaseDenied>) -> Flow {
         let queue = match &mut self.lease {
             Lease::Missing { taking, queue } => {
                 *taking = None;
@@ -44,12 +44,12 @@ impl Task {
             _ => return Flow::Continue,
         };
         match taken {
-            Ok(valid_for) => {
+            Ok(granted) => {
                 tracing::info!(
-                    valid_for_secs = valid_for.as_secs(),
+                    valid_for_secs = granted.valid_for.as_secs(),
                     "took the thread's lease"
                 );
-                self.lease = self.held_for(valid_for, false);
+                self.lease = self.held_for(granted, false);
                 self.load().await;
                 let mut queue = queue.into_iter();
                 while let Some(command) = queue.next() {
@@ -133,8 +133,11 @@ impl Task {
     }
 
     /// A lease just granted for `valid_for`; `wanted`: another replica asked for the thread.
-    fn held_for(&self, valid_for: Duration, wanted: bool) -> Lease {
-        let now = Instant::now();
+    fn held_for(&self, granted: Granted, wanted: bool) -> Lease {
+        let Granted {
+            asked_at: now,
+            valid_for,
+        } = granted;
         let every = self
             .ctx
             .leases
@@ -166,10 +169,15 @@ impl Task {
         let (ctx, id) = (self.ctx.clone(), self.id.clone());
         *renewing = Some(tokio::spawn(
             async move {
+                let asked_at = Instant::now();
                 let result = ctx
                     .acquire_lease(&id)
                     .await
-                    .unwrap_or(Err(LeaseDenied::NotKept));
+                    .unwrap_or(Err(LeaseDenied::NotKept))
+                    .map(|valid_for| Granted {
+                        asked_at,
+                        valid_for,
+                    });
                 let wanted = result.is_ok() && ctx.lease_wanted(&id).await;
                 Renewed { result, wanted }
             }
@@ -195,13 +203,13 @@ impl Task {
             self.ctx.records.saw_storage(true);
         }
         match renewed.result {
-            Ok(valid_for) => {
+            Ok(granted) => {
                 if renewed.wanted && !wanted {
                     tracing::info!(
                         "another replica asked for the thread; handing it over once it is idle"
                     );
                 }
-                self.lease = self.held_for(valid_for, renewed.wanted);
+                self.lease = self.held_for(granted, renewed.wanted);
                 Flow::Continue
             }
             Err(LeaseDenied::NotKept) => {
@@ -240,15 +248,21 @@ impl Task {
 async fn wait_for_lease(
     ctx: Arc<ThreadContext>,
     thread_id: String,
-) -> Result<Duration, LeaseDenied> {
+) -> Result<Granted, LeaseDenied> {
     let wait = match ctx.options.concurrent_runs {
         ConcurrentRuns::Wait(limit) => limit,
         ConcurrentRuns::Refuse => Duration::ZERO,
     };
     let deadline = Instant::now() + wait;
     loop {
+        let asked_at = Instant::now();
         let denied = match ctx.acquire_lease(&thread_id).await {
-            Some(Ok(valid_for)) => return Ok(valid_for),
+            Some(Ok(valid_for)) => {
+                return Ok(Granted {
+                    asked_at,
+                    valid_for,
+                });
+            }
             Some(Err(denied)) => denied,
             None => return Err(LeaseDenied::NotKept),
         };

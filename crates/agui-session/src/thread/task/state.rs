@@ -35,7 +35,7 @@ pub(super) enum Lease {
     /// Not held, so the thread's record is not read. The commands that need it wait in `queue`
     /// while the child `taking` tries to take it.
     Missing {
-        taking: Option<JoinHandle<Result<Duration, LeaseDenied>>>,
+        taking: Option<JoinHandle<Result<Granted, LeaseDenied>>>,
         queue: Vec<Command>,
     },
     /// Held until `valid_until` unless renewed; renewed from `renew_at` by the child
@@ -103,15 +103,24 @@ impl Lease {
 /// What a child of the lease brought back.
 pub(super) enum LeaseChild {
     /// The lease was taken, or not.
-    Taken(Result<Duration, LeaseDenied>),
+    Taken(Result<Granted, LeaseDenied>),
     /// A renewal is done.
     Renewed(Renewed),
+}
+
+/// The lease taken or renewed: for `valid_for` from `asked_at`, the moment before the store was
+/// asked, so the end this task counts (and its records are written by) never comes after the
+/// end the store keeps.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Granted {
+    pub(super) asked_at: Instant,
+    pub(super) valid_for: Duration,
 }
 
 /// What a renewal of the lease found: whether it was renewed (for how long), and whether
 /// another replica asked for the thread.
 pub(super) struct Renewed {
-    pub(super) result: Result<Duration, LeaseDenied>,
+    pub(super) result: Result<Granted, LeaseDenied>,
     pub(super) wanted: bool,
 }
 
