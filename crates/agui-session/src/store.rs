@@ -14,8 +14,9 @@
 //! - A thread none of whose files can be read or parsed has them renamed to `<name>.corrupt`
 //!   with a warning; it never fails [`ThreadStore::open`] and never panics.
 //! - The I/O is synchronous std I/O on tiny files, under one mutex. Sessions reach it through
-//!   `RecordWriter`, which writes behind the run path (a put is one small write and one
-//!   fdatasync, never awaited by a run).
+//!   `RecordWriter`, which writes behind the run path: a batch of records is one small write
+//!   each, then one sync of the volume; a run's terminal event waits for its thread's write,
+//!   never for the sync.
 //! - One store per directory: two processes sharing a directory are not coordinated.
 
 use parking_lot::{Mutex, MutexGuard};
@@ -571,6 +572,33 @@ impl ThreadStore {
     /// one. When this makes more than `max_threads` records, the least recently updated ones
     /// are dropped.
     pub(crate) fn put(&self, thread_id: &str, record: &ThreadRecord) -> Result<(), SessionError> {
+        self.write(thread_id, record, true)
+    }
+
+    /// [`ThreadStore::put`] without the flush to disk: other processes read the record at
+    /// once, and it is durable after the next [`ThreadStore::sync`] (a batch of records pays for
+    /// one sync, not one each).
+    pub(crate) fn put_unsynced(
+        &self,
+        thread_id: &str,
+        record: &ThreadRecord,
+    ) -> Result<(), SessionError> {
+        self.write(thread_id, record, false)
+    }
+
+    /// Makes every record written before it durable: one sync of the store's volume.
+    pub(crate) fn sync(&self) -> Result<(), SessionError> {
+        File::open(&self.dir)
+            .and_then(|dir| rustix::fs::syncfs(&dir).map_err(std::io::Error::from))
+            .map_err(|source| store_io("sync the thread records", &self.dir, source))
+    }
+
+    fn write(
+        &self,
+        thread_id: &str,
+        record: &ThreadRecord,
+        durable: bool,
+    ) -> Result<(), SessionError> {
         let now = self.now();
         let mut record = record.clone();
         record.updated_at = now;
@@ -593,9 +621,9 @@ impl ThreadStore {
                 source,
             }
         })?;
-        let created = slots::write_slot(&path, &bytes)
+        let created = slots::write_slot(&path, &bytes, durable)
             .map_err(|source| store_io("write the thread record", &path, source))?;
-        if created {
+        if created && durable {
             sync_dir(&self.dir);
         }
         index.touch(thread_id.to_owned(), now, head);

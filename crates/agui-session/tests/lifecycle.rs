@@ -276,3 +276,60 @@ async fn a_tool_result_that_arrives_after_a_restart_reaches_the_model_once_whate
     again.idle(None);
     finish(run).await;
 }
+
+/// A client told its turn finished finds it so whichever server reads the thread next, even
+/// one that reads it the moment the run ended (a replica frozen or killed right then, its
+/// thread taken over): its message under its own id, the reply not marked interrupted, the
+/// next run not refused. The run's end waits for the thread's record to reach the volume (the
+/// replica soak saw a thread lose its message's id that way). Several rounds: without the wait
+/// the record is still being written when the run ends.
+#[tokio::test]
+async fn a_run_that_finished_is_known_to_a_server_that_reads_the_thread_at_once() {
+    for round in 0..4 {
+        let fx = FakeAgent::new();
+        let (run, c) = fx.begin("remember me").await;
+        c.echo(0, "remember me");
+        c.say(1, "I will.");
+        c.idle(None);
+        finish(run).await;
+        // The server stops here, without a shutdown: only what is on the volume is known.
+        let restarted = fx.harness.restarted();
+        let second = agui_session::Agent::new(
+            support::options(fx.dir.path()),
+            restarted.backend(),
+            ToolRegistry::new(),
+        )
+        .unwrap();
+        let events = finish(second.connect(support::input_of(json!({}))).await.unwrap()).await;
+        let messages = events
+            .iter()
+            .find_map(|e| match e {
+                Event::MessagesSnapshot(s) => Some(s.messages.clone()),
+                _ => None,
+            })
+            .unwrap_or_else(|| panic!("round {round}: no snapshot: {}", types(&events)));
+        let prefix: String = c.id().chars().take(8).collect();
+        let ids: Vec<&str> = messages.iter().map(agui_types::Message::id).collect();
+        assert_eq!(ids, ["m1", &format!("{prefix}-r-1-t")], "round {round}");
+        assert!(
+            messages
+                .iter()
+                .all(|m| serde_json::to_value(m).unwrap()["metadata"]["interrupted"].is_null()),
+            "round {round}: a finished turn was marked interrupted: {messages:?}"
+        );
+        let run = second.run(support::input_of(json!({"messages": [
+            user("m1", "remember me"), user("m2", "and then")
+        ]})));
+        let resumed = restarted.conversation(0).await;
+        assert_eq!(resumed.next_input().await, "and then", "round {round}");
+        resumed.idle(None);
+        let events = finish(run).await;
+        assert!(
+            matches!(last(&events), Event::RunFinished(_)),
+            "round {round}: {}",
+            types(&events)
+        );
+        second.shutdown().await;
+        fx.agent.shutdown().await;
+    }
+}

@@ -70,7 +70,7 @@ pub(crate) fn rewrite_owner(
             source,
         }
     })?;
-    if slots::write_slot(&path, &bytes)
+    if slots::write_slot(&path, &bytes, true)
         .map_err(|source| store_io("write the thread record", &path, source))?
     {
         sync_dir(dir);

@@ -139,9 +139,10 @@ pub(super) fn encode(
     })
 }
 
-/// Writes `bytes` over the slot at `path` (creating it if needed) and flushes it to disk.
-/// Returns whether the file was created, so the caller makes its directory entry durable.
-pub(super) fn write_slot(path: &Path, bytes: &[u8]) -> io::Result<bool> {
+/// Writes `bytes` over the slot at `path` (creating it if needed), flushing it to disk when
+/// `durable`. Returns whether the file was created, so the caller makes its directory entry
+/// durable.
+pub(super) fn write_slot(path: &Path, bytes: &[u8], durable: bool) -> io::Result<bool> {
     let (mut file, created) = match OpenOptions::new().write(true).open(path) {
         Ok(file) => (file, false),
         Err(error) if error.kind() == io::ErrorKind::NotFound => (
@@ -153,7 +154,9 @@ pub(super) fn write_slot(path: &Path, bytes: &[u8]) -> io::Result<bool> {
     file.seek(SeekFrom::Start(0))?;
     file.write_all(bytes)?;
     file.set_len(bytes.len() as u64)?;
-    file.sync_data()?;
+    if durable {
+        file.sync_data()?;
+    }
     Ok(created)
 }
 

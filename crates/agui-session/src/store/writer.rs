@@ -1,30 +1,55 @@
 //! Thread records persisted off the run path.
 //!
-//! A run hands its thread's record over and goes on: the terminal event never waits for a
-//! disk write. The newest record of each thread waits in memory until a background task
-//! writes it (records written in a burst are coalesced per thread); reads see a waiting record
-//! before the file, so a thread resumed meanwhile gets its newest state. Shutdown flushes.
+//! A run hands its thread's record over and goes on: the thread's task never waits for a disk
+//! write. The newest record of each thread waits in memory until a background task writes it
+//! (records written in a burst are coalesced per thread); reads see a waiting record before the
+//! file, so a thread resumed meanwhile gets its newest state. A batch is written in two steps:
+//! every record reaches the volume (other replicas and a restarted server read it from then
+//! on), then one sync of the volume makes them all durable. A run's terminal event waits for
+//! the first step only ([`RecordWriter::settled`]): once a client is told its turn finished, a
+//! replica that takes the thread over, or this server restarted after a kill, reads the record
+//! that says so. Shutdown flushes.
+//!
+//! A record put while its thread's lease was held is dropped unwritten once the lease's end
+//! has passed (a replica frozen past it): another replica may own the record by then.
 
 use parking_lot::Mutex;
 use std::collections::HashMap;
+use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 
 use tokio::sync::Notify;
+use tokio::time::Instant;
 
 use super::{ThreadRecord, ThreadStore};
+
+/// The newest unwritten record of one thread.
+struct Waiting {
+    version: u64,
+    record: ThreadRecord,
+    /// The end of the thread's lease when the record was put (none: no lease is needed):
+    /// after it the record is not this server's to write.
+    valid_until: Option<Instant>,
+    /// The oldest version put for the thread that no write has tried yet: versions before it
+    /// are settled (written, or failed and reported), even while a newer record waits.
+    unsettled_from: u64,
+}
+
+type WaitingRecords = Arc<Mutex<HashMap<String, Waiting>>>;
 
 /// The write-behind front of a [`ThreadStore`].
 pub(crate) struct RecordWriter {
     store: Arc<ThreadStore>,
-    /// The newest unwritten record of each thread, with its version.
-    waiting: Mutex<HashMap<String, (u64, ThreadRecord)>>,
+    /// The newest unwritten record of each thread.
+    waiting: WaitingRecords,
     next_version: Mutex<u64>,
     wake: Arc<Notify>,
     /// Held while records are written, so a flush waits for a write in progress.
     writing: tokio::sync::Mutex<()>,
-    /// Counts the writes and removals done, for those who follow the store's changes.
-    written: tokio::sync::watch::Sender<u64>,
+    /// Counts the writes and removals done, for those who follow the store's changes and
+    /// those who wait for a record to settle.
+    written: Arc<tokio::sync::watch::Sender<u64>>,
     /// The save dir's volume was full at the last write to it (a record's or a lease's): what a
     /// turn does now could not be kept.
     full: AtomicBool,
@@ -36,32 +61,84 @@ impl RecordWriter {
     pub(crate) fn start(store: ThreadStore) -> Arc<Self> {
         let writer = Arc::new(Self {
             store: Arc::new(store),
-            waiting: Mutex::new(HashMap::new()),
+            waiting: Arc::new(Mutex::new(HashMap::new())),
             next_version: Mutex::new(0),
             wake: Arc::new(Notify::new()),
             writing: tokio::sync::Mutex::new(()),
-            written: tokio::sync::watch::channel(0).0,
+            written: Arc::new(tokio::sync::watch::channel(0).0),
             full: AtomicBool::new(false),
         });
         tokio::spawn(write_behind(Arc::downgrade(&writer), writer.wake.clone()));
         writer
     }
 
-    /// Queues `record` as the thread's newest (replacing one still waiting).
-    pub(crate) fn put(&self, thread_id: &str, record: ThreadRecord) {
+    /// Queues `record` as the thread's newest (replacing one still waiting), to be written
+    /// only before `valid_until` (the end of the thread's lease, if it needs one). Returns its
+    /// version, for [`RecordWriter::settled`].
+    pub(crate) fn put(
+        &self,
+        thread_id: &str,
+        record: ThreadRecord,
+        valid_until: Option<Instant>,
+    ) -> u64 {
         let version = {
             let mut next = lock(&self.next_version);
             *next += 1;
             *next
         };
-        lock(&self.waiting).insert(thread_id.to_owned(), (version, record));
+        let mut waiting = lock(&self.waiting);
+        let unsettled_from = waiting
+            .get(thread_id)
+            .map_or(version, |older| older.unsettled_from);
+        waiting.insert(
+            thread_id.to_owned(),
+            Waiting {
+                version,
+                record,
+                valid_until,
+                unsettled_from,
+            },
+        );
+        drop(waiting);
         self.wake.notify_one();
+        version
+    }
+
+    /// Resolves once the thread's record of `version` (or a newer one) is on the volume, or its
+    /// write failed (and was reported), or it was dropped with the thread's lease; `None` when
+    /// that is so already.
+    pub(crate) fn settled(
+        &self,
+        thread_id: &str,
+        version: u64,
+    ) -> Option<impl Future<Output = ()> + Send + 'static> {
+        // Subscribed before the check, so a write between the two is not missed.
+        let mut written = self.written.subscribe();
+        let is_settled = {
+            let waiting = self.waiting.clone();
+            let thread_id = thread_id.to_owned();
+            move || {
+                lock(&waiting)
+                    .get(&thread_id)
+                    .is_none_or(|w| w.unsettled_from > version)
+            }
+        };
+        if is_settled() {
+            return None;
+        }
+        Some(async move {
+            while !is_settled() {
+                if written.changed().await.is_err() {
+                    return;
+                }
+            }
+        })
     }
 
     /// The thread's newest record: one still waiting, else the file's.
     pub(crate) async fn get(&self, thread_id: &str) -> Option<ThreadRecord> {
-        if let Some((_, record)) = lock(&self.waiting).get(thread_id) {
-            return Some(record.clone());
+        if let Some(waiting) = lock(&self.waiting).get(thread_id) {
+            return Some(waiting.record.clone());
         }
         let store = self.store.clone();
         let id = thread_id.to_owned();
@@ -74,48 +151,53 @@ impl RecordWriter {
         }
     }
 
-    /// Writes every waiting record now.
+    /// Writes every waiting record now, and makes them durable.
     pub(crate) async fn flush(&self) {
         let _writing = self.writing.lock().await;
-        let batch: Vec<(String, u64, ThreadRecord)> = lock(&self.waiting)
-            .iter()
-            .map(|(id, (version, record))| (id.clone(), *version, record.clone()))
-            .collect();
+        let now = Instant::now();
+        let (batch, expired) = {
+            let mut waiting = lock(&self.waiting);
+            let expired: Vec<String> = waiting
+                .iter()
+                .filter(|(_, w)| w.valid_until.is_some_and(|end| end <= now))
+                .map(|(id, _)| id.clone())
+                .collect();
+            for id in &expired {
+                waiting.remove(id);
+            }
+            let batch: Vec<(String, u64, ThreadRecord)> = waiting
+                .iter()
+                .map(|(id, w)| (id.clone(), w.version, w.record.clone()))
+                .collect();
+            (batch, expired)
+        };
+        for thread_id in &expired {
+            tracing::warn!(
+                thread_id,
+                "the thread's lease ended before its record was written (this server was paused?): the record is dropped, another replica may own the thread now"
+            );
+        }
+        if !expired.is_empty() {
+            self.written.send_modify(|n| *n += 1);
+        }
         if batch.is_empty() {
             return;
         }
-        let store = self.store.clone();
-        let written = tokio::task::spawn_blocking(move || {
-            batch
-                .into_iter()
-                .map(|(id, version, record)| match store.put(&id, &record) {
-                    // A write that passes says little of the room left (a few bytes freed
-                    // elsewhere let a small one through): only `storage_full` clears the mark.
-                    Ok(()) => (Some((id, version)), None),
-                    Err(e) => {
-                        tracing::warn!(thread_id = %id, error = %e, "could not persist the thread record");
-                        (None, e.is_storage_full().then_some(true))
-                    }
-                })
-                .collect::<Vec<_>>()
-        })
-        .await
-        .unwrap_or_else(|e| {
-            tracing::warn!(error = %e, "persisting thread records failed");
-            Vec::new()
-        });
-        for full in written.iter().filter_map(|(_, full)| *full) {
+        let (store, waiting, written) = (
+            self.store.clone(),
+            self.waiting.clone(),
+            self.written.clone(),
+        );
+        let full =
+            tokio::task::spawn_blocking(move || write_batch(&store, &waiting, &written, batch))
+                .await
+                .unwrap_or_else(|e| {
+                    tracing::warn!(error = %e, "persisting thread records failed");
+                    Vec::new()
+                });
+        for full in full {
             self.saw_storage(full);
         }
-        let mut waiting = lock(&self.waiting);
-        for (id, version) in written.into_iter().filter_map(|(done, _)| done) {
-            // A newer record that arrived during the write stays for the next round.
-            if waiting.get(&id).is_some_and(|(v, _)| *v == version) {
-                waiting.remove(&id);
-            }
-        }
-        drop(waiting);
-        self.written.send_modify(|n| *n += 1);
     }
 
     /// What a write to the save dir's volume found: full (a record's write here, a lease's in
@@ -154,17 +236,26 @@ impl RecordWriter {
     /// Every thread's newest record: those still waiting, else the files' (written by this
     /// server or by another sharing the store).
     pub(crate) async fn scan(&self) -> Vec<(String, ThreadRecord)> {
+        // What waits is read before the files too: a record written (and no longer waiting)
+        // while the files are read may have been read before it reached them.
+        let waiting_before = self.waiting_records();
         let store = self.store.clone();
-        let mut records: std::collections::HashMap<String, ThreadRecord> =
+        let mut records: HashMap<String, ThreadRecord> =
             tokio::task::spawn_blocking(move || store.scan())
                 .await
                 .unwrap_or_default()
                 .into_iter()
                 .collect();
-        for (id, (_, record)) in lock(&self.waiting).iter() {
-            records.insert(id.clone(), record.clone());
-        }
+        records.extend(waiting_before);
+        records.extend(self.waiting_records());
         records.into_iter().collect()
+    }
+
+    fn waiting_records(&self) -> Vec<(String, ThreadRecord)> {
+        lock(&self.waiting)
+            .iter()
+            .map(|(id, waiting)| (id.clone(), waiting.record.clone()))
+            .collect()
     }
 
     /// Whether `identity` may use `thread_id` (see [`ThreadStore::admit`]), off the async
@@ -237,13 +328,69 @@ impl RecordWriter {
 impl Drop for RecordWriter {
     /// Writes what still waits (an agent dropped without a shutdown) and ends the task.
     fn drop(&mut self) {
-        for (id, (_, record)) in lock(&self.waiting).drain() {
-            if let Err(e) = self.store.put(&id, &record) {
+        let now = Instant::now();
+        for (id, waiting) in lock(&self.waiting).drain() {
+            if waiting.valid_until.is_some_and(|end| end <= now) {
+                continue;
+            }
+            if let Err(e) = self.store.put(&id, &waiting.record) {
                 tracing::warn!(thread_id = %id, error = %e, "could not persist the thread record");
             }
         }
         self.wake.notify_one();
     }
+}
+
+/// Writes `batch` (thread, version, record) to the volume, settles what was written in
+/// `waiting` and tells `written`, then syncs the volume once. Returns what the writes found of
+/// the volume's room (`true`: full), for [`RecordWriter::saw_storage`].
+fn write_batch(
+    store: &ThreadStore,
+    waiting: &WaitingRecords,
+    written: &tokio::sync::watch::Sender<u64>,
+    batch: Vec<(String, u64, ThreadRecord)>,
+) -> Vec<bool> {
+    let mut full = Vec::new();
+    let mut tried = Vec::with_capacity(batch.len());
+    for (id, version, record) in batch {
+        let ok = match store.put_unsynced(&id, &record) {
+            Ok(()) => true,
+            Err(e) => {
+                // A write that passes says little of the room left (a few bytes freed
+                // elsewhere let a small one through): only `storage_full` clears the mark.
+                tracing::warn!(thread_id = %id, error = %e, "could not persist the thread record");
+                if e.is_storage_full() {
+                    full.push(true);
+                }
+                false
+            }
+        };
+        tried.push((id, version, ok));
+    }
+    let any_written = tried.iter().any(|(_, _, ok)| *ok);
+    {
+        let mut waiting = lock(waiting);
+        for (id, version, ok) in tried {
+            let Some(entry) = waiting.get_mut(&id) else {
+                continue;
+            };
+            // A newer record that arrived during the write stays for the next round, as does
+            // one whose write failed.
+            if ok && entry.version == version {
+                waiting.remove(&id);
+            } else {
+                entry.unsettled_from = entry.unsettled_from.max(version + 1);
+            }
+        }
+    }
+    written.send_modify(|n| *n += 1);
+    if any_written && let Err(e) = store.sync() {
+        tracing::warn!(error = %e, "could not make the thread records durable");
+        if e.is_storage_full() {
+            full.push(true);
+        }
+    }
+    full
 }
 
 /// Writes waiting records whenever some arrive; ends once the writer is gone.
@@ -285,9 +432,9 @@ mod tests {
     async fn a_waiting_record_is_read_before_the_file_and_a_flush_writes_it() {
         let dir = tempfile::tempdir().unwrap();
         let writer = RecordWriter::start(store(dir.path()));
-        writer.put("t", record("old"));
+        writer.put("t", record("old"), None);
         writer.flush().await;
-        writer.put("t", record("new"));
+        writer.put("t", record("new"), None);
         assert_eq!(writer.get("t").await.unwrap().conversation_id, "new");
         writer.flush().await;
         assert!(
@@ -305,7 +452,7 @@ mod tests {
     async fn the_background_task_writes_what_was_put() {
         let dir = tempfile::tempdir().unwrap();
         let writer = RecordWriter::start(store(dir.path()));
-        writer.put("t", record("c"));
+        writer.put("t", record("c"), None);
         for _ in 0..200 {
             if lock(&writer.waiting).is_empty() {
                 break;
@@ -324,7 +471,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let writer = RecordWriter::start(store(dir.path()));
         writer.saw_storage(true);
-        writer.put("t", record("written"));
+        writer.put("t", record("written"), None);
         writer.flush().await;
         assert!(
             store(dir.path()).get("t").is_some(),
@@ -340,25 +487,114 @@ mod tests {
         );
     }
 
-    #[tokio::test]
-    async fn dropping_the_writer_writes_what_still_waits() {
-        let dir = tempfile::tempdir().unwrap();
-        // No background task: the record can only be written by the drop.
-        let writer = RecordWriter {
-            store: Arc::new(store(dir.path())),
-            waiting: Mutex::new(HashMap::new()),
+    /// A writer without its background task: records are written only by a flush or the drop.
+    fn idle_writer(dir: &std::path::Path) -> RecordWriter {
+        RecordWriter {
+            store: Arc::new(store(dir)),
+            waiting: Arc::new(Mutex::new(HashMap::new())),
             next_version: Mutex::new(0),
             wake: Arc::new(Notify::new()),
             writing: tokio::sync::Mutex::new(()),
-            written: tokio::sync::watch::channel(0).0,
+            written: Arc::new(tokio::sync::watch::channel(0).0),
             full: AtomicBool::new(false),
-        };
-        writer.put("t", record("dropped"));
+        }
+    }
+
+    #[tokio::test]
+    async fn dropping_the_writer_writes_what_still_waits() {
+        let dir = tempfile::tempdir().unwrap();
+        let writer = idle_writer(dir.path());
+        writer.put("t", record("dropped"), None);
         assert!(store(dir.path()).get("t").is_none(), "not written yet");
         drop(writer);
         assert_eq!(
             store(dir.path()).get("t").unwrap().conversation_id,
             "dropped"
         );
+    }
+
+    /// What a run's terminal event waits for: its record on the volume, where another replica
+    /// (or this server restarted after a kill) reads it; a newer record put meanwhile does not
+    /// settle an older version until it is written itself.
+    #[tokio::test]
+    async fn a_version_settles_when_a_write_puts_it_or_a_newer_one_on_the_volume() {
+        let dir = tempfile::tempdir().unwrap();
+        let writer = idle_writer(dir.path());
+        let first = writer.put("t", record("first"), None);
+        let waits = writer.settled("t", first).expect("not written yet");
+        let second = writer.put("t", record("second"), None);
+        assert!(
+            writer.settled("t", first).is_some(),
+            "coalesced, not written"
+        );
+        let waiter = tokio::spawn(waits);
+        tokio::task::yield_now().await;
+        assert!(!waiter.is_finished(), "settled before any write");
+        writer.flush().await;
+        tokio::time::timeout(std::time::Duration::from_secs(5), waiter)
+            .await
+            .expect("the write settles the waiter")
+            .unwrap();
+        assert!(writer.settled("t", second).is_none());
+        assert_eq!(
+            store(dir.path()).get("t").unwrap().conversation_id,
+            "second",
+            "another reader of the volume sees the newest record"
+        );
+        assert!(writer.settled("other", 1).is_none(), "nothing waits for it");
+    }
+
+    /// A replica frozen past its lease must not write, once thawed, over the record the
+    /// replica that took the thread over keeps now.
+    #[tokio::test]
+    async fn a_record_whose_lease_ended_before_its_write_is_dropped_and_settles() {
+        let dir = tempfile::tempdir().unwrap();
+        let ours = store(dir.path());
+        ours.put("t", &record("the new holder's")).unwrap();
+        let writer = idle_writer(dir.path());
+        let ended = Instant::now() - std::time::Duration::from_millis(1);
+        let stale = writer.put("t", record("stale"), Some(ended));
+        let live = writer.put(
+            "u",
+            record("live"),
+            Some(Instant::now() + std::time::Duration::from_secs(60)),
+        );
+        writer.flush().await;
+        assert_eq!(
+            store(dir.path()).get("t").unwrap().conversation_id,
+            "the new holder's",
+            "the stale record was written"
+        );
+        assert!(
+            writer.settled("t", stale).is_none(),
+            "a dropped record settles"
+        );
+        assert_eq!(store(dir.path()).get("u").unwrap().conversation_id, "live");
+        assert!(writer.settled("u", live).is_none());
+        writer.put("t", record("stale again"), Some(ended));
+        drop(writer);
+        assert_eq!(
+            store(dir.path()).get("t").unwrap().conversation_id,
+            "the new holder's",
+            "the drop wrote a stale record"
+        );
+    }
+
+    /// A failed write settles its version (the failure was reported) and keeps the record for
+    /// the next round.
+    #[tokio::test]
+    async fn a_failed_write_settles_its_version_and_keeps_the_record() {
+        let dir = tempfile::tempdir().unwrap();
+        let writer = idle_writer(dir.path());
+        let version = writer.put("t", record("kept"), None);
+        // The store's directory gone: the write fails, even for root.
+        let moved = dir.path().with_extension("away");
+        std::fs::rename(dir.path(), &moved).unwrap();
+        writer.flush().await;
+        std::fs::rename(&moved, dir.path()).unwrap();
+        assert!(writer.settled("t", version).is_none(), "a failure settles");
+        assert_eq!(writer.get("t").await.unwrap().conversation_id, "kept");
+        writer.flush().await;
+        assert_eq!(store(dir.path()).get("t").unwrap().conversation_id, "kept");
     }
 }

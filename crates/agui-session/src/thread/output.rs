@@ -12,12 +12,14 @@
 //! as events to run it. A client that missed more, or a backlog that overflowed, gets the
 //! thread restated as a snapshot instead.
 
+use std::future::Future;
 use std::sync::Arc;
 
 use agui_types::{Event, MessageLog, OpenBlocks, RunOutcome, TokenUsage};
 use harness_proto::lh::UsageMetadata;
 use tokio::sync::mpsc;
 use tokio::sync::mpsc::error::TrySendError;
+use tracing::Instrument as _;
 
 use super::shared::Shared;
 use crate::error::RunFailure;
@@ -347,17 +349,39 @@ impl Output {
     }
 
     /// Ends every subscribed run with `terminal` (usage: what the conversation spent since each
-    /// subscribed, given its cumulative usage `now`).
+    /// subscribed, given its cumulative usage `now`), once `settled` resolves if given: the
+    /// terminal events wait in a task of their own, never holding the thread's task up.
     pub(crate) fn finish_all(
         &mut self,
         terminal: &Terminal,
         now: Option<&UsageMetadata>,
         model: &ModelLabel,
+        settled: Option<impl Future<Output = ()> + Send + 'static>,
     ) {
-        for subscriber in std::mem::take(&mut self.subscribers) {
-            self.finish(subscriber, terminal, now, model);
-        }
+        let ends: Vec<(Subscriber, Event)> = std::mem::take(&mut self.subscribers)
+            .into_iter()
+            .map(|subscriber| {
+                let event = self.terminal_event(&subscriber, terminal, now, model);
+                (subscriber, event)
+            })
+            .collect();
         self.open = OpenBlocks::new();
+        let Some(settled) = settled.filter(|_| !ends.is_empty()) else {
+            for (mut subscriber, event) in ends {
+                let _ = send(&mut subscriber, event);
+            }
+            return;
+        };
+        tracing::debug!("the run's end waits for the thread's record to be written");
+        tokio::spawn(
+            async move {
+                settled.await;
+                for (mut subscriber, event) in ends {
+                    let _ = send(&mut subscriber, event);
+                }
+            }
+            .in_current_span(),
+        );
     }
 
     /// Ends the run of `run_id` alone with `terminal`.
@@ -381,6 +405,18 @@ impl Output {
         now: Option<&UsageMetadata>,
         model: &ModelLabel,
     ) {
+        let event = self.terminal_event(&subscriber, terminal, now, model);
+        let _ = send(&mut subscriber, event);
+    }
+
+    /// The event that ends `subscriber`'s run with `terminal`.
+    fn terminal_event(
+        &self,
+        subscriber: &Subscriber,
+        terminal: &Terminal,
+        now: Option<&UsageMetadata>,
+        model: &ModelLabel,
+    ) -> Event {
         let usage = usage_since(subscriber.usage_start.as_ref(), now, model);
         let event = match terminal {
             Terminal::Finished(outcome) => {
@@ -407,7 +443,7 @@ impl Output {
         if matches!(event, Event::RunFinished(_)) {
             tracing::info!(run_id = %subscriber.run_id, "run finished");
         }
-        let _ = send(&mut subscriber, event);
+        event
     }
 }
 

@@ -387,18 +387,22 @@ impl Task {
     }
 
     /// Hands the thread's record to the store (written behind the run path), if the record is
-    /// this task's to write.
-    fn persist(&mut self) {
+    /// this task's to write; returns the version put (see [`RecordWriter::settled`]).
+    ///
+    /// [`RecordWriter::settled`]: crate::store::RecordWriter::settled
+    fn persist(&mut self) -> Option<u64> {
         let turn_in_flight = self.conversation.turn().is_some();
-        self.persist_as(turn_in_flight);
+        self.persist_as(turn_in_flight)
     }
 
     /// [`Task::persist`], saying whether a turn is in flight.
-    fn persist_as(&mut self, turn_in_flight: bool) {
-        if !self.lease.is_ours() {
+    fn persist_as(&mut self, turn_in_flight: bool) -> Option<u64> {
+        let valid_until = match &self.lease {
+            Lease::NotNeeded => None,
+            Lease::Held { valid_until, .. } => Some(*valid_until),
             // Never read (its lease was never taken), or another replica may write it now.
-            return;
-        }
+            Lease::Missing { .. } | Lease::Lost => return None,
+        };
         if self.record.created_at == 0 {
             self.record.created_at = crate::threads::model::now_unix();
         }
@@ -422,7 +426,7 @@ impl Task {
             unsent: self.harnessed == Harnessed::New && !self.opened,
             ..self.record.clone()
         };
-        self.ctx.records.put(&self.id, record);
+        Some(self.ctx.records.put(&self.id, record, valid_until))
     }
 
     /// The workspace of a thread recorded before places existed, until it is moved.

@@ -510,10 +510,15 @@ impl Task {
             Err(failure) => Terminal::Failed(failure),
         };
         let label = self.model_label();
-        self.output
-            .finish_all(&terminal, self.usage.as_ref(), &label);
         self.run = None;
-        self.persist();
+        // The run's end waits for the thread's record to reach the volume: a replica that
+        // takes the thread over, or this server restarted, then knows what the client was
+        // told (its message answered under its id, the turn over).
+        let settled = self
+            .persist()
+            .and_then(|version| self.ctx.records.settled(&self.id, version));
+        self.output
+            .finish_all(&terminal, self.usage.as_ref(), &label, settled);
     }
 
     /// Ends one subscriber's run alone (a connect that has nothing live to follow).

@@ -102,8 +102,12 @@ impl Task {
             Exit::Shutdown { .. } => {}
             // With the conversation let go, no turn is in flight any more (only a server that
             // stops without ending its task leaves the mark).
-            Exit::Idle => self.persist_as(interrupted),
-            Exit::Abandoned | Exit::LeaseLost(_) => self.persist_as(false),
+            Exit::Idle => {
+                self.persist_as(interrupted);
+            }
+            Exit::Abandoned | Exit::LeaseLost(_) => {
+                self.persist_as(false);
+            }
         }
         if let Lease::Held {
             renewing: Some(child),
