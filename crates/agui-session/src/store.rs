@@ -15,8 +15,8 @@
 //!   with a warning; it never fails [`ThreadStore::open`] and never panics.
 //! - The I/O is synchronous std I/O on tiny files, under one mutex. Sessions reach it through
 //!   `RecordWriter`, which writes behind the run path: a batch of records is one small write
-//!   each, then one sync of the volume; a run's terminal event waits for its thread's write,
-//!   never for the sync.
+//!   each, then one fdatasync each; a run's terminal event waits for its thread's write, never
+//!   for a flush.
 //! - One store per directory: two processes sharing a directory are not coordinated.
 
 use parking_lot::{Mutex, MutexGuard};
@@ -572,25 +572,42 @@ impl ThreadStore {
     /// one. When this makes more than `max_threads` records, the least recently updated ones
     /// are dropped.
     pub(crate) fn put(&self, thread_id: &str, record: &ThreadRecord) -> Result<(), SessionError> {
-        self.write(thread_id, record, true)
+        let written = self.write(thread_id, record, true)?;
+        if written.created {
+            sync_dir(&self.dir);
+        }
+        Ok(())
     }
 
     /// [`ThreadStore::put`] without the flush to disk: other processes read the record at
-    /// once, and it is durable after the next [`ThreadStore::sync`] (a batch of records pays for
-    /// one sync, not one each).
+    /// once, and it is durable once [`ThreadStore::sync`] flushes what this returns.
     pub(crate) fn put_unsynced(
         &self,
         thread_id: &str,
         record: &ThreadRecord,
-    ) -> Result<(), SessionError> {
+    ) -> Result<Unsynced, SessionError> {
         self.write(thread_id, record, false)
     }
 
-    /// Makes every record written before it durable: one sync of the store's volume.
-    pub(crate) fn sync(&self) -> Result<(), SessionError> {
-        File::open(&self.dir)
-            .and_then(|dir| rustix::fs::syncfs(&dir).map_err(std::io::Error::from))
-            .map_err(|source| store_io("sync the thread records", &self.dir, source))
+    /// Flushes records written by [`ThreadStore::put_unsynced`] to disk (the directory too
+    /// when one made a file); every one is tried, the first failure is returned.
+    pub(crate) fn sync(&self, written: Vec<Unsynced>) -> Result<(), SessionError> {
+        let mut first_failure = None;
+        let mut created = false;
+        for unsynced in written {
+            created |= unsynced.created;
+            if let Err(source) = unsynced.file.sync_data() {
+                first_failure.get_or_insert(store_io(
+                    "flush the thread record",
+                    &unsynced.path,
+                    source,
+                ));
+            }
+        }
+        if created {
+            sync_dir(&self.dir);
+        }
+        first_failure.map_or(Ok(()), Err)
     }
 
     fn write(
@@ -598,7 +615,7 @@ impl ThreadStore {
         thread_id: &str,
         record: &ThreadRecord,
         durable: bool,
-    ) -> Result<(), SessionError> {
+    ) -> Result<Unsynced, SessionError> {
         let now = self.now();
         let mut record = record.clone();
         record.updated_at = now;
@@ -621,13 +638,14 @@ impl ThreadStore {
                 source,
             }
         })?;
-        let created = slots::write_slot(&path, &bytes, durable)
+        let (file, created) = slots::write_slot(&path, &bytes, durable)
             .map_err(|source| store_io("write the thread record", &path, source))?;
-        if created && durable {
-            sync_dir(&self.dir);
-        }
         index.touch(thread_id.to_owned(), now, head);
-        Ok(())
+        Ok(Unsynced {
+            file,
+            path,
+            created,
+        })
     }
 
     /// Whether the store's volume has room for a turn again ([`ROOM_FOR_A_TURN`] free to an
@@ -788,6 +806,13 @@ impl Index {
 
 /// Makes a new file in `dir` durable. Best effort: not every platform can sync a directory, and
 /// the record is already complete on disk.
+/// A record written to the volume (other processes read it) but not yet flushed to disk.
+pub(crate) struct Unsynced {
+    file: File,
+    path: PathBuf,
+    created: bool,
+}
+
 fn sync_dir(dir: &Path) {
     if let Err(error) = File::open(dir).and_then(|dir| dir.sync_all()) {
         tracing::debug!(dir = %dir.display(), %error, "Could not sync the thread store directory.");

@@ -72,6 +72,7 @@ pub(crate) fn rewrite_owner(
     })?;
     if slots::write_slot(&path, &bytes, true)
         .map_err(|source| store_io("write the thread record", &path, source))?
+        .1
     {
         sync_dir(dir);
     }

@@ -140,9 +140,9 @@ pub(super) fn encode(
 }
 
 /// Writes `bytes` over the slot at `path` (creating it if needed), flushing it to disk when
-/// `durable`. Returns whether the file was created, so the caller makes its directory entry
-/// durable.
-pub(super) fn write_slot(path: &Path, bytes: &[u8], durable: bool) -> io::Result<bool> {
+/// `durable`. Returns the file (to flush later when not `durable`) and whether it was created,
+/// so the caller makes its directory entry durable.
+pub(super) fn write_slot(path: &Path, bytes: &[u8], durable: bool) -> io::Result<(File, bool)> {
     let (mut file, created) = match OpenOptions::new().write(true).open(path) {
         Ok(file) => (file, false),
         Err(error) if error.kind() == io::ErrorKind::NotFound => (
@@ -157,7 +157,7 @@ pub(super) fn write_slot(path: &Path, bytes: &[u8], durable: bool) -> io::Result
     if durable {
         file.sync_data()?;
     }
-    Ok(created)
+    Ok((file, created))
 }
 
 /// What a slot's digest covers: everything that decides which slot is read. A write cut short

@@ -5,8 +5,7 @@
 //! (records written in a burst are coalesced per thread); reads see a waiting record before the
 //! file, so a thread resumed meanwhile gets its newest state. A batch is written in two steps:
 //! every record reaches the volume (other replicas and a restarted server read it from then
-//! on), then one sync of the volume makes them all durable. A run's terminal event waits for
-//! the first step only ([`RecordWriter::settled`]): once a client is told its turn finished, a
+//! on), then each is flushed to disk. A run's terminal event waits for the first step only ([`RecordWriter::settled`]): once a client is told its turn finished, a
 //! replica that takes the thread over, or this server restarted after a kill, reads the record
 //! that says so. Shutdown flushes.
 //!
@@ -342,7 +341,7 @@ impl Drop for RecordWriter {
 }
 
 /// Writes `batch` (thread, version, record) to the volume, settles what was written in
-/// `waiting` and tells `written`, then syncs the volume once. Returns what the writes found of
+/// `waiting` and tells `written`, then flushes what was written to disk. Returns what the writes found of
 /// the volume's room (`true`: full), for [`RecordWriter::saw_storage`].
 fn write_batch(
     store: &ThreadStore,
@@ -352,9 +351,13 @@ fn write_batch(
 ) -> Vec<bool> {
     let mut full = Vec::new();
     let mut tried = Vec::with_capacity(batch.len());
+    let mut unsynced = Vec::with_capacity(batch.len());
     for (id, version, record) in batch {
         let ok = match store.put_unsynced(&id, &record) {
-            Ok(()) => true,
+            Ok(written) => {
+                unsynced.push(written);
+                true
+            }
             Err(e) => {
                 // A write that passes says little of the room left (a few bytes freed
                 // elsewhere let a small one through): only `storage_full` clears the mark.
@@ -367,7 +370,6 @@ fn write_batch(
         };
         tried.push((id, version, ok));
     }
-    let any_written = tried.iter().any(|(_, _, ok)| *ok);
     {
         let mut waiting = lock(waiting);
         for (id, version, ok) in tried {
@@ -384,7 +386,7 @@ fn write_batch(
         }
     }
     written.send_modify(|n| *n += 1);
-    if any_written && let Err(e) = store.sync() {
+    if let Err(e) = store.sync(unsynced) {
         tracing::warn!(error = %e, "could not make the thread records durable");
         if e.is_storage_full() {
             full.push(true);
