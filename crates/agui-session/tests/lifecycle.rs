@@ -287,27 +287,11 @@ async fn a_tool_result_that_arrives_after_a_restart_reaches_the_model_once_whate
 async fn a_run_that_finished_is_known_to_a_server_that_reads_the_thread_at_once() {
     for round in 0..4 {
         let fx = FakeAgent::new();
-        let (run, c) = fx.begin("remember me").await;
-        c.echo(0, "remember me");
-        c.say(1, "I will.");
-        c.idle(None);
-        finish(run).await;
+        let c = fx.answered("remember me", "I will.").await;
         // The server stops here, without a shutdown: only what is on the volume is known.
-        let restarted = fx.harness.restarted();
-        let second = agui_session::Agent::new(
-            support::options(fx.dir.path()),
-            restarted.backend(),
-            ToolRegistry::new(),
-        )
-        .unwrap();
+        let (second, restarted) = fx.another_server();
         let events = finish(second.connect(support::input_of(json!({}))).await.unwrap()).await;
-        let messages = events
-            .iter()
-            .find_map(|e| match e {
-                Event::MessagesSnapshot(s) => Some(s.messages.clone()),
-                _ => None,
-            })
-            .unwrap_or_else(|| panic!("round {round}: no snapshot: {}", types(&events)));
+        let messages = support::snapshot(&events);
         let prefix: String = c.id().chars().take(8).collect();
         let ids: Vec<&str> = messages.iter().map(agui_types::Message::id).collect();
         assert_eq!(ids, ["m1", &format!("{prefix}-r-1-t")], "round {round}");

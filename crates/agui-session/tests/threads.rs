@@ -11,8 +11,8 @@ use agui_types::{Event, Message, MessageLog, RunOutcome};
 use harness_client::{CloseReason, ConversationEvent, ExitInfo, TurnEnd};
 use serde_json::json;
 use support::{
-    FakeAgent, ask_colour, eventually, finish, finish_after, input_of, last, run_error, text,
-    types, until, user,
+    FakeAgent, ask_colour, eventually, finish, finish_after, input_of, last, run_error, snapshot,
+    text, types, until, user,
 };
 
 /// What a client holds after applying `events` to `messages`.
@@ -27,17 +27,6 @@ fn held(messages: &[Message], events: &[Event]) -> Vec<Message> {
 /// A connect request for `thread-1` from a client that holds nothing.
 fn connect_input() -> agui_types::RunAgentInput {
     input_of(json!({}))
-}
-
-/// The messages of the first `MESSAGES_SNAPSHOT`.
-fn snapshot(events: &[Event]) -> Vec<Message> {
-    events
-        .iter()
-        .find_map(|e| match e {
-            Event::MessagesSnapshot(s) => Some(s.messages.clone()),
-            _ => None,
-        })
-        .unwrap_or_else(|| panic!("no MESSAGES_SNAPSHOT: {}", types(events)))
 }
 
 /// The turn ends because it was cancelled, as the harness reports a stop.
@@ -161,11 +150,7 @@ async fn connect_to_a_parked_thread_re_announces_its_interrupt() {
 #[tokio::test]
 async fn connect_after_a_restart_restates_the_saved_history() {
     let fx = FakeAgent::new();
-    let (run, c) = fx.begin("remember me").await;
-    c.echo(0, "remember me");
-    c.say(1, "I will.");
-    c.idle(None);
-    finish(run).await;
+    let c = fx.answered("remember me", "I will.").await;
     let (agent, harness) = fx.restart().await;
     let events = finish(agent.connect(connect_input()).await.unwrap()).await;
     let messages = held(&[], &events);
@@ -324,13 +309,7 @@ async fn a_conversation_the_harness_lost_is_reported_and_the_thread_starts_over(
     finish(run).await;
     fx.agent.shutdown().await;
     fx.harness.lose(c.id());
-    let harness = fx.harness.restarted();
-    let agent = agui_session::Agent::new(
-        support::options(fx.dir.path()),
-        harness.backend(),
-        ToolRegistry::new(),
-    )
-    .unwrap();
+    let (agent, harness) = fx.another_server();
     let input = json!({"messages": [user("m1", "remember me"), user("m2", "still there?")]});
     let events = finish(agent.run(input_of(input.clone()))).await;
     let error = run_error(&events);

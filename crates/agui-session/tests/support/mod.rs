@@ -50,6 +50,13 @@ impl FakeAgent {
     /// restarted fake harness (which keeps the conversations it saved).
     pub async fn restart(&self) -> (Agent, FakeHarness) {
         self.agent.shutdown().await;
+        self.another_server()
+    }
+
+    /// A second server on this agent's save dir, with the harness restarted, the first left as
+    /// it is: what a server started after this one was killed (or a replica that took its
+    /// threads over) finds.
+    pub fn another_server(&self) -> (Agent, FakeHarness) {
         let harness = self.harness.restarted();
         let agent = Agent::new(
             options(self.dir.path()),
@@ -85,6 +92,20 @@ impl FakeAgent {
         conversation.next_input().await;
         conversation.running();
         (run, conversation)
+    }
+
+    /// A first turn answered: `text` sent as `m1`, echoed, answered `reply`, the run finished.
+    pub async fn answered(
+        &self,
+        text: &str,
+        reply: &str,
+    ) -> agui_session::testing::FakeConversation {
+        let (run, conversation) = self.begin(text).await;
+        conversation.echo(0, text);
+        conversation.say(1, reply);
+        conversation.idle(None);
+        finish(run).await;
+        conversation
     }
 
     /// Starts a run; the caller drives the fake harness, then collects with [`finish`].
@@ -254,18 +275,22 @@ impl Drop for SmallVolume {
     }
 }
 
-/// The messages a connect restates, `role: text` each.
-pub async fn restated(agent: &Agent) -> Vec<String> {
-    let stream = agent.connect(input_of(json!({}))).await.unwrap();
-    let events = finish(stream).await;
-    let snapshot = events
+/// The messages of the first `MESSAGES_SNAPSHOT` of `events`.
+pub fn snapshot(events: &[Event]) -> Vec<agui_types::Message> {
+    events
         .iter()
         .find_map(|e| match e {
             Event::MessagesSnapshot(s) => Some(s.messages.clone()),
             _ => None,
         })
-        .unwrap_or_else(|| panic!("a snapshot: {}", types(&events)));
-    snapshot
+        .unwrap_or_else(|| panic!("no MESSAGES_SNAPSHOT: {}", types(events)))
+}
+
+/// The messages a connect restates, `role: text` each.
+pub async fn restated(agent: &Agent) -> Vec<String> {
+    let stream = agent.connect(input_of(json!({}))).await.unwrap();
+    let events = finish(stream).await;
+    snapshot(&events)
         .iter()
         .filter_map(|m| {
             let value = serde_json::to_value(m).unwrap();
