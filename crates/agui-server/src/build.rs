@@ -637,12 +637,8 @@ pub fn options(
         .workspace_max_mb
         .unwrap_or(defaults::WORKSPACE_MAX_MB);
     options.workspace_max_bytes = (disk_cap > 0).then(|| disk_cap.saturating_mul(1 << 20));
+    // 0 is refused by `options.validate()` below, naming `prestart_harness = false`.
     if let Some(max) = settings.max_spare_harnesses {
-        if max == 0 {
-            return Err(bad(
-                "max_spare_harnesses must be at least 1 (prestart_harness = false boots no spare at all)".into(),
-            ));
-        }
         options.max_spare_harnesses = max;
     }
     if let Some(template) = &settings.workspace_template {

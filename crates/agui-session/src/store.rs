@@ -804,8 +804,6 @@ impl Index {
     }
 }
 
-/// Makes a new file in `dir` durable. Best effort: not every platform can sync a directory, and
-/// the record is already complete on disk.
 /// A record written to the volume (other processes read it) but not yet flushed to disk.
 pub(crate) struct Unsynced {
     file: File,
@@ -813,6 +811,8 @@ pub(crate) struct Unsynced {
     created: bool,
 }
 
+/// Makes a new file in `dir` durable. Best effort: not every platform can sync a directory, and
+/// the record is already complete on disk.
 fn sync_dir(dir: &Path) {
     if let Err(error) = File::open(dir).and_then(|dir| dir.sync_all()) {
         tracing::debug!(dir = %dir.display(), %error, "Could not sync the thread store directory.");

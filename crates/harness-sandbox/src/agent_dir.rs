@@ -53,6 +53,12 @@ const MAX_REFILLS: usize = 64;
 /// removed and the removal ends, reporting the directory not empty if a writer refilled it.
 const REFILL_WINDOW: std::time::Duration = std::time::Duration::from_secs(5);
 
+/// Whether a removal may read a directory again after `refills` reads again: fewer than
+/// [`MAX_REFILLS`], and before `until` (its start plus [`REFILL_WINDOW`]).
+fn may_refill(refills: usize, until: std::time::Instant) -> bool {
+    refills < MAX_REFILLS && std::time::Instant::now() < until
+}
+
 /// Why the door refused an entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Refusal {
@@ -589,9 +595,7 @@ impl AgentDir {
             match rustix::fs::unlinkat(&self.fd, name, AtFlags::REMOVEDIR) {
                 Ok(()) => return Ok(true),
                 Err(rustix::io::Errno::NOENT) => return Ok(true),
-                Err(rustix::io::Errno::NOTEMPTY)
-                    if refills < MAX_REFILLS && std::time::Instant::now() < refill_until =>
-                {
+                Err(rustix::io::Errno::NOTEMPTY) if may_refill(refills, refill_until) => {
                     refills += 1;
                     top.empty(refill_until)?;
                 }
@@ -626,7 +630,7 @@ impl AgentDir {
             };
             let Some(name) = level.pending.pop() else {
                 // Emptied: read it again in case a writer added to it, then go up.
-                if level.refills < MAX_REFILLS && std::time::Instant::now() < refill_until {
+                if may_refill(level.refills, refill_until) {
                     let again = level.dir.writable_names()?;
                     if !again.is_empty() {
                         level.refills += 1;

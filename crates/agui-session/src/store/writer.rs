@@ -5,9 +5,10 @@
 //! (records written in a burst are coalesced per thread); reads see a waiting record before the
 //! file, so a thread resumed meanwhile gets its newest state. A batch is written in two steps:
 //! every record reaches the volume (other replicas and a restarted server read it from then
-//! on), then each is flushed to disk. A run's terminal event waits for the first step only ([`RecordWriter::settled`]): once a client is told its turn finished, a
-//! replica that takes the thread over, or this server restarted after a kill, reads the record
-//! that says so. Shutdown flushes.
+//! on), then each is flushed to disk. A run's terminal event waits for the first step only
+//! ([`RecordWriter::settled`]): once a client is told its turn finished, a replica that takes
+//! the thread over, or this server restarted after a kill, reads the record that says so.
+//! Shutdown flushes.
 //!
 //! A record put while its thread's lease was held is dropped unwritten once the lease's end
 //! has passed (a replica frozen past it): another replica may own the record by then.
@@ -33,6 +34,13 @@ struct Waiting {
     /// The oldest version put for the thread that no write has tried yet: versions before it
     /// are settled (written, or failed and reported), even while a newer record waits.
     unsettled_from: u64,
+}
+
+impl Waiting {
+    /// Whether the thread's lease ended before `now`: the record is no longer ours to write.
+    fn lease_ended(&self, now: Instant) -> bool {
+        self.valid_until.is_some_and(|end| end <= now)
+    }
 }
 
 type WaitingRecords = Arc<Mutex<HashMap<String, Waiting>>>;
@@ -158,7 +166,7 @@ impl RecordWriter {
             let mut waiting = lock(&self.waiting);
             let expired: Vec<String> = waiting
                 .iter()
-                .filter(|(_, w)| w.valid_until.is_some_and(|end| end <= now))
+                .filter(|(_, w)| w.lease_ended(now))
                 .map(|(id, _)| id.clone())
                 .collect();
             for id in &expired {
@@ -187,15 +195,17 @@ impl RecordWriter {
             self.waiting.clone(),
             self.written.clone(),
         );
-        let full =
+        let found_full =
             tokio::task::spawn_blocking(move || write_batch(&store, &waiting, &written, batch))
                 .await
                 .unwrap_or_else(|e| {
                     tracing::warn!(error = %e, "persisting thread records failed");
-                    Vec::new()
+                    false
                 });
-        for full in full {
-            self.saw_storage(full);
+        // A write that passes says little of the room left (a few bytes freed elsewhere let a
+        // small one through): only `storage_full` clears the mark.
+        if found_full {
+            self.saw_storage(true);
         }
     }
 
@@ -329,7 +339,7 @@ impl Drop for RecordWriter {
     fn drop(&mut self) {
         let now = Instant::now();
         for (id, waiting) in lock(&self.waiting).drain() {
-            if waiting.valid_until.is_some_and(|end| end <= now) {
+            if waiting.lease_ended(now) {
                 continue;
             }
             if let Err(e) = self.store.put(&id, &waiting.record) {
@@ -341,15 +351,15 @@ impl Drop for RecordWriter {
 }
 
 /// Writes `batch` (thread, version, record) to the volume, settles what was written in
-/// `waiting` and tells `written`, then flushes what was written to disk. Returns what the writes found of
-/// the volume's room (`true`: full), for [`RecordWriter::saw_storage`].
+/// `waiting` and tells `written`, then flushes what was written to disk. Returns whether a
+/// write found the volume full, for [`RecordWriter::saw_storage`].
 fn write_batch(
     store: &ThreadStore,
     waiting: &WaitingRecords,
     written: &tokio::sync::watch::Sender<u64>,
     batch: Vec<(String, u64, ThreadRecord)>,
-) -> Vec<bool> {
-    let mut full = Vec::new();
+) -> bool {
+    let mut found_full = false;
     let mut tried = Vec::with_capacity(batch.len());
     let mut unsynced = Vec::with_capacity(batch.len());
     for (id, version, record) in batch {
@@ -359,12 +369,8 @@ fn write_batch(
                 true
             }
             Err(e) => {
-                // A write that passes says little of the room left (a few bytes freed
-                // elsewhere let a small one through): only `storage_full` clears the mark.
                 tracing::warn!(thread_id = %id, error = %e, "could not persist the thread record");
-                if e.is_storage_full() {
-                    full.push(true);
-                }
+                found_full |= e.is_storage_full();
                 false
             }
         };
@@ -388,11 +394,9 @@ fn write_batch(
     written.send_modify(|n| *n += 1);
     if let Err(e) = store.sync(unsynced) {
         tracing::warn!(error = %e, "could not make the thread records durable");
-        if e.is_storage_full() {
-            full.push(true);
-        }
+        found_full |= e.is_storage_full();
     }
-    full
+    found_full
 }
 
 /// Writes waiting records whenever some arrive; ends once the writer is gone.

@@ -358,20 +358,21 @@ impl Output {
         model: &ModelLabel,
         settled: Option<impl Future<Output = ()> + Send + 'static>,
     ) {
-        let ends: Vec<(Subscriber, Event)> = std::mem::take(&mut self.subscribers)
+        let subscribers = std::mem::take(&mut self.subscribers);
+        self.open = OpenBlocks::new();
+        let Some(settled) = settled.filter(|_| !subscribers.is_empty()) else {
+            for subscriber in subscribers {
+                self.finish(subscriber, terminal, now, model);
+            }
+            return;
+        };
+        let ends: Vec<(Subscriber, Event)> = subscribers
             .into_iter()
             .map(|subscriber| {
                 let event = self.terminal_event(&subscriber, terminal, now, model);
                 (subscriber, event)
             })
             .collect();
-        self.open = OpenBlocks::new();
-        let Some(settled) = settled.filter(|_| !ends.is_empty()) else {
-            for (mut subscriber, event) in ends {
-                let _ = send(&mut subscriber, event);
-            }
-            return;
-        };
         tracing::debug!("the run's end waits for the thread's record to be written");
         tokio::spawn(
             async move {

@@ -286,7 +286,7 @@ fn a_directory_the_agent_made_unwritable_is_still_removed() {
     assert!(!locked.exists());
 }
 
-/// Writers faster than the removal (two, on a machine of two cores) make every read of a
+/// Writers faster than the removal (four, on a machine of two cores) make every read of a
 /// directory again longer than the last: the removal still ends, soon after its refill window,
 /// and reports the directory not empty. (With a count of reads again as the only bound, one
 /// such removal went on for many minutes while the writer filled 46 GB.)
@@ -296,7 +296,7 @@ fn a_removal_racing_writers_faster_than_it_ends() {
     let busy = planted.root.join("busy");
     std::fs::create_dir_all(&busy).unwrap();
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let writers: Vec<_> = (0..2)
+    let writers: Vec<_> = (0..4)
         .map(|w| {
             let (busy, stop) = (busy.clone(), stop.clone());
             std::thread::spawn(move || {

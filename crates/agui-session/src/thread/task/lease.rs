@@ -132,7 +132,8 @@ impl Task {
         cancelled
     }
 
-    /// A lease just granted for `valid_for`; `wanted`: another replica asked for the thread.
+    /// A lease just granted (its end counted from when the store was asked); `wanted`: another
+    /// replica asked for the thread.
     fn held_for(&self, granted: Granted, wanted: bool) -> Lease {
         let Granted {
             asked_at: now,
