@@ -69,7 +69,7 @@ async function main() {
   const leaks = new Leaks(fleet, dir);
   const watch = new ConversationWatch(fleet.volume, fleet);
   const resources = new Resources(fleet, ids.metricsToken);
-  const faults = new Faults({ fleet, users, rnd: generator(opts.seed * 1000), minutes: opts.minutes });
+  const faults = new Faults({ fleet, users, rnd: generator(opts.seed * 1000), minutes: opts.minutes, only: opts.faults });
   watch.start();
   const deadline = world.started + opts.minutes * 60_000;
   const sampler = setInterval(() => resources.sample(), 5_000);

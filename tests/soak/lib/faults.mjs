@@ -11,9 +11,16 @@ import { LEASE_TTL_SECS } from "./fleet.mjs";
 import { descendants } from "./processes.mjs";
 import { count, sleep, violate, world } from "./world.mjs";
 
+/** Every kind of fault (which apply depends on the fleet: see `kinds`). */
+const KINDS = ["kill-harness", "kill-launcher", "stall-harness", "volume-full", "restart-term", "restart-kill", "kill-replica", "term-replica", "freeze-replica", "add-remove-replica"];
+
 export class Faults {
-  constructor({ fleet, users, rnd, minutes }) {
+  constructor({ fleet, users, rnd, minutes, only }) {
     this.fleet = fleet;
+    /** The kinds allowed (all when unset), to replay one finding. */
+    this.only = only;
+    const unknown = only?.filter((k) => !KINDS.includes(k)) ?? [];
+    if (unknown.length) throw new Error(`unknown fault kind(s) ${unknown.join(", ")}; the kinds: ${KINDS.join(", ")}`);
     this.users = users;
     this.rnd = rnd;
     this.minutes = minutes;
@@ -24,12 +31,17 @@ export class Faults {
   }
 
   kinds() {
+    const all = this.allKinds();
+    return this.only ? all.filter((k) => this.only.includes(k)) : all;
+  }
+
+  allKinds() {
     const f = this.fleet;
     const base = ["kill-harness", "kill-launcher", "stall-harness", ...(f.fillable ? ["volume-full"] : [])];
     if (!f.several) {
       // A server restarts only after a third of the soak, so each life is long enough for a slow
-      // leak to show in its figures.
-      const old = Date.now() - f.replicas[0].since >= (this.minutes * 60_000) / 3;
+      // leak to show in its figures (unless the faults were chosen, to replay a finding).
+      const old = this.only || Date.now() - f.replicas[0].since >= (this.minutes * 60_000) / 3;
       return [...base, ...(old ? ["restart-term", "restart-kill"] : [])];
     }
     return [...base, "kill-replica", "term-replica", "freeze-replica", "add-remove-replica"];
@@ -44,7 +56,10 @@ export class Faults {
   }
 
   async one() {
-    const kind = this.rnd.pick(this.kinds());
+    const kinds = this.kinds();
+    // With `--faults`, none of the allowed kinds may fit yet (a restart waits a third of the soak).
+    if (!kinds.length) return;
+    const kind = this.rnd.pick(kinds);
     count(world.tally.faults, kind);
     console.log(`fault: ${kind} at ${Math.round((Date.now() - world.started) / 1000)} s`);
     world.faultClock += 1;

@@ -1,7 +1,7 @@
 // What every part of the soak shares: its options, its randomness, the scripted model's replies,
 // and the tallies, the journal and the violations it reports.
 
-/** The command line: `--minutes N [--seed S] [--users M] [--replicas R] [--out FILE]`. */
+/** The command line: `--minutes N [--seed S] [--users M] [--replicas R] [--faults K,K…] [--out FILE]`. */
 export function options(argv = process.argv.slice(2)) {
   const value = (name, fallback) => {
     const i = argv.indexOf(`--${name}`);
@@ -12,9 +12,10 @@ export function options(argv = process.argv.slice(2)) {
   const replicas = Number(value("replicas", "1"));
   const seed = Number(value("seed", String(Date.now() % 1_000_000)));
   if (!(minutes > 0) || !(users > 0) || !Number.isInteger(users) || !Number.isInteger(seed) || !Number.isInteger(replicas) || replicas < 1) {
-    throw new Error("usage: soak.mjs --minutes N (> 0) [--seed S (integer)] [--users M (integer > 0)] [--replicas R (integer > 0)] [--out FILE]");
+    throw new Error("usage: soak.mjs --minutes N (> 0) [--seed S (integer)] [--users M (integer > 0)] [--replicas R (integer > 0)] [--faults K,K… (only these kinds)] [--out FILE]");
   }
-  return { minutes, users, seed, replicas, out: value("out", undefined) };
+  const faults = value("faults", undefined)?.split(",").filter(Boolean);
+  return { minutes, users, seed, replicas, faults, out: value("out", undefined) };
 }
 
 /** mulberry32: a small seeded generator, so a seed replays the same choices. */
