@@ -6,7 +6,7 @@
 //! 1. **Edited**: a user message of the run has the id of a message the thread already sent to
 //!    the harness, and other content. Content is compared as sent: the trimmed text parts and
 //!    the attachments, against the digest recorded when the message was forwarded
-//!    ([`SentDigests`]); a message forwarded before digests were kept is compared by its text
+//!    ([`Digests`]); a message forwarded before digests were kept is compared by its text
 //!    with the thread's log. The oldest edited message is the point of divergence.
 //! 2. **Regenerate**: nothing is edited, the run brings no new user message, and its last
 //!    message (activity and reasoning aside) is a user message the thread forwarded whose answer
@@ -26,7 +26,7 @@
 //!
 //! Pure and total: no input makes it panic.
 
-use crate::store::SentDigests;
+use crate::store::Digests;
 use agui_types::{Content, ContentPart, Message, UserMessage};
 
 /// How a run's messages change the thread's past.
@@ -69,7 +69,7 @@ pub(crate) struct Known<'a> {
     /// The thread's messages (empty while its history was not read back).
     pub(crate) log: &'a [Message],
     /// The digests of the forwarded user messages.
-    pub(crate) sent: &'a SentDigests,
+    pub(crate) sent: &'a Digests,
     /// Whether a user message id was forwarded.
     pub(crate) forwarded: &'a dyn Fn(&str) -> bool,
     /// A turn is in flight.

@@ -20,7 +20,7 @@
 //! - One store per directory: two processes sharing a directory are not coordinated.
 
 use parking_lot::{Mutex, MutexGuard};
-use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::ffi::OsStr;
 use std::fmt;
 use std::fs::{self, File};
@@ -35,6 +35,7 @@ use crate::threads::model::ThreadState;
 use slots::{Head, Slot, Stored};
 
 pub(crate) mod branches;
+mod messages;
 pub(crate) mod owners;
 mod rewrite;
 mod scan;
@@ -43,6 +44,7 @@ mod slots;
 mod tests;
 mod writer;
 
+pub(crate) use messages::{Digests, ForwardedIds, LostTurns, UserSteps};
 pub(crate) use rewrite::{rewrite_owner, stored_owners};
 pub(crate) use writer::RecordWriter;
 
@@ -92,215 +94,6 @@ impl Default for StoreLimits {
     }
 }
 
-/// The ids of the user messages a thread already sent to the harness, most recently recorded
-/// last: the one record of what was forwarded, kept by the thread's session and persisted in
-/// its [`ThreadRecord`].
-///
-/// Recording an id it holds moves that id to the end; beyond [`ForwardedIds::KEPT`] ids the
-/// oldest are dropped. Only the newest few matter: clients resend the transcript, and the scan
-/// for the message to send stops at the newest forwarded one. Read from a file, it keeps the
-/// last [`ForwardedIds::KEPT`] ids listed.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(from = "Vec<String>", into = "Vec<String>")]
-pub(crate) struct ForwardedIds(VecDeque<String>);
-
-impl ForwardedIds {
-    /// How many ids are kept at most.
-    pub(crate) const KEPT: usize = 512;
-
-    /// Whether `message_id` was forwarded.
-    pub(crate) fn contains(&self, message_id: &str) -> bool {
-        self.0.iter().any(|id| id == message_id)
-    }
-
-    /// Records `message_id` as forwarded, as the most recent id.
-    pub(crate) fn record(&mut self, message_id: impl Into<String>) {
-        let message_id = message_id.into();
-        self.0.retain(|id| *id != message_id);
-        self.0.push_back(message_id);
-        while self.0.len() > Self::KEPT {
-            self.0.pop_front();
-        }
-    }
-
-    /// Whether nothing was forwarded.
-    pub(crate) fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-
-    /// The ids, oldest first.
-    #[cfg(test)]
-    pub(crate) fn iter(&self) -> impl Iterator<Item = &str> {
-        self.0.iter().map(String::as_str)
-    }
-
-    /// How many ids are kept.
-    #[cfg(test)]
-    pub(crate) fn len(&self) -> usize {
-        self.0.len()
-    }
-}
-
-/// The client's ids of the user messages the harness echoed, by the root step that echoed each:
-/// how messages rebuilt from the harness's history keep the ids the client sent. The newest
-/// [`ForwardedIds::KEPT`] are kept (older ones get derived ids).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(transparent)]
-pub(crate) struct UserSteps(VecDeque<(u32, String)>);
-
-impl UserSteps {
-    /// Records that root step `step` echoed the client's message `message_id`.
-    pub(crate) fn insert(&mut self, step: u32, message_id: String) {
-        self.0.retain(|(s, _)| *s != step);
-        self.0.push_back((step, message_id));
-        while self.0.len() > ForwardedIds::KEPT {
-            self.0.pop_front();
-        }
-    }
-
-    /// The client's id of the message root step `step` echoed.
-    pub(crate) fn get(&self, step: u32) -> Option<&str> {
-        self.0
-            .iter()
-            .find(|(s, _)| *s == step)
-            .map(|(_, id)| id.as_str())
-    }
-
-    /// The root step that echoed the client's message `message_id`.
-    pub(crate) fn step_of(&self, message_id: &str) -> Option<u32> {
-        self.0
-            .iter()
-            .find(|(_, id)| id == message_id)
-            .map(|(s, _)| *s)
-    }
-
-    /// Forgets the steps from `step` on (a fork keeps the history before it).
-    pub(crate) fn keep_below(&mut self, step: u32) {
-        self.0.retain(|(s, _)| *s < step);
-    }
-
-    /// The newest root step recorded.
-    pub(crate) fn newest_step(&self) -> Option<u32> {
-        self.0.iter().map(|(s, _)| *s).max()
-    }
-
-    /// Forgets everything (the conversation was replaced).
-    pub(crate) fn clear(&mut self) {
-        self.0.clear();
-    }
-}
-
-/// The content digests of the newest forwarded user messages, by id: what an edit is compared
-/// with. Bounded like the forwarded ids (the oldest are dropped).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(from = "Vec<(String, String)>", into = "Vec<(String, String)>")]
-pub(crate) struct SentDigests(VecDeque<(String, String)>);
-
-impl SentDigests {
-    /// How many digests are kept at most.
-    pub(crate) const KEPT: usize = ForwardedIds::KEPT;
-
-    /// The digest recorded for `message_id`.
-    pub(crate) fn get(&self, message_id: &str) -> Option<&str> {
-        self.0
-            .iter()
-            .find(|(id, _)| id == message_id)
-            .map(|(_, d)| d.as_str())
-    }
-
-    /// Records the digest of the message `message_id`, as the most recent.
-    pub(crate) fn record(&mut self, message_id: String, digest: String) {
-        self.0.retain(|(id, _)| *id != message_id);
-        self.0.push_back((message_id, digest));
-        while self.0.len() > Self::KEPT {
-            self.0.pop_front();
-        }
-    }
-
-    /// Whether none is recorded.
-    pub(crate) fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-}
-
-impl From<Vec<(String, String)>> for SentDigests {
-    fn from(pairs: Vec<(String, String)>) -> Self {
-        let mut deque: VecDeque<_> = pairs.into();
-        while deque.len() > Self::KEPT {
-            deque.pop_front();
-        }
-        Self(deque)
-    }
-}
-
-impl From<SentDigests> for Vec<(String, String)> {
-    fn from(digests: SentDigests) -> Self {
-        digests.0.into()
-    }
-}
-
-/// The root user steps whose turns were lost (a server died with the turn in flight), newest
-/// last: the messages those turns left in the history are marked interrupted when it is
-/// rebuilt. The newest [`ForwardedIds::KEPT`] are kept.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(transparent)]
-pub(crate) struct LostTurns(VecDeque<u32>);
-
-impl LostTurns {
-    /// Records that the turn root step `step` started was lost.
-    pub(crate) fn insert(&mut self, step: u32) {
-        if !self.contains(step) {
-            self.0.push_back(step);
-        }
-        while self.0.len() > ForwardedIds::KEPT {
-            self.0.pop_front();
-        }
-    }
-
-    /// Forgets the steps from `step` on (a fork keeps the history before it).
-    pub(crate) fn keep_below(&mut self, step: u32) {
-        self.0.retain(|s| *s < step);
-    }
-
-    /// Whether the turn root step `step` started was lost.
-    pub(crate) fn contains(&self, step: u32) -> bool {
-        self.0.contains(&step)
-    }
-
-    /// Whether no turn was lost.
-    pub(crate) fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-
-    /// Forgets everything (the conversation was replaced).
-    pub(crate) fn clear(&mut self) {
-        self.0.clear();
-    }
-}
-
-impl<S: Into<String>> FromIterator<S> for ForwardedIds {
-    /// The ids recorded in order.
-    fn from_iter<I: IntoIterator<Item = S>>(ids: I) -> Self {
-        let mut forwarded = Self::default();
-        for id in ids {
-            forwarded.record(id);
-        }
-        forwarded
-    }
-}
-
-impl From<Vec<String>> for ForwardedIds {
-    fn from(ids: Vec<String>) -> Self {
-        ids.into_iter().collect()
-    }
-}
-
-impl From<ForwardedIds> for Vec<String> {
-    fn from(ids: ForwardedIds) -> Self {
-        ids.0.into()
-    }
-}
-
 /// A frontend tool call the thread was parked on when it was saved.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -324,8 +117,13 @@ pub(crate) struct ThreadRecord {
     #[serde(default)]
     pub(crate) forwarded: ForwardedIds,
     /// The content digests of the forwarded user messages: what an edit is told by.
-    #[serde(default, skip_serializing_if = "SentDigests::is_empty")]
-    pub(crate) sent: SentDigests,
+    #[serde(default, skip_serializing_if = "Digests::is_empty")]
+    pub(crate) sent: Digests,
+    /// The digests of the text the harness echoed for each user message (see
+    /// `thread::echo_alignment`): how a history whose steps were renumbered (a step the
+    /// harness could not save) still finds each message's step.
+    #[serde(default, skip_serializing_if = "Digests::is_empty")]
+    pub(crate) echoed: Digests,
     /// Frontend tool calls awaiting a `ToolMessage`.
     #[serde(default)]
     pub(crate) pending_frontend_tools: Vec<PendingTool>,

@@ -9,7 +9,7 @@ use agui_types::{Event, RunOutcome};
 use gemini_script::{Handle, Matcher, Reply, Script, ScriptedModel};
 use harness_client::{BuiltinTool, HarnessPool, ModelEndpoint, PoolOptions, ProcessOptions};
 use serde_json::{Value, json};
-use support::{finish, input_of, last, text, types, user};
+use support::{finish, harness_in, input_of, last, text, types, user};
 
 struct Live {
     agent: Agent,
@@ -477,15 +477,6 @@ async fn a_killed_harness_fails_the_run_and_the_next_run_works() {
 }
 
 /// The harness process whose working directory is `save` (each agent's own).
-fn harness_in(save: &std::path::Path) -> Option<u32> {
-    std::fs::read_dir("/proc").ok()?.flatten().find_map(|e| {
-        let pid = e.file_name().to_string_lossy().parse::<u32>().ok()?;
-        let cwd = std::fs::read_link(e.path().join("cwd")).ok()?;
-        let exe = std::fs::read_link(e.path().join("exe")).ok()?;
-        (cwd == save && exe.ends_with("localharness")).then_some(pid)
-    })
-}
-
 #[tokio::test]
 async fn a_restarted_server_continues_the_conversation() {
     let script = Script::new()

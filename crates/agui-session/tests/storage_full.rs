@@ -11,7 +11,10 @@ use std::time::Duration;
 use gemini_script::{Handle, Reply, Script, ScriptedModel};
 use harness_client::{HarnessPool, ModelEndpoint, PoolOptions, ProcessOptions};
 use serde_json::json;
-use support::{SmallVolume, finish, input_of, last, restated, run_error, text, types, user};
+use support::{
+    SmallVolume, finish, harness_in, input_of, last, restated, run_error, snapshot, text, types,
+    user,
+};
 
 fn agent(dir: &std::path::Path, model: &Handle) -> Agent {
     let mut options = AgentOptions::new(
@@ -103,6 +106,93 @@ async fn the_volume_fills_up_during_a_turn(freed_before_the_end: bool) {
     assert!(
         texts.iter().any(|t| t == "assistant: Third."),
         "{case}: the answer after the volume had room again was saved: {texts:?}"
+    );
+    agent.shutdown().await;
+}
+
+/// The harness numbers its saved steps anew: the answer it could not save is missing from the
+/// history a resumed conversation returns, so every later step comes back one place earlier
+/// than when it ran. After a crash (the harness killed, the server gone without a shutdown),
+/// the messages sent once the volume had room keep the ids their client sent (the 3-minute
+/// soak saw three answered messages lose theirs after `volume-full` then `restart-kill`).
+#[tokio::test]
+async fn messages_after_an_answer_the_harness_could_not_save_keep_their_ids_after_a_crash() {
+    let dir = tempfile::tempdir().unwrap();
+    let volume = SmallVolume::mount(dir.path(), 64 << 20);
+    let script = Script::new()
+        .then(Reply::text(["First."]))
+        .then(Reply::text(["Second ", "answer ", "now."]).delay_ms(1_000))
+        .then(Reply::text(["Third."]))
+        .then(Reply::text(["Fourth."]));
+    let model = ScriptedModel::start(script).await.unwrap();
+    let agent = agent(dir.path(), &model);
+    let mut transcript = vec![user("u1", "one")];
+    let first = finish(agent.run(input_of(json!({"messages": transcript})))).await;
+    assert_eq!(text(&first), "First.", "{}", types(&first));
+    transcript.push(json!({"id": "a1", "role": "assistant", "content": "First."}));
+    transcript.push(user("u2", "two"));
+    let run = agent.run(input_of(json!({"messages": transcript})));
+    support::eventually(Duration::from_secs(20), "the model has the request", || {
+        model.requests().len() == 2
+    })
+    .await;
+    let filler = volume.fill();
+    let second = finish(run).await;
+    assert_eq!(
+        run_error(&second).code.as_deref(),
+        Some("STORAGE_FULL"),
+        "{}",
+        types(&second)
+    );
+    std::fs::remove_file(filler).unwrap();
+    transcript.push(json!({"id": "a2", "role": "assistant", "content": "Second answer now."}));
+    for (id, words, answer) in [("u3", "three", "Third."), ("u4", "four", "Fourth.")] {
+        transcript.push(user(id, words));
+        let events = finish(agent.run(input_of(json!({"messages": transcript})))).await;
+        assert!(
+            matches!(last(&events), Event::RunFinished(_)),
+            "{}",
+            types(&events)
+        );
+        assert_eq!(text(&events), answer);
+        transcript.push(json!({"id": format!("a-{id}"), "role": "assistant", "content": answer}));
+    }
+
+    let save = dir.path().to_owned();
+    let pid = harness_in(&save).expect("the harness runs in the save dir");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    drop(agent);
+    support::eventually(Duration::from_secs(20), "the harness is gone", || {
+        harness_in(&save).is_none()
+    })
+    .await;
+
+    let agent = self::agent(dir.path(), &model);
+    let stream = agent.connect(input_of(json!({}))).await.unwrap();
+    let events = finish(stream).await;
+    let users: Vec<String> = snapshot(&events)
+        .iter()
+        .filter_map(|m| match m {
+            agui_types::Message::User(u) => Some(u.id.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        users,
+        ["u1", "u2", "u3", "u4"],
+        "each message under its client's id: {}",
+        types(&events)
+    );
+    assert!(
+        restated(&agent)
+            .await
+            .iter()
+            .any(|t| t == "assistant: Fourth."),
+        "the answers after the volume had room again were saved"
     );
     agent.shutdown().await;
 }

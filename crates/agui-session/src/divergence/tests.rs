@@ -269,7 +269,7 @@ fn the_rule_tells_edits_and_regenerates_from_lagging_clients() {
     for case in cases {
         let log = messages(case.log);
         let thread = messages(THREAD);
-        let mut sent = SentDigests::default();
+        let mut sent = Digests::default();
         // The digests are of what was sent: the thread's messages (the log may be unread).
         let sent_from = if case.log.is_empty() { &thread } else { &log };
         let forwarded: Vec<String> = sent_from
@@ -335,12 +335,12 @@ fn the_digest_is_of_what_is_sent() {
 
 #[test]
 fn digests_are_bounded_and_survive_serde() {
-    let mut sent = SentDigests::default();
-    for i in 0..SentDigests::KEPT + 3 {
+    let mut sent = Digests::default();
+    for i in 0..Digests::KEPT + 3 {
         sent.record(format!("m{i}"), format!("d{i}"));
     }
     assert!(sent.get("m0").is_none() && sent.get("m3").is_some());
-    let back: SentDigests =
+    let back: Digests =
         serde_json::from_str(&serde_json::to_string(&sent).expect("ser")).expect("de");
     assert_eq!(back, sent);
 }

@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{LostTurns, SentDigests, UserSteps};
+use super::{Digests, LostTurns, UserSteps};
 
 /// How many branches a thread keeps besides its current one; beyond, the oldest is forgotten
 /// (its conversation stays in the harness's storage until the thread is deleted).
@@ -24,8 +24,11 @@ pub(crate) struct Branch {
     pub(crate) lost_turns: LostTurns,
     /// The digests of its sent messages (a message id can hold other content in another
     /// branch).
-    #[serde(default, skip_serializing_if = "SentDigests::is_empty")]
-    pub(crate) sent: SentDigests,
+    #[serde(default, skip_serializing_if = "Digests::is_empty")]
+    pub(crate) sent: Digests,
+    /// The digests of the text the harness echoed for its messages.
+    #[serde(default, skip_serializing_if = "Digests::is_empty")]
+    pub(crate) echoed: Digests,
     /// The message where the thread left it (edited, or whose answer was regenerated).
     #[serde(default)]
     pub(crate) left_at: String,

@@ -16,7 +16,8 @@ use agui_translate::{StepIds, ToolCallIds, Translator, TranslatorOptions};
 use agui_types::{Content, Message, MessageLog, UserMessage};
 use harness_proto::step::{Step, StepSource, StepStatus};
 
-use crate::store::{LostTurns, UserSteps};
+use super::echo_alignment::{self, UserStep, echo_digest};
+use crate::store::{Digests, LostTurns, UserSteps};
 
 /// What the thread's record says of its user steps, which a rebuild completes.
 pub(crate) struct Echoes<'a> {
@@ -25,6 +26,8 @@ pub(crate) struct Echoes<'a> {
     pub(crate) user_steps: &'a mut UserSteps,
     /// The root user steps whose turns were lost; gains the lost turn's step.
     pub(crate) lost_turns: &'a mut LostTurns,
+    /// The digests of the text echoed for each message; gains `awaiting_echo`'s.
+    pub(crate) echoed: &'a mut Digests,
     /// The message sent last, whose echo was not recorded.
     pub(crate) awaiting_echo: Option<String>,
     /// The turn of `awaiting_echo` was lost (its server stopped with the turn in flight).
@@ -46,6 +49,27 @@ pub(crate) fn rebuild(
 ) -> MessageLog {
     let is_user =
         |step: &Step| step.key.trajectory_id == conversation_id && step.source == StepSource::User;
+    let user_steps: Vec<UserStep> = history
+        .iter()
+        .filter(|s| is_user(s))
+        .map(|s| UserStep {
+            index: s.key.index,
+            digest: (!s.text.trim().is_empty()).then(|| echo_digest(&s.text)),
+        })
+        .collect();
+    let moved = echo_alignment::realign(
+        echoes.user_steps,
+        echoes.lost_turns,
+        echoes.echoed,
+        &user_steps,
+    );
+    if moved > 0 {
+        tracing::warn!(
+            conversation_id,
+            moved,
+            "the harness's history numbers this thread's steps otherwise than when they ran (it could not save some of them): its messages were found again by their text"
+        );
+    }
     let newest_recorded = echoes.user_steps.newest_step();
     let mut awaiting_echo = echoes.awaiting_echo;
     let mut echoed = None;
@@ -55,6 +79,11 @@ pub(crate) fn rebuild(
             && newest_recorded.is_none_or(|newest| index > newest)
             && let Some(message_id) = awaiting_echo.take()
         {
+            if !step.text.trim().is_empty() {
+                echoes
+                    .echoed
+                    .record(message_id.clone(), echo_digest(&step.text));
+            }
             echoes.user_steps.insert(index, message_id);
             echoed = Some(index);
         }
@@ -171,6 +200,8 @@ mod tests {
         Echoes {
             user_steps,
             lost_turns,
+            // What these tests check does not depend on the digests kept.
+            echoed: Box::leak(Box::default()),
             awaiting_echo: awaiting_echo.map(str::to_owned),
             awaited_turn_lost,
         }

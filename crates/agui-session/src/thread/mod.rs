@@ -19,6 +19,7 @@ pub(crate) mod callbacks;
 pub(crate) mod command;
 pub(crate) mod context;
 pub(crate) mod conversation;
+mod echo_alignment;
 mod history;
 pub(crate) mod link;
 pub(crate) mod output;

@@ -236,6 +236,17 @@ pub fn init_tracing() {
         .try_init();
 }
 
+/// A harness process working in `save` (its save dir) or below it (an owner's tree), if one
+/// runs.
+pub fn harness_in(save: &std::path::Path) -> Option<u32> {
+    std::fs::read_dir("/proc").ok()?.flatten().find_map(|e| {
+        let pid = e.file_name().to_string_lossy().parse::<u32>().ok()?;
+        let cwd = std::fs::read_link(e.path().join("cwd")).ok()?;
+        let exe = std::fs::read_link(e.path().join("exe")).ok()?;
+        (cwd.starts_with(save) && exe.ends_with("localharness")).then_some(pid)
+    })
+}
+
 /// A small tmpfs mounted on a directory (unmounted when dropped), to fill up.
 pub struct SmallVolume(std::path::PathBuf);
 

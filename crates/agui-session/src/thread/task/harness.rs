@@ -29,6 +29,10 @@ impl Task {
                     && step.key.trajectory_id == self.record.conversation_id
                     && let Some(message_id) = self.record.awaiting_echo.take()
                 {
+                    if !step.text.trim().is_empty() {
+                        let digest = crate::thread::echo_alignment::echo_digest(&step.text);
+                        self.record.echoed.record(message_id.clone(), digest);
+                    }
                     self.record.user_steps.insert(step.key.index, message_id);
                 }
                 let Some(turn) = self.conversation.turn_mut() else {

@@ -311,6 +311,7 @@ impl Task {
             let echoes = history::Echoes {
                 user_steps: &mut self.record.user_steps,
                 lost_turns: &mut self.record.lost_turns,
+                echoed: &mut self.record.echoed,
                 awaiting_echo: self.record.awaiting_echo.take(),
                 awaited_turn_lost: std::mem::take(&mut self.record.awaited_turn_lost),
             };
