@@ -28,7 +28,8 @@ pub(crate) struct UserStep {
 
 /// Moves each message of `user_steps` to the step of `history` (the root user steps, in order)
 /// that echoed it, and its lost turn with it; a message whose step is no longer in the history
-/// is forgotten (it gets a derived id, as any message the record does not know). Returns how
+/// is forgotten (were its step still there, unrecognised, it would show under a derived id, as
+/// any message the record does not know). Returns how
 /// many messages moved or were forgotten (0 when the history matches the record).
 pub(crate) fn realign(
     user_steps: &mut UserSteps,
