@@ -15,9 +15,18 @@ use std::collections::{HashMap, HashSet};
 
 use crate::store::{Digests, LostTurns, UserSteps};
 
-/// The digest of the text a root user step echoed, as the record keeps it.
-pub(crate) fn echo_digest(text: &str) -> String {
-    crate::hash::sha256_hex(text.trim().as_bytes(), 8)
+/// The digest of the text a root user step echoed, as the record keeps it; none for a blank
+/// text (nothing to tell steps apart by).
+pub(crate) fn echo_digest(text: &str) -> Option<String> {
+    let text = text.trim();
+    (!text.is_empty()).then(|| crate::hash::sha256_hex(text.as_bytes(), 8))
+}
+
+/// Keeps in `echoed` the digest of `text`, echoed by the step of the message `message_id`.
+pub(crate) fn record_echo(echoed: &mut Digests, message_id: &str, text: &str) {
+    if let Some(digest) = echo_digest(text) {
+        echoed.record(message_id.to_owned(), digest);
+    }
 }
 
 /// A root user step of the history: its index and the digest of its text (none when empty).
@@ -109,7 +118,7 @@ mod tests {
             .iter()
             .map(|(index, text)| UserStep {
                 index: *index,
-                digest: (!text.is_empty()).then(|| echo_digest(text)),
+                digest: echo_digest(text),
             })
             .collect()
     }
@@ -118,9 +127,7 @@ mod tests {
         let (mut user_steps, mut echoed) = (UserSteps::default(), Digests::default());
         for (step, id, text) in steps {
             user_steps.insert(*step, (*id).to_owned());
-            if !text.is_empty() {
-                echoed.record((*id).to_owned(), echo_digest(text));
-            }
+            record_echo(&mut echoed, id, text);
         }
         (user_steps, echoed)
     }

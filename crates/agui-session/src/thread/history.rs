@@ -16,7 +16,7 @@ use agui_translate::{StepIds, ToolCallIds, Translator, TranslatorOptions};
 use agui_types::{Content, Message, MessageLog, UserMessage};
 use harness_proto::step::{Step, StepSource, StepStatus};
 
-use super::echo_alignment::{self, UserStep, echo_digest};
+use super::echo_alignment::{self, UserStep, echo_digest, record_echo};
 use crate::store::{Digests, LostTurns, UserSteps};
 
 /// What the thread's record says of its user steps, which a rebuild completes.
@@ -54,7 +54,7 @@ pub(crate) fn rebuild(
         .filter(|s| is_user(s))
         .map(|s| UserStep {
             index: s.key.index,
-            digest: (!s.text.trim().is_empty()).then(|| echo_digest(&s.text)),
+            digest: echo_digest(&s.text),
         })
         .collect();
     let moved = echo_alignment::realign(
@@ -79,11 +79,7 @@ pub(crate) fn rebuild(
             && newest_recorded.is_none_or(|newest| index > newest)
             && let Some(message_id) = awaiting_echo.take()
         {
-            if !step.text.trim().is_empty() {
-                echoes
-                    .echoed
-                    .record(message_id.clone(), echo_digest(&step.text));
-            }
+            record_echo(echoes.echoed, &message_id, &step.text);
             echoes.user_steps.insert(index, message_id);
             echoed = Some(index);
         }

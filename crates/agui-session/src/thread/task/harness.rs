@@ -29,10 +29,11 @@ impl Task {
                     && step.key.trajectory_id == self.record.conversation_id
                     && let Some(message_id) = self.record.awaiting_echo.take()
                 {
-                    if !step.text.trim().is_empty() {
-                        let digest = crate::thread::echo_alignment::echo_digest(&step.text);
-                        self.record.echoed.record(message_id.clone(), digest);
-                    }
+                    crate::thread::echo_alignment::record_echo(
+                        &mut self.record.echoed,
+                        &message_id,
+                        &step.text,
+                    );
                     self.record.user_steps.insert(step.key.index, message_id);
                 }
                 let Some(turn) = self.conversation.turn_mut() else {
