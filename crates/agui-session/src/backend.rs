@@ -150,6 +150,11 @@ pub(crate) trait ConversationHandle: Send + Sync + 'static {
     fn storage_full_writes(&self) -> u64 {
         0
     }
+    /// Whether a command its process started still runs (where it cannot tell: `true`, so the
+    /// harness's word on its background tasks stands).
+    async fn runs_commands(&self) -> bool {
+        true
+    }
     /// Closes the connection, then stops the conversation's harness process and waits for it
     /// to exit: the thread is handed to another replica, whose harness must be the only one
     /// holding the conversation. Only for a process of its own ([`Isolation::Thread`]); others
@@ -286,6 +291,10 @@ impl ConversationHandle for Conversation {
 
     fn storage_full_writes(&self) -> u64 {
         self.process().storage_full_writes()
+    }
+
+    async fn runs_commands(&self) -> bool {
+        Conversation::runs_commands(self).await
     }
 
     fn kill_process(&self) {

@@ -269,9 +269,11 @@ impl ConversationSource for FakeHarness {
             replies: Arc::new(AtomicU64::new(0)),
             kills: Arc::new(Mutex::new(0)),
             saved: self.saved.clone(),
+            runs_commands: Arc::new(AtomicBool::new(true)),
         };
         let cancels = conversation.cancels.clone();
         let kills = conversation.kills.clone();
+        let runs_commands = conversation.runs_commands.clone();
         self.state.lock().push(conversation);
         self.opened.notify_waiters();
         Ok(Box::new(FakeHandle {
@@ -291,6 +293,7 @@ impl ConversationSource for FakeHarness {
             inputs: inputs_tx,
             cancels,
             open,
+            runs_commands,
         }))
     }
 
@@ -328,6 +331,7 @@ pub struct FakeConversation {
     replies: Arc<AtomicU64>,
     kills: Arc<Mutex<usize>>,
     saved: Saved,
+    runs_commands: Arc<AtomicBool>,
 }
 
 impl FakeConversation {
@@ -480,6 +484,25 @@ impl FakeConversation {
         }));
     }
 
+    /// Ends the turn as the harness does when the turn left tasks running in the background.
+    pub fn waits_for_tasks(&self) {
+        self.trajectory(TrajectoryStatus::WaitingForTasks, None);
+        self.emit(ConversationEvent::TurnEnded(TurnEnd {
+            cancelled: false,
+            halted: false,
+            error: None,
+            error_code: None,
+            stop_reason: None,
+            background_tasks: true,
+        }));
+    }
+
+    /// Whether its process runs a command, as the session's checks will see it (at first
+    /// `true`, as for a process that cannot tell).
+    pub fn set_runs_commands(&self, runs: bool) {
+        self.runs_commands.store(runs, Ordering::SeqCst);
+    }
+
     fn trajectory(&self, status: TrajectoryStatus, error: Option<&str>) {
         self.emit(ConversationEvent::Trajectory(TrajectoryState {
             trajectory_id: self.id.clone(),
@@ -563,6 +586,7 @@ struct FakeHandle {
     inputs: mpsc::UnboundedSender<UserInput>,
     cancels: Arc<Mutex<usize>>,
     open: Arc<AtomicBool>,
+    runs_commands: Arc<AtomicBool>,
 }
 
 #[async_trait]
@@ -634,6 +658,10 @@ impl ConversationHandle for FakeHandle {
             gate.pass().await;
         }
         self.open.store(false, Ordering::SeqCst);
+    }
+
+    async fn runs_commands(&self) -> bool {
+        self.runs_commands.load(Ordering::SeqCst)
     }
 
     fn kill_process(&self) {

@@ -674,3 +674,64 @@ async fn a_turn_lost_after_its_echo_was_recorded_keeps_the_client_id_and_marks_i
     assert_eq!(marked, [format!("{prefix}-r-1-t")]);
     second.shutdown().await;
 }
+
+/// A thread whose harness waits for tasks in the background keeps its conversation and lease
+/// while its process runs a command, even when another replica asks for it, and lets them go
+/// once no command runs, though the harness still says it waits: a restarted harness lists the
+/// commands of the process that exited for good (the replica soak saw a replica keep a thread
+/// five minutes, every run on the replica that asked ending `THREAD_ELSEWHERE`).
+#[tokio::test]
+async fn a_thread_waiting_for_background_tasks_keeps_its_lease_only_while_its_process_runs_a_command()
+ {
+    let dir = tempfile::tempdir().unwrap();
+    let (harness, leases) = (FakeHarness::new(), Arc::new(Leases::default()));
+    let agent = agent_with(&leases, dir.path(), &harness, false);
+    let run = agent.run(input_of(
+        json!({"messages": [user("m1", "serve the site")]}),
+    ));
+    let c = harness.conversation(0).await;
+    c.next_input().await;
+    c.waits_for_tasks();
+    finish(run).await;
+    leases.ask("thread-1", "replica-b");
+    // Past `hibernate_after` (300 ms) and many renewals: a command runs, the thread stays.
+    tokio::time::sleep(Duration::from_millis(900)).await;
+    assert_eq!(leases.holder("thread-1").as_deref(), Some("me"));
+    assert!(
+        c.is_open(),
+        "the conversation is kept while its command runs"
+    );
+    // The command ends; the harness's own turn about it ends waiting still (for a command of
+    // a process that exited, as after a restart).
+    c.set_runs_commands(false);
+    c.running();
+    c.waits_for_tasks();
+    leases
+        .until_released(
+            "thread-1",
+            "the thread goes to the replica that asked for it",
+        )
+        .await;
+    assert!(!c.is_open(), "the conversation is let go");
+    agent.shutdown().await;
+}
+
+/// After a restart, a turn that ends with the harness waiting for tasks its process does not
+/// run (those of the process that exited) does not keep the thread from hibernating.
+#[tokio::test]
+async fn a_resumed_thread_whose_harness_waits_for_tasks_of_an_exited_process_hibernates() {
+    let dir = tempfile::tempdir().unwrap();
+    let (harness, leases) = (FakeHarness::new(), Arc::new(Leases::default()));
+    let agent = agent_with(&leases, dir.path(), &harness, false);
+    let run = agent.run(input_of(json!({"messages": [user("m1", "hello")]})));
+    let c = harness.conversation(0).await;
+    c.next_input().await;
+    c.set_runs_commands(false);
+    c.waits_for_tasks();
+    finish(run).await;
+    leases
+        .until_released("thread-1", "the idle thread hibernates")
+        .await;
+    assert!(!c.is_open());
+    agent.shutdown().await;
+}

@@ -12,8 +12,7 @@ use gemini_script::{Handle, Reply, Script, ScriptedModel};
 use harness_client::{HarnessPool, ModelEndpoint, PoolOptions, ProcessOptions};
 use serde_json::json;
 use support::{
-    SmallVolume, finish, harness_in, input_of, last, restated, run_error, snapshot, text, types,
-    user,
+    SmallVolume, finish, input_of, last, restated, run_error, snapshot, text, types, user,
 };
 
 fn agent(dir: &std::path::Path, model: &Handle) -> Agent {
@@ -158,18 +157,7 @@ async fn messages_after_an_answer_the_harness_could_not_save_keep_their_ids_afte
         transcript.push(json!({"id": format!("a-{id}"), "role": "assistant", "content": answer}));
     }
 
-    let save = dir.path().to_owned();
-    let pid = harness_in(&save).expect("the harness runs in the save dir");
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(pid as i32),
-        nix::sys::signal::Signal::SIGKILL,
-    )
-    .unwrap();
-    drop(agent);
-    support::eventually(Duration::from_secs(20), "the harness is gone", || {
-        harness_in(&save).is_none()
-    })
-    .await;
+    support::crash(dir.path(), agent).await;
 
     let agent = self::agent(dir.path(), &model);
     let stream = agent.connect(input_of(json!({}))).await.unwrap();

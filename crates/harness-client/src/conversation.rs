@@ -94,6 +94,12 @@ impl Conversation {
         &self.process
     }
 
+    /// Whether a command its process started still runs ([`HarnessProcess::runs_commands`]):
+    /// the harness's `STATE_WAITING_FOR_TASKS` is only as good as this.
+    pub async fn runs_commands(&self) -> bool {
+        self.process.runs_commands().await
+    }
+
     /// The config the conversation was opened with (its id filled in).
     pub fn config(&self) -> &HarnessConfig {
         &self.config

@@ -24,6 +24,10 @@ use crate::discovery::find_binary;
 use crate::error::{HarnessError, Result};
 use crate::exit::ExitInfo;
 
+/// How long [`HarnessProcess::runs_commands`] waits for its answer (a stuck sandbox must not
+/// hold its caller up).
+const COUNT_COMMANDS_WITHIN: Duration = Duration::from_secs(3);
+
 /// Variables passed from the host's environment to the harness; everything else is removed, so
 /// the host's secrets (e.g. `GEMINI_API_KEY`) never reach the agent's shell commands.
 pub const DEFAULT_PASSTHROUGH_ENV: &[&str] = &[
@@ -322,6 +326,32 @@ impl HarnessProcess {
         self.inner.sandbox.clone()
     }
 
+    /// Whether a command the harness started still runs (one it left running in the
+    /// background among them): a confined process asks its sandbox, another reads `/proc` for
+    /// its descendants. The harness's own account of its background tasks outlives them when
+    /// it is restarted (its conversation file still lists the tasks of the process that
+    /// exited), so a host uses this to tell. `true` when it cannot tell within a few seconds.
+    pub async fn runs_commands(&self) -> bool {
+        if self.exit_info().is_some() {
+            // Its pid may be another process's now.
+            return false;
+        }
+        let count = async {
+            match &self.inner.sandbox {
+                Some(sandbox) => sandbox.running_commands().await.ok().map(|n| n > 0),
+                None => {
+                    let pid = self.inner.pid;
+                    off_runtime(move || running_descendants(pid) > 0).await
+                }
+            }
+        };
+        tokio::time::timeout(COUNT_COMMANDS_WITHIN, count)
+            .await
+            .ok()
+            .flatten()
+            .unwrap_or(true)
+    }
+
     /// How many times the watcher of its disk cap ([`harness_sandbox::Limits::disk_bytes`])
     /// stopped its commands: a turn during which this grows filled the disk.
     pub fn disk_cap_stops(&self) -> u64 {
@@ -521,37 +551,6 @@ fn kill_tree(pid: u32, descendants: &[(u32, u32)]) {
             let _ = nix::sys::signal::kill(Pid::from_raw(child), Signal::SIGKILL);
         }
     }
-}
-
-/// `(pid, process group)` of every live descendant of `root`, from `/proc` (Linux; empty
-/// elsewhere). A command that detaches itself completely (double fork) is not found.
-fn descendants(root: u32) -> Vec<(u32, u32)> {
-    let Ok(processes) = procfs::process::all_processes() else {
-        return Vec::new();
-    };
-    // A process that exits while the table is read is simply not in it.
-    let table: Vec<(u32, u32, u32)> = processes
-        .flatten()
-        .filter_map(|p| {
-            let stat = p.stat().ok()?;
-            Some((
-                u32::try_from(stat.pid).ok()?,
-                u32::try_from(stat.ppid).ok()?,
-                u32::try_from(stat.pgrp).ok()?,
-            ))
-        })
-        .collect();
-    let mut found: Vec<(u32, u32)> = Vec::new();
-    let mut frontier = vec![root];
-    while let Some(parent) = frontier.pop() {
-        for &(pid, ppid, pgrp) in &table {
-            if ppid == parent && !found.iter().any(|(p, _)| *p == pid) {
-                found.push((pid, pgrp));
-                frontier.push(pid);
-            }
-        }
-    }
-    found
 }
 
 fn signal_group(pid: u32, signal: Signal) {
@@ -759,5 +758,7 @@ fn client_info() -> ClientInfo {
 }
 
 mod stderr;
+mod tree;
 
 use stderr::{StderrLog, drain_stderr};
+use tree::{descendants, running_descendants};

@@ -55,6 +55,9 @@ pub(crate) enum ToLauncher {
     /// Measure the disk held by files the sandbox's processes keep open after they were unlinked
     /// ([`FromLauncher::Unlinked`]).
     UnlinkedBytes,
+    /// Count the processes of the sandbox but its PID 1 and the harness
+    /// ([`FromLauncher::Commands`]).
+    CountCommands,
 }
 
 /// What the launcher tells the host.
@@ -76,6 +79,8 @@ pub(crate) enum FromLauncher {
     Stopped(u32),
     /// The answer to the oldest pending `UnlinkedBytes`, in bytes.
     Unlinked(u64),
+    /// The answer to the oldest pending `CountCommands`: how many processes run.
+    Commands(u32),
 }
 
 const STDIN: u8 = 1;
@@ -84,6 +89,7 @@ const CONNECT: u8 = 3;
 const SPEC: u8 = 4;
 const STOP_COMMANDS: u8 = 5;
 const UNLINKED_BYTES: u8 = 6;
+const COUNT_COMMANDS: u8 = 7;
 
 const STDOUT: u8 = 1;
 const LISTENER: u8 = 2;
@@ -93,6 +99,7 @@ const STARTED: u8 = 5;
 const FAILED: u8 = 6;
 const STOPPED: u8 = 7;
 const UNLINKED: u8 = 8;
+const COMMANDS: u8 = 9;
 
 impl ToLauncher {
     pub(crate) fn encode(&self) -> Vec<u8> {
@@ -103,6 +110,7 @@ impl ToLauncher {
             Self::Spec => vec![SPEC],
             Self::StopCommands => vec![STOP_COMMANDS],
             Self::UnlinkedBytes => vec![UNLINKED_BYTES],
+            Self::CountCommands => vec![COUNT_COMMANDS],
         }
     }
 
@@ -121,6 +129,7 @@ impl ToLauncher {
             SPEC => Ok(Self::Spec),
             STOP_COMMANDS => Ok(Self::StopCommands),
             UNLINKED_BYTES => Ok(Self::UnlinkedBytes),
+            COUNT_COMMANDS => Ok(Self::CountCommands),
             other => Err(format!("an unknown request (tag {other})")),
         }
     }
@@ -139,6 +148,7 @@ impl FromLauncher {
             Self::Failed(why) => tagged(FAILED, why.as_bytes()),
             Self::Stopped(count) => tagged(STOPPED, &count.to_le_bytes()),
             Self::Unlinked(bytes) => tagged(UNLINKED, &bytes.to_le_bytes()),
+            Self::Commands(count) => tagged(COMMANDS, &count.to_le_bytes()),
         }
     }
 
@@ -175,6 +185,12 @@ impl FromLauncher {
                     .try_into()
                     .map_err(|_| "a malformed unlinked-bytes report".to_owned())?;
                 Ok(Self::Unlinked(u64::from_le_bytes(bytes)))
+            }
+            COMMANDS => {
+                let count: [u8; 4] = payload
+                    .try_into()
+                    .map_err(|_| "a malformed command count".to_owned())?;
+                Ok(Self::Commands(u32::from_le_bytes(count)))
             }
             other => Err(format!("an unknown report (tag {other})")),
         }
@@ -272,6 +288,7 @@ mod tests {
             ToLauncher::Spec,
             ToLauncher::StopCommands,
             ToLauncher::UnlinkedBytes,
+            ToLauncher::CountCommands,
         ] {
             assert_eq!(ToLauncher::decode(&request.encode()).unwrap(), request);
         }
@@ -285,6 +302,7 @@ mod tests {
             FromLauncher::Failed("no loopback".into()),
             FromLauncher::Stopped(3),
             FromLauncher::Unlinked(5 << 20),
+            FromLauncher::Commands(2),
         ] {
             assert_eq!(FromLauncher::decode(&report.encode()).unwrap(), report);
         }
@@ -298,6 +316,7 @@ mod tests {
         assert!(FromLauncher::decode(&[LISTENER, b'x']).is_err());
         assert!(FromLauncher::decode(&[STARTED, 1, 2]).is_err());
         assert!(FromLauncher::decode(&[STOPPED, 1]).is_err());
+        assert!(FromLauncher::decode(&[COMMANDS, 1, 2, 3]).is_err());
         assert!(FromLauncher::decode(&[UNLINKED, 1, 2, 3, 4]).is_err());
     }
 

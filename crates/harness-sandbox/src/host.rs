@@ -159,6 +159,8 @@ struct State {
     stops: VecDeque<oneshot::Sender<u32>>,
     /// Pending `unlinked_bytes`, answered in request order.
     unlinked: VecDeque<oneshot::Sender<u64>>,
+    /// Pending `running_commands`, answered in request order.
+    counts: VecDeque<oneshot::Sender<u32>>,
     model_token: Option<String>,
     grants: Vec<ServiceGrant>,
     harness_pid: Option<u32>,
@@ -189,17 +191,12 @@ impl SandboxControl {
     /// commands the harness started and whatever they left running — and returns how many were
     /// killed. The harness goes on (a command it waits for ends as killed).
     pub async fn stop_commands(&self) -> io::Result<u32> {
-        let (reply, answer) = oneshot::channel();
-        let mut reply = Some(reply);
-        self.send(&ToLauncher::StopCommands, |state| {
-            if let Some(reply) = reply.take() {
-                state.stops.push_back(reply);
-            }
-        })
-        .await?;
-        answer
-            .await
-            .map_err(|_| ended("the sandbox ended before it stopped its commands"))
+        self.ask(
+            &ToLauncher::StopCommands,
+            |state| &mut state.stops,
+            "the sandbox ended before it stopped its commands",
+        )
+        .await
     }
 
     /// The bytes of disk (allocated blocks) held by regular files that the sandbox's processes
@@ -207,17 +204,24 @@ impl SandboxControl {
     /// file systems of the directories it may write (not its `/tmp`, which is memory and has its
     /// own size, nor memfds). Each file counts once, however many descriptors hold it.
     pub async fn unlinked_bytes(&self) -> io::Result<u64> {
-        let (reply, answer) = oneshot::channel();
-        let mut reply = Some(reply);
-        self.send(&ToLauncher::UnlinkedBytes, |state| {
-            if let Some(reply) = reply.take() {
-                state.unlinked.push_back(reply);
-            }
-        })
-        .await?;
-        answer
-            .await
-            .map_err(|_| ended("the sandbox ended before it measured its unlinked files"))
+        self.ask(
+            &ToLauncher::UnlinkedBytes,
+            |state| &mut state.unlinked,
+            "the sandbox ended before it measured its unlinked files",
+        )
+        .await
+    }
+
+    /// How many processes of the sandbox run besides its PID 1 and the harness: the commands
+    /// the harness started (a command left running in the background among them) and whatever
+    /// they left running. An ended sandbox answers with an error.
+    pub async fn running_commands(&self) -> io::Result<u32> {
+        self.ask(
+            &ToLauncher::CountCommands,
+            |state| &mut state.counts,
+            "the sandbox ended before it counted its commands",
+        )
+        .await
     }
 
     /// The token the model service granted (the harness's model key inside), once its listener
@@ -241,6 +245,25 @@ impl SandboxControl {
     }
 
     /// Sends a request; `queue` runs under the send lock, right before it, with the state.
+    /// Sends `request` and waits for its answer, which the reader hands to the oldest sender
+    /// in the queue `pending` picks (`ended_before`: the error when the sandbox ends first).
+    async fn ask<T>(
+        &self,
+        request: &ToLauncher,
+        pending: fn(&mut State) -> &mut VecDeque<oneshot::Sender<T>>,
+        ended_before: &str,
+    ) -> io::Result<T> {
+        let (reply, answer) = oneshot::channel();
+        let mut reply = Some(reply);
+        self.send(request, |state| {
+            if let Some(reply) = reply.take() {
+                pending(state).push_back(reply);
+            }
+        })
+        .await?;
+        answer.await.map_err(|_| ended(ended_before))
+    }
+
     async fn send(&self, request: &ToLauncher, queue: impl FnOnce(&mut State)) -> io::Result<()> {
         let _order = self.shared.send.lock().await;
         if self.lock().ended {
@@ -340,6 +363,11 @@ async fn read_reports(
                     let _ = reply.send(bytes);
                 }
             }
+            FromLauncher::Commands(count) => {
+                if let Some(reply) = shared_state(&shared).counts.pop_front() {
+                    let _ = reply.send(count);
+                }
+            }
             FromLauncher::Failed(why) => {
                 tracing::warn!(sandbox = %label, reason = %why, "the sandbox could not be completed");
                 shared_state(&shared).failure = Some(why);
@@ -354,6 +382,7 @@ async fn read_reports(
         // Their requesters see the end (the senders dropped).
         state.stops.clear();
         state.unlinked.clear();
+        state.counts.clear();
         (
             std::mem::take(&mut state.grants),
             std::mem::take(&mut state.connects),

@@ -44,8 +44,8 @@ fn main() -> ExitCode {
             the_harness_ends_when_its_stdin_closes_and_the_host_sees_its_status,
         ),
         (
-            "the_host_measures_what_commands_hold_unlinked_and_stops_them_but_not_the_harness",
-            the_host_measures_what_commands_hold_unlinked_and_stops_them_but_not_the_harness,
+            "the_host_counts_the_commands_measures_what_they_hold_unlinked_and_stops_them_but_not_the_harness",
+            the_host_counts_the_commands_measures_what_they_hold_unlinked_and_stops_them_but_not_the_harness,
         ),
     ];
     let filter = std::env::args().nth(1).filter(|a| !a.starts_with('-'));
@@ -378,7 +378,7 @@ fn the_harness_ends_when_its_stdin_closes_and_the_host_sees_its_status(
 /// the workspace without end, one holding a 5 MB file of the workspace (and a 1 MB one of
 /// `/tmp`) open after unlinking it. The host measures the unlinked disk, stops the commands,
 /// and the harness goes on.
-fn the_host_measures_what_commands_hold_unlinked_and_stops_them_but_not_the_harness(
+fn the_host_counts_the_commands_measures_what_they_hold_unlinked_and_stops_them_but_not_the_harness(
     runtime: &tokio::runtime::Runtime,
 ) {
     let dir = tempfile::tempdir().unwrap();
@@ -433,6 +433,10 @@ fn the_host_measures_what_commands_hold_unlinked_and_stops_them_but_not_the_harn
         let before = size();
         tokio::time::sleep(Duration::from_millis(300)).await;
         assert!(size() > before, "the writing command runs");
+        assert!(
+            control.running_commands().await.unwrap() >= 2,
+            "both commands are counted"
+        );
         let killed = control.stop_commands().await.unwrap();
         assert!(killed >= 2, "both commands were killed: {killed}");
         tokio::time::sleep(Duration::from_millis(200)).await;
@@ -445,6 +449,11 @@ fn the_host_measures_what_commands_hold_unlinked_and_stops_them_but_not_the_harn
             "the unlinked file went with its holder"
         );
         assert_eq!(control.stop_commands().await.unwrap(), 0, "nothing is left");
+        assert_eq!(
+            control.running_commands().await.unwrap(),
+            0,
+            "no command runs (the harness is not one)"
+        );
         // The harness goes on.
         stdin.write_all(b"ping\n").await.unwrap();
         read_line(&mut line).await;
@@ -459,6 +468,7 @@ fn the_host_measures_what_commands_hold_unlinked_and_stops_them_but_not_the_harn
             control.stop_commands().await.is_err(),
             "an ended sandbox answers with an error"
         );
+        assert!(control.running_commands().await.is_err());
     });
 }
 

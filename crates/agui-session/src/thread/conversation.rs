@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
+use super::background_tasks::BackgroundTasks;
 use crate::backend::ConversationHandle;
 use crate::contract::Contract;
 use crate::error::RunFailure;
@@ -143,8 +144,9 @@ pub(crate) struct OpenConversation {
     pub(crate) turn: Option<Turn>,
     /// The last turn ended with tasks still running in the harness (a command left running in
     /// the background): the harness starts a turn of its own when they end, so the
-    /// conversation stays connected (not hibernated, not handed over) until the root is idle.
-    pub(crate) background_tasks: bool,
+    /// conversation stays connected (not hibernated, not handed over) until the root is idle
+    /// or its process runs none of them any more.
+    pub(crate) background_tasks: BackgroundTasks,
     _slot: LiveSlot,
 }
 
@@ -170,7 +172,7 @@ impl Conversation {
             contract,
             link: Link::Attached,
             turn: None,
-            background_tasks: false,
+            background_tasks: BackgroundTasks::default(),
             _slot: slot,
         }))
     }
@@ -212,7 +214,7 @@ impl Conversation {
     /// Whether the harness runs tasks of the last turn in the background (see
     /// [`OpenConversation::background_tasks`]).
     pub(crate) fn runs_background_tasks(&self) -> bool {
-        matches!(self, Self::Open(open) if open.background_tasks)
+        matches!(self, Self::Open(open) if open.background_tasks.running())
     }
 
     /// The turn in flight, to feed.

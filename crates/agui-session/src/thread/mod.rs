@@ -15,6 +15,7 @@
 //! A run is a subscription to the thread's events, not the owner of the turn: a client that
 //! leaves or falls behind only loses its stream.
 
+pub(crate) mod background_tasks;
 pub(crate) mod callbacks;
 pub(crate) mod command;
 pub(crate) mod context;

@@ -247,6 +247,22 @@ pub fn harness_in(save: &std::path::Path) -> Option<u32> {
     })
 }
 
+/// A crash: the harness working in `save` is SIGKILLed and `agent` dropped without a shutdown;
+/// returns once no harness runs there.
+pub async fn crash(save: &std::path::Path, agent: agui_session::Agent) {
+    let pid = harness_in(save).expect("the harness runs in the save dir");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    drop(agent);
+    eventually(Duration::from_secs(20), "the harness is gone", || {
+        harness_in(save).is_none()
+    })
+    .await;
+}
+
 /// A small tmpfs mounted on a directory (unmounted when dropped), to fill up.
 pub struct SmallVolume(std::path::PathBuf);
 

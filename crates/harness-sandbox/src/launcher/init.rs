@@ -202,6 +202,10 @@ impl Relay {
                 let bytes = procs::unlinked_bytes(&self.writable);
                 self.answer(control, &FromLauncher::Unlinked(bytes));
             }
+            Ok(ToLauncher::CountCommands) => {
+                let running = procs::count_commands(self.harness);
+                self.answer(control, &FromLauncher::Commands(running));
+            }
             // The spec comes once, first, and was taken before the relay started.
             Ok(ToLauncher::Spec) => eprintln!("sandbox: ignored a second spec from the host"),
             Err(e) => eprintln!("sandbox: ignored a malformed request from the host: {e}"),

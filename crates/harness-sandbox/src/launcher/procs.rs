@@ -38,6 +38,17 @@ pub(super) fn stop_commands(harness: u32) -> u32 {
     u32::try_from(killed.len()).unwrap_or(u32::MAX)
 }
 
+/// How many processes of the sandbox run besides this one (its PID 1) and the harness: the
+/// commands the harness started and whatever they left running.
+pub(super) fn count_commands(harness: u32) -> u32 {
+    let me = std::process::id();
+    let running = pids()
+        .into_iter()
+        .filter(|&pid| pid != me && pid != harness && !is_dead(pid))
+        .count();
+    u32::try_from(running).unwrap_or(u32::MAX)
+}
+
 /// The bytes (allocated blocks) of regular files with no name left (`st_nlink == 0`) that a
 /// process of the sandbox holds open, on the file systems `devices` (those of the directories
 /// the sandbox may write); each file once. A file only mapped, its descriptor closed, is not

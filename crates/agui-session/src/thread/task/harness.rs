@@ -36,6 +36,11 @@ impl Task {
                     );
                     self.record.user_steps.insert(step.key.index, message_id);
                 }
+                if let Some(tool) = step.tool()
+                    && let Some(open) = self.conversation.as_open()
+                {
+                    open.background_tasks.tool_called(&tool.name);
+                }
                 let Some(turn) = self.conversation.turn_mut() else {
                     return;
                 };
@@ -101,8 +106,7 @@ impl Task {
         let Some(open) = self.conversation.as_open() else {
             return;
         };
-        if open.background_tasks != end.background_tasks {
-            open.background_tasks = end.background_tasks;
+        if open.background_tasks.running() != end.background_tasks {
             tracing::info!(
                 background_tasks = end.background_tasks,
                 "{}",
@@ -113,6 +117,8 @@ impl Task {
                 }
             );
         }
+        open.background_tasks
+            .turn_ended(end.background_tasks, tokio::time::Instant::now());
         let Some(mut turn) = open.turn.take() else {
             return;
         };

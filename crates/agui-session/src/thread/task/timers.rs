@@ -29,6 +29,9 @@ pub(super) enum Timer {
     DiskCheck,
     /// The turn made no progress for `turn_stall_timeout`.
     Stall,
+    /// Between turns, the harness waits for tasks in the background: whether its process still
+    /// runs a command is checked (see [`BackgroundTasks`](crate::thread::background_tasks)).
+    BackgroundTasks,
     /// Unwatched, a turn or a parked call waited `parked_timeout` for its client.
     Abandon,
     /// Unwatched and idle for `session_timeout`: the task ends.
@@ -71,6 +74,14 @@ impl Task {
                 None => {}
             }
         }
+        if self.conversation.turn().is_none()
+            && let Some(at) = self
+                .conversation
+                .as_open()
+                .and_then(|open| open.background_tasks.check_at())
+        {
+            timers.push((Timer::BackgroundTasks, at));
+        }
         if let Some(stall_at) = self.stall_deadline()
             && !self.waits_for_client()
         {
@@ -92,6 +103,20 @@ impl Task {
             }
         }
         timers
+    }
+
+    /// Checks that the process of a conversation whose harness waits for tasks in the
+    /// background still runs a command; the wait ends when none runs.
+    async fn check_background_tasks(&mut self) {
+        let Some(open) = self.conversation.as_open() else {
+            return;
+        };
+        let runs = open.handle.runs_commands().await;
+        if open.background_tasks.checked(runs, Instant::now()) {
+            tracing::info!(
+                "the harness waits for tasks in the background that its process does not run (those of a process that exited, listed in the conversation it resumed); the thread waits no more"
+            );
+        }
     }
 
     /// When the loop wakes next.
@@ -161,6 +186,7 @@ impl Task {
                 )));
                 self.halt();
             }
+            Timer::BackgroundTasks => self.check_background_tasks().await,
             Timer::Abandon => {
                 tracing::info!(
                     parked = self.parking.is_parked(),
