@@ -22,19 +22,12 @@ const TASKS_NO_PROCESS_SHOWS: [&str; 1] = ["schedule"];
 /// A conversation's tasks in the background.
 #[derive(Debug, Default)]
 pub(crate) struct BackgroundTasks {
-    /// The harness said its last turn left tasks running; `Some(when)`: checked against the
-    /// process's commands then.
-    waiting: Option<Check>,
-    /// The conversation called a tool of [`TASKS_NO_PROCESS_SHOWS`] since it was opened.
+    /// The harness said its last turn left tasks running; when they are checked next against
+    /// the process's commands.
+    waiting: Option<Instant>,
+    /// The conversation called a tool of [`TASKS_NO_PROCESS_SHOWS`] since it was opened: the
+    /// harness's word is never checked.
     unverifiable: bool,
-}
-
-/// When the harness's word on its tasks is checked next.
-#[derive(Debug, Clone, Copy)]
-enum Check {
-    At(Instant),
-    /// Never: the conversation scheduled a task no process shows.
-    Never,
 }
 
 impl BackgroundTasks {
@@ -45,39 +38,27 @@ impl BackgroundTasks {
 
     /// A turn ended; `reported`: the harness waits for tasks it left running. Checked at once.
     pub(crate) fn turn_ended(&mut self, reported: bool, now: Instant) {
-        self.waiting = reported.then_some(if self.unverifiable {
-            Check::Never
-        } else {
-            Check::At(now)
-        });
+        self.waiting = reported.then_some(now);
     }
 
     /// The conversation called `tool`.
     pub(crate) fn tool_called(&mut self, tool: &str) {
-        if TASKS_NO_PROCESS_SHOWS.contains(&tool) {
-            self.unverifiable = true;
-            if self.waiting.is_some() {
-                self.waiting = Some(Check::Never);
-            }
-        }
+        self.unverifiable |= TASKS_NO_PROCESS_SHOWS.contains(&tool);
     }
 
     /// When the process's commands are to be checked next, if they are.
     pub(crate) fn check_at(&self) -> Option<Instant> {
-        match self.waiting {
-            Some(Check::At(at)) => Some(at),
-            _ => None,
-        }
+        self.waiting.filter(|_| !self.unverifiable)
     }
 
     /// What a check found; `true` when it ended the wait (no command runs: the harness waits
     /// for tasks of a process that exited).
     pub(crate) fn checked(&mut self, runs_commands: bool, now: Instant) -> bool {
-        if !matches!(self.waiting, Some(Check::At(_))) {
+        if self.check_at().is_none() {
             return false;
         }
         if runs_commands {
-            self.waiting = Some(Check::At(now + CHECK_EVERY));
+            self.waiting = Some(now + CHECK_EVERY);
             false
         } else {
             self.waiting = None;

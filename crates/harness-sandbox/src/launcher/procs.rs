@@ -15,12 +15,11 @@ const STOP_SWEEPS: usize = 64;
 /// Kills every process of the sandbox but this one (its PID 1) and the harness; how many were
 /// killed. Sweeps until a sweep finds nothing new, so children forked during a sweep die too.
 pub(super) fn stop_commands(harness: u32) -> u32 {
-    let me = std::process::id();
     let mut killed = HashSet::new();
     for _ in 0..STOP_SWEEPS {
         let mut new = false;
-        for pid in pids() {
-            if pid == me || pid == harness || killed.contains(&pid) || is_dead(pid) {
+        for pid in commands(harness) {
+            if killed.contains(&pid) {
                 continue;
             }
             let Ok(raw) = i32::try_from(pid) else {
@@ -41,12 +40,15 @@ pub(super) fn stop_commands(harness: u32) -> u32 {
 /// How many processes of the sandbox run besides this one (its PID 1) and the harness: the
 /// commands the harness started and whatever they left running.
 pub(super) fn count_commands(harness: u32) -> u32 {
+    u32::try_from(commands(harness).count()).unwrap_or(u32::MAX)
+}
+
+/// The live processes of the sandbox but this one (its PID 1) and the harness.
+fn commands(harness: u32) -> impl Iterator<Item = u32> {
     let me = std::process::id();
-    let running = pids()
+    pids()
         .into_iter()
-        .filter(|&pid| pid != me && pid != harness && !is_dead(pid))
-        .count();
-    u32::try_from(running).unwrap_or(u32::MAX)
+        .filter(move |&pid| pid != me && pid != harness && !is_dead(pid))
 }
 
 /// The bytes (allocated blocks) of regular files with no name left (`st_nlink == 0`) that a

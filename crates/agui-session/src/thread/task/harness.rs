@@ -36,6 +36,8 @@ impl Task {
                     );
                     self.record.user_steps.insert(step.key.index, message_id);
                 }
+                // Every snapshot (one string comparison): a `schedule` call's step may not be
+                // final by the time its turn ends waiting for the task.
                 if let Some(tool) = step.tool()
                     && let Some(open) = self.conversation.as_open()
                 {
