@@ -14,17 +14,28 @@
 //!   the usage update); the later host calls whose steps exist then are announced from them
 //!   (the harness asks for them only once the earlier ones are answered);
 //! - an approval (the pre-tool hook) holds the reply itself: its usage update comes only after
-//!   the answer, so a trajectory blocked on an approval is settled as it stands.
+//!   the answer, so a trajectory blocked on an approval is settled as it stands;
+//! - the harness sends a reply's steps, its calls' among them, and the reply's usage update
+//!   before it calls back for a call; under load it was seen calling back first. A call whose
+//!   callback came before its step therefore holds the park until its step and then a usage
+//!   update of its trajectory have come (the whole reply), for at most [`CALL_STEP_WAIT`], so
+//!   frames that never come cost a delay, not the run.
 //!
 //! The run drains every event the harness sent before a callback (the event stream is filled
 //! before a callback starts) and then asks [`TurnActivity::settled`].
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::time::Duration;
 
 use harness_client::{TrajectoryState, TrajectoryStatus, Usage};
 use harness_proto::lh::UsageMetadata;
 use harness_proto::step::{Step, StepKey, StepSource, ToolKind};
 use serde_json::{Map, Value};
+use tokio::time::Instant;
+
+/// How long a parked call whose callback came before its step waits for that step before the
+/// run settles without it.
+pub(crate) const CALL_STEP_WAIT: Duration = Duration::from_secs(2);
 
 /// What a trajectory with parked requests waits for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,6 +53,21 @@ pub(crate) struct TurnActivity {
     replies: HashMap<String, ReplyProgress>,
     /// Host tool calls seen in steps and not finished, in step order.
     open_calls: BTreeMap<StepKey, HostCall>,
+    /// The harness ids of the host calls whose steps were seen.
+    seen_calls: HashSet<String>,
+    /// Host calls whose callback came before their step, by harness id.
+    called_back_ahead: HashMap<String, CallbackAhead>,
+}
+
+/// A host call the harness called back for before its reply was seen.
+#[derive(Debug)]
+struct CallbackAhead {
+    /// When the callback came.
+    at: Instant,
+    /// The trajectory that made the call.
+    trajectory: String,
+    /// Whether the call's step has come since.
+    step_seen: bool,
 }
 
 /// How far a trajectory's model output has been accounted for by usage updates.
@@ -89,6 +115,12 @@ impl TurnActivity {
         let ToolKind::Custom { call_id } = &tool.kind else {
             return;
         };
+        if !call_id.is_empty() && !self.seen_calls.contains(call_id) {
+            self.seen_calls.insert(call_id.clone());
+            if let Some(ahead) = self.called_back_ahead.get_mut(call_id) {
+                ahead.step_seen = true;
+            }
+        }
         if step.is_final() {
             self.open_calls.remove(&step.key);
         } else if !call_id.is_empty() {
@@ -124,6 +156,9 @@ impl TurnActivity {
             if reply.usage.as_ref() != Some(metadata) {
                 reply.usage = Some(metadata.clone());
                 reply.newest_at_usage = reply.newest_step;
+                // The reply of a call that was called back ahead of it is complete.
+                self.called_back_ahead
+                    .retain(|_, ahead| !(ahead.step_seen && ahead.trajectory == *trajectory));
             }
         }
     }
@@ -139,6 +174,36 @@ impl TurnActivity {
             && blocked
                 .iter()
                 .all(|(t, why)| *why == Blocked::OnApproval || !streaming(t))
+    }
+
+    /// Notes that the harness called back at `at` for the host call `harness_id` of
+    /// `trajectory`.
+    pub(crate) fn called_back(&mut self, harness_id: &str, trajectory: &str, at: Instant) {
+        if !self.seen_calls.contains(harness_id) {
+            self.called_back_ahead
+                .entry(harness_id.to_owned())
+                .or_insert_with(|| CallbackAhead {
+                    at,
+                    trajectory: trajectory.to_owned(),
+                    step_seen: false,
+                });
+        }
+    }
+
+    /// When the park may settle at the earliest, while one of the `parked` calls (harness ids)
+    /// waits for the reply its callback came before; `None` when none waits at `now` (their
+    /// replies came, or their wait is over).
+    pub(crate) fn call_steps_awaited<'a>(
+        &self,
+        parked: impl IntoIterator<Item = &'a str>,
+        now: Instant,
+    ) -> Option<Instant> {
+        parked
+            .into_iter()
+            .filter_map(|id| self.called_back_ahead.get(id))
+            .map(|ahead| ahead.at + CALL_STEP_WAIT)
+            .filter(|end| *end > now)
+            .max()
     }
 
     /// The open host calls of the `blocked` trajectories, in step order: the rest of the
@@ -276,6 +341,57 @@ mod tests {
     }
 
     #[test]
+    fn a_callback_ahead_of_its_reply_holds_the_park_until_the_reply_comes_or_the_wait_ends() {
+        let mut activity = TurnActivity::default();
+        let now = Instant::now();
+        activity.called_back("c1", "root", now);
+        let until = Some(now + CALL_STEP_WAIT);
+        assert_eq!(activity.call_steps_awaited(["c1"], now), until);
+        assert_eq!(
+            activity.call_steps_awaited(["c2"], now),
+            None,
+            "only parked calls count"
+        );
+        assert_eq!(
+            activity.call_steps_awaited(["c1"], now + CALL_STEP_WAIT),
+            None,
+            "the wait is over"
+        );
+        // What comes next, and whether the call still waits after it.
+        let frames = [
+            (
+                Some(("root", 10)),
+                true,
+                "a usage update before the call's step is an earlier reply's",
+            ),
+            (None, true, "the reply's usage update has not come"),
+            (
+                Some(("other", 5)),
+                true,
+                "another trajectory's usage is not its reply's",
+            ),
+            (Some(("root", 20)), false, "its reply came"),
+        ];
+        for (usage_of, waits, why) in frames {
+            match usage_of {
+                Some((trajectory, total)) => activity.usage(&usage(trajectory, total)),
+                None => activity.step(&step(2, StepStatus::Active, Some(("c1", "weather")))),
+            }
+            assert_eq!(
+                activity.call_steps_awaited(["c1"], now).is_some(),
+                waits,
+                "{why}"
+            );
+        }
+        activity.called_back("c1", "root", now);
+        assert_eq!(
+            activity.call_steps_awaited(["c1"], now),
+            None,
+            "a call called back after its step waits for nothing"
+        );
+    }
+
+    #[test]
     fn open_host_calls_are_listed_in_step_order_until_done() {
         let mut activity = TurnActivity::default();
         activity.step(&step(3, StepStatus::Active, Some(("c3", "third"))));
@@ -302,20 +418,42 @@ mod tests {
     /// delay, parking as a session does (a `toolCall` parks until its `toolResponse`, a hook
     /// request until its response), and returns, for each moment the turn settled, the harness
     /// ids of the open host calls then, and whether an answer had been sent before.
-    fn settle_points(fixture: &str) -> (Vec<(Vec<String>, bool)>, Vec<String>) {
+    ///
+    /// With `callback_first`, the first `toolCall` is replayed before the first step update, as
+    /// a loaded harness was seen to send it.
+    fn settle_points(
+        fixture: &str,
+        callback_first: bool,
+    ) -> (Vec<(Vec<String>, bool)>, Vec<String>) {
         use harness_proto::lh::{InputEvent, OutputEvent, input_event, output_event};
         let path = format!(
             "{}/../../fixtures/steps/{fixture}.jsonl",
             env!("CARGO_MANIFEST_DIR")
         );
         let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        let mut lines: Vec<&str> = text.lines().collect();
+        if callback_first {
+            let is = |line: &str, member: &str| {
+                let frame: Value = serde_json::from_str(line).unwrap();
+                frame.get("out").and_then(|out| out.get(member)).is_some()
+            };
+            let call = lines.iter().position(|l| is(l, "toolCall")).unwrap();
+            let first_step = lines.iter().position(|l| is(l, "stepUpdate")).unwrap();
+            assert!(
+                first_step < call,
+                "{fixture}: the recording calls back after its steps"
+            );
+            let moved = lines.remove(call);
+            lines.insert(first_step, moved);
+        }
+        let now = Instant::now();
         let mut activity = TurnActivity::default();
         let mut parked: HashMap<String, (String, Blocked)> = HashMap::new();
         let mut points = Vec::new();
         let mut all_calls = Vec::new();
         let mut answered = false;
         let mut settled_now = false;
-        for line in text.lines() {
+        for line in lines {
             let frame: Value = serde_json::from_str(line).unwrap();
             if let Some(input) = frame.get("in") {
                 let input: InputEvent = harness_proto::from_json(&input.to_string()).unwrap();
@@ -354,6 +492,7 @@ mod tests {
                     }
                     Some(output_event::Event::ToolCall(call)) => {
                         let trajectory = call.trajectory_id().to_owned();
+                        activity.called_back(call.id(), call.trajectory_id(), now);
                         parked.insert(call.id().to_owned(), (trajectory, Blocked::OnAnswer));
                     }
                     Some(output_event::Event::CallHookRequest(request)) => {
@@ -378,7 +517,10 @@ mod tests {
                     *entry = *why;
                 }
             }
-            let settled = activity.settled(&blocked_now);
+            let settled = activity.settled(&blocked_now)
+                && activity
+                    .call_steps_awaited(parked.keys().map(String::as_str), now)
+                    .is_none();
             if settled && !settled_now {
                 let open = activity
                     .open_calls_in(&blocked_now)
@@ -393,8 +535,14 @@ mod tests {
 
     #[test]
     fn parallel_host_calls_settle_only_once_every_call_of_the_reply_is_known() {
-        for fixture in ["two_parallel_custom_calls", "three_parallel_custom_calls"] {
-            let (points, all_calls) = settle_points(fixture);
+        for (fixture, callback_first) in [
+            ("two_parallel_custom_calls", false),
+            ("three_parallel_custom_calls", false),
+            ("two_parallel_custom_calls", true),
+            ("three_parallel_custom_calls", true),
+        ] {
+            let (points, all_calls) = settle_points(fixture, callback_first);
+            let fixture = format!("{fixture} (callback first: {callback_first})");
             let (open, answered) = points
                 .first()
                 .unwrap_or_else(|| panic!("{fixture}: never settled"));
@@ -408,7 +556,7 @@ mod tests {
 
     #[test]
     fn a_host_call_after_a_builtin_call_settles_once_the_builtin_ran() {
-        let (points, all_calls) = settle_points("builtin_and_custom_calls");
+        let (points, all_calls) = settle_points("builtin_and_custom_calls", false);
         let (open, answered) = points.first().expect("never settled");
         assert!(!answered);
         assert_eq!(open, &all_calls);
@@ -417,7 +565,7 @@ mod tests {
 
     #[test]
     fn an_approval_settles_before_the_reply_completes() {
-        let (points, _) = settle_points("custom_and_builtin_calls_with_pre_tool_hook");
+        let (points, _) = settle_points("custom_and_builtin_calls_with_pre_tool_hook", false);
         let (_, answered) = points.first().expect("never settled");
         assert!(!answered, "the first approval settles the turn at once");
     }

@@ -150,6 +150,12 @@ pub(crate) trait ConversationHandle: Send + Sync + 'static {
     fn storage_full_writes(&self) -> u64 {
         0
     }
+    /// Whether the harness sends a host call's step, and its reply's, before it calls back for
+    /// the call, so a callback that came first means they are still on their way (`localharness`
+    /// does).
+    fn steps_precede_callbacks(&self) -> bool {
+        true
+    }
     /// Whether a command its process started still runs (where it cannot tell: `true`, so the
     /// harness's word on its background tasks stands).
     async fn runs_commands(&self) -> bool {

@@ -270,10 +270,12 @@ impl ConversationSource for FakeHarness {
             kills: Arc::new(Mutex::new(0)),
             saved: self.saved.clone(),
             runs_commands: Arc::new(AtomicBool::new(true)),
+            steps_precede_callbacks: Arc::new(AtomicBool::new(false)),
         };
         let cancels = conversation.cancels.clone();
         let kills = conversation.kills.clone();
         let runs_commands = conversation.runs_commands.clone();
+        let steps_precede_callbacks = conversation.steps_precede_callbacks.clone();
         self.state.lock().push(conversation);
         self.opened.notify_waiters();
         Ok(Box::new(FakeHandle {
@@ -294,6 +296,7 @@ impl ConversationSource for FakeHarness {
             cancels,
             open,
             runs_commands,
+            steps_precede_callbacks,
         }))
     }
 
@@ -332,6 +335,7 @@ pub struct FakeConversation {
     kills: Arc<Mutex<usize>>,
     saved: Saved,
     runs_commands: Arc<AtomicBool>,
+    steps_precede_callbacks: Arc<AtomicBool>,
 }
 
 impl FakeConversation {
@@ -503,6 +507,31 @@ impl FakeConversation {
         self.runs_commands.store(runs, Ordering::SeqCst);
     }
 
+    /// Makes the session take this conversation's callbacks as `localharness`'s: each comes
+    /// after its call's step, so one that came first waits for it (at first `false`: a test
+    /// calls back without steps).
+    pub fn set_steps_precede_callbacks(&self, precede: bool) {
+        self.steps_precede_callbacks
+            .store(precede, Ordering::SeqCst);
+    }
+
+    /// A root step of a host tool call `harness_id` to `name` (ACTIVE), as the harness sends
+    /// before calling back for it.
+    pub fn call_step(&self, index: u32, harness_id: &str, name: &str) {
+        let mut step = self.step(index, StepSource::Model, StepTarget::Environment);
+        step.action = Some(harness_proto::step::StepAction::Tool(
+            harness_proto::step::ToolAction {
+                name: name.into(),
+                kind: harness_proto::step::ToolKind::Custom {
+                    call_id: harness_id.into(),
+                },
+                arguments: Map::new(),
+                result: Map::new(),
+            },
+        ));
+        self.emit(ConversationEvent::Step(step));
+    }
+
     fn trajectory(&self, status: TrajectoryStatus, error: Option<&str>) {
         self.emit(ConversationEvent::Trajectory(TrajectoryState {
             trajectory_id: self.id.clone(),
@@ -587,6 +616,7 @@ struct FakeHandle {
     cancels: Arc<Mutex<usize>>,
     open: Arc<AtomicBool>,
     runs_commands: Arc<AtomicBool>,
+    steps_precede_callbacks: Arc<AtomicBool>,
 }
 
 #[async_trait]
@@ -662,6 +692,10 @@ impl ConversationHandle for FakeHandle {
 
     async fn runs_commands(&self) -> bool {
         self.runs_commands.load(Ordering::SeqCst)
+    }
+
+    fn steps_precede_callbacks(&self) -> bool {
+        self.steps_precede_callbacks.load(Ordering::SeqCst)
     }
 
     fn kill_process(&self) {

@@ -106,6 +106,12 @@ impl Turn {
         &self.activity
     }
 
+    /// The harness called back now for the host call `harness_id` of `trajectory`.
+    pub(crate) fn called_back(&mut self, harness_id: &str, trajectory: &str) {
+        self.activity
+            .called_back(harness_id, trajectory, tokio::time::Instant::now());
+    }
+
     /// Events for a step snapshot, and failures it reports (the last is kept).
     pub(crate) fn step(&mut self, step: &Step) -> (Vec<Event>, Vec<StepFailure>) {
         self.activity.step(step);

@@ -9,7 +9,7 @@ use agui_session::{FnTool, InterruptRequest, ToolRegistry};
 use agui_types::{Event, RunOutcome};
 use harness_client::{HookRequest, HookResponse, ToolOutcome};
 use serde_json::{Value, json};
-use support::{FakeAgent, ask_colour, finish, last, text, types, user};
+use support::{FakeAgent, ask_colour, finish, finish_after, last, text, types, until, user};
 
 #[tokio::test]
 async fn a_prompt_streams_a_turn_and_finishes() {
@@ -201,6 +201,75 @@ async fn approval_denied_tells_the_model() {
     );
     c.idle(None);
     finish(run).await;
+}
+
+/// Two frontend tools and a run asking for both; the conversation's callbacks follow their
+/// steps, as `localharness`'s do.
+async fn parallel_calls_run(
+    fx: &FakeAgent,
+) -> (
+    agui_session::RunStream,
+    agui_session::testing::FakeConversation,
+) {
+    let tools = json!([{"name": "weather", "description": "Weather"}, {"name": "clock", "description": "Clock"}]);
+    let run = fx.start(json!({"messages": [user("m1", "both")], "tools": tools}));
+    let c = fx.harness.conversation(0).await;
+    c.set_steps_precede_callbacks(true);
+    c.next_input().await;
+    c.running();
+    (run, c)
+}
+
+fn pending(events: &[Event]) -> Vec<String> {
+    match last(events) {
+        Event::RunFinished(done) => match &done.outcome {
+            Some(RunOutcome::Success {
+                pending_tool_call_ids,
+            }) => pending_tool_call_ids.clone(),
+            other => panic!("{other:?}"),
+        },
+        _ => panic!("{}", types(events)),
+    }
+}
+
+#[tokio::test]
+async fn a_callback_ahead_of_its_replys_steps_waits_for_them_so_every_call_of_the_reply_is_pending()
+{
+    // Under load, the harness was seen calling back for a reply's first call before it sent the
+    // reply's steps; a run that ended on that callback showed one call of two.
+    let fx = FakeAgent::new();
+    let (mut run, c) = parallel_calls_run(&fx).await;
+    let _weather = c.call_tool("h-1", "weather", json!({"city": "Rome"}));
+    let mut seen = until(&mut run, "TOOL_CALL_END").await;
+    assert!(
+        tokio::time::timeout(Duration::from_millis(300), run.next_event())
+            .await
+            .is_err(),
+        "the run waits for the reply's steps"
+    );
+    c.say(1, "On it.");
+    c.call_step(2, "h-1", "weather");
+    c.call_step(3, "h-2", "clock");
+    c.reply_done();
+    seen = finish_after(seen, run).await;
+    assert_eq!(text(&seen), "On it.");
+    assert_eq!(pending(&seen), ["h-1", "h-2"], "{}", types(&seen));
+}
+
+#[tokio::test]
+async fn a_callback_whose_step_never_comes_ends_its_run_after_the_wait() {
+    let fx = FakeAgent::new();
+    let (mut run, c) = parallel_calls_run(&fx).await;
+    let _weather = c.call_tool("h-1", "weather", json!({"city": "Rome"}));
+    let seen = until(&mut run, "TOOL_CALL_END").await;
+    assert!(
+        tokio::time::timeout(Duration::from_millis(1000), run.next_event())
+            .await
+            .is_err(),
+        "the run waits for the step a while"
+    );
+    let seen = finish_after(seen, run).await;
+    assert_eq!(pending(&seen), ["h-1"]);
 }
 
 #[tokio::test]

@@ -181,6 +181,14 @@ impl Parking {
             .collect()
     }
 
+    /// The harness ids of the parked frontend calls the harness called back for.
+    pub(crate) fn called_back_ids(&self) -> impl Iterator<Item = &str> {
+        self.frontend
+            .iter()
+            .filter(|c| c.reply.is_some())
+            .map(|c| c.harness_id.as_str())
+    }
+
     /// The frontend tool calls waiting for a tool message, in the order they were parked.
     pub(crate) fn pending_tool_calls(&mut self) -> Vec<PendingTool> {
         self.prune();

@@ -280,6 +280,11 @@ impl Task {
                     self.ctx.options.deduplicate_tool_calls,
                     reply,
                 );
+                if let FrontendCallback::Parked { .. } = handled
+                    && let Some(turn) = self.conversation.turn_mut()
+                {
+                    turn.called_back(&harness_id, &trajectory);
+                }
                 match handled {
                     FrontendCallback::Parked {
                         tool_call_id,

@@ -560,12 +560,26 @@ impl Task {
     /// Whether the turn waits only for the client. If so, the frontend calls of the parked
     /// replies that the harness has not called back for yet are announced (it asks for a
     /// reply's calls one at a time), so the client answers them together.
+    /// While a parked frontend call whose callback came before its step waits for that step
+    /// (see [`crate::activity`]): when the last such wait ends. `None` also for a source whose
+    /// callbacks need not follow their steps (the fake harness, unless a test says they do).
+    pub(super) fn call_steps_awaited(&self) -> Option<Instant> {
+        let open = self.conversation.as_open_ref()?;
+        if !open.handle.steps_precede_callbacks() {
+            return None;
+        }
+        open.turn
+            .as_ref()?
+            .activity()
+            .call_steps_awaited(self.parking.called_back_ids(), Instant::now())
+    }
+
     fn settled(&mut self) -> bool {
         let blocked = self.parking.blocked();
         let Some(turn) = self.conversation.turn() else {
             return !blocked.is_empty();
         };
-        if !turn.activity().settled(&blocked) {
+        if !turn.activity().settled(&blocked) || self.call_steps_awaited().is_some() {
             return false;
         }
         let frontend: Vec<String> = self

@@ -119,11 +119,14 @@ impl Task {
         }
     }
 
-    /// When the loop wakes next.
+    /// When the loop wakes next: the first timer, or the end of a parked call's wait for its
+    /// step, after which the run settles without it (the loop settles after every wake; no
+    /// action is due then, so it is no timer).
     pub(super) fn next_deadline(&mut self) -> Instant {
         self.timers()
             .into_iter()
             .map(|(_, at)| at)
+            .chain(self.call_steps_awaited())
             .min()
             .unwrap_or_else(|| Instant::now() + NOTHING_DUE)
     }
