@@ -208,6 +208,9 @@ pub(crate) async fn build(
                 pool
             }
         };
+        // Work ahead of need goes with prestarting; a process of one conversation would need
+        // a second process for a conversation opened ahead.
+        options.spare_conversations = pool_key.2 && pool_key.0 > 1;
         let mut process = ProcessOptions::new(options.save_dir.clone());
         process.binary = Some(binary);
         let (status, isolation) = match (mode, &launcher) {

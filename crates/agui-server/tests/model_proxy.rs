@@ -251,9 +251,10 @@ async fn a_harness_started_with_the_server_warms_up_against_the_proxy_alone() {
         .lines()
         .filter(|l| l.contains("conversation open") && l.contains(&format!("pid={warmed} ")))
         .count();
-    assert_eq!(
-        opened_on_warmed, 2,
-        "the warm-up's conversation, then the first thread's, on the warmed harness"
+    // Then, maybe already, the conversation opened ahead of the next new thread.
+    assert!(
+        (2..=3).contains(&opened_on_warmed),
+        "the warm-up's conversation, then the first thread's, on the warmed harness: {opened_on_warmed}"
     );
     server.shutdown().await;
 }

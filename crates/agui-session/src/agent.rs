@@ -490,6 +490,7 @@ impl Agent {
         {
             tracing::warn!("some threads did not close within the shutdown deadline");
         }
+        self.ctx.spare_conversations.close_all().await;
         self.ctx.trees.drop_spares();
         self.ctx.backend.0.shutdown().await;
         self.ctx.records.flush().await;

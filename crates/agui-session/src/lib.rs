@@ -46,6 +46,7 @@ mod owner;
 mod places;
 mod prompt;
 mod rewind;
+mod spare_conversations;
 mod store;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;

@@ -118,6 +118,12 @@ pub struct AgentOptions {
     /// Idle time after which an idle session's harness conversation is closed (resumed
     /// transparently on the next run).
     pub hibernate_after: Duration,
+    /// Keep a conversation opened ahead in each owner's tree (its process), which the owner's
+    /// next new thread whose first run brings no client tools takes instead of waiting for the
+    /// harness to open one; another is opened behind it. An unclaimed one is closed after
+    /// [`Self::hibernate_after`]. Off by default; the server turns it on with
+    /// `prestart_harness`. Not with a process per thread.
+    pub spare_conversations: bool,
     /// Live conversations at most (idle ones are hibernated to make room).
     pub max_sessions: usize,
     /// Concurrent runs on one thread.
@@ -202,6 +208,7 @@ impl AgentOptions {
             session_timeout: defaults::SESSION_TIMEOUT,
             parked_timeout: defaults::PARKED_TIMEOUT,
             hibernate_after: defaults::HIBERNATE_AFTER,
+            spare_conversations: false,
             max_sessions: defaults::MAX_SESSIONS,
             concurrent_runs: ConcurrentRuns::Wait(defaults::BUSY_THREAD_WAIT),
             max_remembered_threads: defaults::MAX_REMEMBERED_THREADS,

@@ -6,6 +6,7 @@ mod support;
 use std::time::Duration;
 
 use agui_session::ToolRegistry;
+use agui_session::testing::FakeConversation;
 use agui_types::Event;
 use harness_client::{CloseReason, ExitInfo};
 use serde_json::json;
@@ -316,4 +317,93 @@ async fn a_run_that_finished_is_known_to_a_server_that_reads_the_thread_at_once(
         second.shutdown().await;
         fx.agent.shutdown().await;
     }
+}
+
+/// An agent that opens a conversation ahead of the next new thread, unclaimed ones closing
+/// after `hibernate_after`.
+fn with_spare_conversations(hibernate_after: Duration) -> FakeAgent {
+    FakeAgent::with(
+        |o| {
+            o.spare_conversations = true;
+            o.hibernate_after = hibernate_after;
+        },
+        ToolRegistry::new(),
+    )
+}
+
+/// Runs one plain turn on thread `thread` whose conversation is `conversation` (the fake's
+/// n-th opened).
+async fn plain_turn(fx: &FakeAgent, thread: &str, conversation: usize) -> FakeConversation {
+    let run = fx.agent.run(support::input_of(
+        json!({"threadId": thread, "messages": [user(&format!("{thread}1"), "hello")]}),
+    ));
+    let c = fx.harness.conversation(conversation).await;
+    assert_eq!(c.next_input().await, "hello");
+    c.idle(None);
+    finish(run).await;
+    c
+}
+
+#[tokio::test]
+async fn a_new_thread_takes_the_conversation_opened_ahead_and_another_opens_behind_it() {
+    let fx = with_spare_conversations(Duration::from_secs(600));
+    let a = plain_turn(&fx, "a", 0).await;
+    // Opened ahead once a's conversation was open, in a slot of its own of the same tree.
+    let spare = fx.harness.conversation(1).await;
+    assert_eq!(spare.process(), a.process());
+    assert_ne!(spare.workspace(), a.workspace());
+    let b = plain_turn(&fx, "b", 1).await;
+    assert_eq!(
+        b.id(),
+        spare.id(),
+        "b's message went to the conversation opened ahead"
+    );
+    let behind = fx.harness.conversation(2).await;
+    assert_ne!(behind.id(), b.id());
+    // A first run with client tools opens its own conversation; the spare stays.
+    let tools = json!([{"name": "pick", "description": "Pick"}]);
+    let run = fx.agent.run(support::input_of(
+        json!({"threadId": "c", "messages": [user("c1", "pick")], "tools": tools}),
+    ));
+    let c = fx.harness.conversation(3).await;
+    assert_eq!(c.next_input().await, "pick");
+    assert_eq!(c.declared_tools(), ["pick"]);
+    c.idle(None);
+    finish(run).await;
+    assert!(behind.is_open());
+    assert_eq!(behind.input_within(Duration::from_millis(100)).await, None);
+    // b's record names the conversation it took: a restarted server resumes it.
+    let (agent, harness) = fx.restart().await;
+    let run = agent.run(support::input_of(
+        json!({"threadId": "b", "messages": [user("b1", "hello"), user("b2", "again")]}),
+    ));
+    let resumed = harness.conversation(0).await;
+    assert_eq!(resumed.id(), spare.id());
+    assert_eq!(resumed.workspace(), spare.workspace());
+    assert_eq!(resumed.next_input().await, "again");
+    resumed.idle(None);
+    finish(run).await;
+}
+
+#[tokio::test]
+async fn a_conversation_opened_ahead_that_no_thread_takes_is_closed_and_its_files_removed() {
+    let fx = with_spare_conversations(Duration::from_millis(300));
+    plain_turn(&fx, "a", 0).await;
+    let spare = fx.harness.conversation(1).await;
+    assert!(spare.workspace().is_dir());
+    eventually(Duration::from_secs(10), "the spare closes", || {
+        !spare.is_open()
+    })
+    .await;
+    eventually(Duration::from_secs(10), "its slot is removed", || {
+        !spare.workspace().exists()
+    })
+    .await;
+    // At shutdown too.
+    let fx = with_spare_conversations(Duration::from_secs(600));
+    plain_turn(&fx, "a", 0).await;
+    let spare = fx.harness.conversation(1).await;
+    fx.agent.shutdown().await;
+    assert!(!spare.is_open());
+    assert!(!spare.workspace().exists());
 }

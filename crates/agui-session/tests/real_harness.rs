@@ -723,3 +723,71 @@ async fn a_turn_waiting_for_the_client_past_the_stall_timeout_uses_no_cpu() {
     let used = ticks() - before;
     assert!(used < 60, "the waiting thread used {used} ticks in 3 s");
 }
+
+/// Every file under `dir` whose name ends with `suffix`, by stem.
+fn files_ending(dir: &std::path::Path, suffix: &str) -> Vec<(String, std::path::PathBuf)> {
+    let mut found = Vec::new();
+    let mut todo = vec![dir.to_owned()];
+    while let Some(next) = todo.pop() {
+        for entry in std::fs::read_dir(&next).into_iter().flatten().flatten() {
+            let path = entry.path();
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if path.is_dir() {
+                todo.push(path);
+            } else if let Some(stem) = name.strip_suffix(suffix) {
+                found.push((stem.to_owned(), path));
+            }
+        }
+    }
+    found
+}
+
+#[tokio::test]
+async fn a_new_thread_answers_on_the_conversation_the_harness_opened_ahead() {
+    let script = Script::new()
+        .then(Reply::text(["One."]))
+        .then(Reply::text(["Two."]));
+    let live = Live::new(
+        script,
+        |o| o.spare_conversations = true,
+        ToolRegistry::new(),
+    )
+    .await;
+    let first = live
+        .run(json!({"threadId": "t1", "messages": [user("m1", "Hi")]}))
+        .await;
+    assert_eq!(text(&first), "One.");
+    // The harness keeps each conversation in a database named by its id: t1's, and the one
+    // opened ahead once t1's was open.
+    let databases = || -> Vec<String> {
+        files_ending(live.dir.path(), ".db")
+            .into_iter()
+            .map(|(id, _)| id)
+            .collect()
+    };
+    support::eventually(
+        Duration::from_secs(30),
+        "a conversation opened ahead",
+        || databases().len() == 2,
+    )
+    .await;
+    let before = databases();
+    let second = live
+        .run(json!({"threadId": "t2", "messages": [user("m2", "Hello")]}))
+        .await;
+    assert_eq!(text(&second), "Two.");
+    // The records (two slot files a thread) name their conversations.
+    let records: String = files_ending(&live.dir.path().join("save/threads"), ".json")
+        .into_iter()
+        .map(|(_, path)| std::fs::read_to_string(path).unwrap())
+        .collect();
+    let recorded: Vec<String> = databases()
+        .into_iter()
+        .filter(|id| records.contains(id.as_str()))
+        .collect();
+    assert_eq!(recorded.len(), 2, "{recorded:?}");
+    assert!(
+        recorded.iter().all(|id| before.contains(id)),
+        "t2 took a conversation that was open before its run: {recorded:?} in {before:?}"
+    );
+}

@@ -40,6 +40,8 @@ pub(crate) struct ThreadContext {
     pub(crate) registry: Registry,
     /// The throwaway turn of processes started ahead of need.
     pub(crate) warm_up: Option<WarmUp>,
+    /// Conversations opened ahead of new threads.
+    pub(crate) spare_conversations: crate::spare_conversations::SpareConversations,
     closing: AtomicBool,
 }
 
@@ -56,6 +58,12 @@ impl ThreadContext {
         warm_up: Option<WarmUp>,
     ) -> (Self, mpsc::UnboundedReceiver<Returned>) {
         let (registry, returns) = Registry::new();
+        let spare_conversations = crate::spare_conversations::SpareConversations::new(
+            &options,
+            trees.clone(),
+            backend.clone(),
+            tools.clone(),
+        );
         let ctx = Self {
             slots: LiveSlots::new(options.max_sessions),
             options,
@@ -66,6 +74,7 @@ impl ThreadContext {
             leases,
             registry,
             warm_up,
+            spare_conversations,
             closing: AtomicBool::new(false),
         };
         (ctx, returns)

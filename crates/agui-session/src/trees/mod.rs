@@ -477,6 +477,17 @@ impl Trees {
         }
     }
 
+    /// A new slot in `tree` (its workspace directory made), for a conversation opened ahead
+    /// of its thread. Blocking.
+    pub(crate) fn new_slot_in(&self, tree: &TreeId) -> Result<String, TreeError> {
+        self.new_slot(tree)
+    }
+
+    /// The tree of `owner`, once known.
+    pub(crate) fn tree_of(&self, owner: &Owner) -> Option<TreeId> {
+        self.lock_owners().get(owner).cloned()
+    }
+
     fn lock_owners(&self) -> parking_lot::MutexGuard<'_, HashMap<Owner, TreeId>> {
         self.owners.lock()
     }

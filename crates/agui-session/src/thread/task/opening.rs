@@ -21,6 +21,7 @@ use super::state::Harnessed;
 use crate::backend::ConversationHandle;
 use crate::contract::Contract;
 use crate::error::{RunErrorCode, RunFailure};
+use crate::spare_conversations::SpareConversation;
 
 /// Whether the thread's conversation can take a prompt now.
 pub(super) enum Readiness {
@@ -137,6 +138,11 @@ impl Task {
         slot: LiveSlot,
         after: Option<JoinHandle<()>>,
     ) -> Readiness {
+        if after.is_none()
+            && let Some(spare) = self.claim_spare_conversation(&contract)
+        {
+            return self.open_on_spare(contract, slot, spare);
+        }
         let (placement, hold) = match self.place_thread().await {
             Ok(placed) => placed,
             Err(failure) => return Readiness::Failed(failure),
@@ -205,6 +211,57 @@ impl Task {
             }
             .instrument(self.span.clone()),
         );
+        self.conversation = Conversation::Opening(Opening {
+            stage: OpeningStage::Boot { boot, slot },
+            contract,
+            after: None,
+        });
+        Readiness::Pending
+    }
+
+    /// A conversation opened ahead in the owner's tree, when the thread is new, has nothing to
+    /// move in or copy, and its first run's contract is the spare's.
+    fn claim_spare_conversation(&mut self, contract: &Contract) -> Option<SpareConversation> {
+        let options = &self.ctx.options;
+        let fresh = self.record.place.is_none()
+            && self.moving.is_none()
+            && self.fork_from.is_none()
+            && self.harnessed == Harnessed::New
+            && options.workspace_template.is_none()
+            && self.ctx.records.len() < options.max_remembered_threads;
+        if !options.spare_conversations || !fresh {
+            return None;
+        }
+        let owner = self.record.owner.clone().unwrap_or_default();
+        let tree = self.ctx.trees.tree_of(&owner)?;
+        self.ctx
+            .spare_conversations
+            .take(&tree, &contract.signature)
+    }
+
+    /// The thread takes `spare`: its place and conversation become the thread's (recorded as
+    /// any new place is), its callbacks the thread's; another is opened behind it.
+    fn open_on_spare(
+        &mut self,
+        contract: Contract,
+        slot: LiveSlot,
+        spare: SpareConversation,
+    ) -> Readiness {
+        let owner = self.record.owner.clone().unwrap_or_default();
+        tracing::info!(tree = %spare.place.tree, slot = %spare.place.slot, %owner, spare = false, "the thread has its place, with a conversation opened ahead");
+        self.record.conversation_id = spare.conversation_id.clone();
+        self.record.place = Some(spare.place.clone());
+        self.persist();
+        spare.callbacks.bind(Arc::new(ThreadCallbacks {
+            link: self.link.clone(),
+            tools: self.ctx.tools.clone(),
+            policy: contract.callback_policy(&self.ctx.options),
+        }));
+        self.ctx
+            .spare_conversations
+            .refill(&owner, &spare.place.tree);
+        let handle = spare.handle;
+        let boot = tokio::spawn(async move { Ok(handle) });
         self.conversation = Conversation::Opening(Opening {
             stage: OpeningStage::Boot { boot, slot },
             contract,
@@ -328,6 +385,10 @@ impl Task {
             self.usage = info.cumulative_usage.clone();
         }
         self.conversation = Conversation::open(handle, contract, slot);
+        if let Some(place) = &self.record.place {
+            let owner = self.record.owner.clone().unwrap_or_default();
+            self.ctx.spare_conversations.refill(&owner, &place.tree);
+        }
         for waiting in std::mem::take(&mut self.history_waiters) {
             self.serve_connect(waiting.input, waiting.events);
         }
