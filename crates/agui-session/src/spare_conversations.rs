@@ -88,9 +88,17 @@ impl SpareConversations {
     }
 
     /// The spare of `tree` if it was opened with the contract `signature` (a spare of another
-    /// contract stays for a thread it fits).
+    /// contract stays for a thread it fits) and is still as it was opened: one that heard
+    /// anything since — its connection or process ended — is let go.
     pub(crate) fn take(&self, tree: &TreeId, signature: &str) -> Option<SpareConversation> {
-        self.remove_if(tree, |spare| spare.signature == signature)
+        let mut spare = self.remove_if(tree, |spare| spare.signature == signature)?;
+        if spare.handle.try_next_event().is_some() {
+            tracing::info!(%tree, conversation_id = %spare.conversation_id, "the conversation opened ahead has ended (its process or connection did); the thread opens its own");
+            let spares = self.clone();
+            tokio::spawn(async move { spares.discard(spare).await });
+            return None;
+        }
+        Some(spare)
     }
 
     /// `tree`'s spare, removed, if it is ready and `wanted`.

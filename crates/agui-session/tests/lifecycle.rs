@@ -386,6 +386,28 @@ async fn a_new_thread_takes_the_conversation_opened_ahead_and_another_opens_behi
 }
 
 #[tokio::test]
+async fn a_conversation_opened_ahead_whose_process_died_is_let_go_and_the_thread_opens_its_own() {
+    let fx = with_spare_conversations(Duration::from_secs(600));
+    plain_turn(&fx, "a", 0).await;
+    let spare = fx.harness.conversation(1).await;
+    let info = ExitInfo {
+        pid: 1,
+        status: "killed by SIGKILL".into(),
+        code: None,
+        stderr_tail: String::new(),
+    };
+    spare.close(CloseReason::ProcessExited(info));
+    let b = plain_turn(&fx, "b", 2).await;
+    assert_ne!(b.id(), spare.id());
+    eventually(
+        Duration::from_secs(10),
+        "the dead spare's slot is removed",
+        || !spare.workspace().exists(),
+    )
+    .await;
+}
+
+#[tokio::test]
 async fn a_conversation_opened_ahead_that_no_thread_takes_is_closed_and_its_files_removed() {
     let fx = with_spare_conversations(Duration::from_millis(300));
     plain_turn(&fx, "a", 0).await;
