@@ -171,10 +171,11 @@ fn server_lines(log: &str) -> Lines {
             .find_map(|s| s["thread_id"].as_str())
             .or_else(|| v["span"]["thread_id"].as_str());
         let Some(thread) = thread else { continue };
-        let target = v["target"].as_str().unwrap_or("");
         let slot = match message {
             "the thread has its place" => &mut lines.placed,
-            "conversation open" if target == "harness_client::conversation" => &mut lines.open,
+            // The harness's line comes first; a thread that took a conversation opened ahead
+            // has only the session's.
+            "conversation open" => &mut lines.open,
             "user message sent" => &mut lines.sent,
             _ => continue,
         };

@@ -248,7 +248,7 @@ impl Task {
         spare: SpareConversation,
     ) -> Readiness {
         let owner = self.record.owner.clone().unwrap_or_default();
-        tracing::info!(tree = %spare.place.tree, slot = %spare.place.slot, %owner, spare = false, "the thread has its place, with a conversation opened ahead");
+        tracing::info!(tree = %spare.place.tree, slot = %spare.place.slot, %owner, spare = false, conversation_opened_ahead = true, "the thread has its place");
         self.record.conversation_id = spare.conversation_id.clone();
         self.record.place = Some(spare.place.clone());
         self.persist();
