@@ -206,9 +206,12 @@ async fn stop_halts_the_turn_and_every_watching_run_ends_cancelled() {
 }
 
 #[tokio::test]
-async fn a_stop_the_harness_ignores_kills_its_process() {
+async fn a_stop_the_harness_ignores_kills_its_process_and_the_run_closes_what_it_opened() {
     let fx = FakeAgent::new();
-    let (run, c) = fx.begin("hang").await;
+    let (mut run, c) = fx.begin("hang").await;
+    // A tool call is open when the stop comes (a command that does not end).
+    c.call_step(1, "h-1", "slow_tool");
+    let seen = until(&mut run, "TOOL_CALL_START").await;
     assert!(fx.agent.stop("thread-1").await.unwrap());
     // The harness does not react; after the grace period its process is killed.
     eventually(Duration::from_secs(10), "the process was killed", || {
@@ -222,7 +225,13 @@ async fn a_stop_the_harness_ignores_kills_its_process() {
         code: None,
         stderr_tail: String::new(),
     }));
-    assert_eq!(outcome(&finish(run).await), Some(RunOutcome::Cancelled));
+    let events = support::finish_after(seen, run).await;
+    assert_eq!(outcome(&events), Some(RunOutcome::Cancelled));
+    assert!(
+        types(&events).contains("TOOL_CALL_END RUN_FINISHED"),
+        "the open call is closed before the run ends: {}",
+        types(&events)
+    );
 }
 
 #[tokio::test]

@@ -233,10 +233,15 @@ impl Task {
                 )
             }
         };
-        let Some(turn) = turn else {
+        let Some(mut turn) = turn else {
             // No turn was lost; a run waiting to send its prompt re-attaches.
             return;
         };
+        // The turn goes with the connection: what it left open (a tool call, a command, a
+        // message) is closed now, since the run's end no longer finds it.
+        for event in turn.close_turn() {
+            self.output.emit(event);
+        }
         let failure = if self.run.is_none() && !self.output.has_subscribers() {
             RunFailure::new(
                 RunErrorCode::HarnessLost,
