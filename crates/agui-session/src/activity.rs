@@ -53,8 +53,6 @@ pub(crate) struct TurnActivity {
     replies: HashMap<String, ReplyProgress>,
     /// Host tool calls seen in steps and not finished, in step order.
     open_calls: BTreeMap<StepKey, HostCall>,
-    /// The harness ids of the host calls whose steps were seen.
-    seen_calls: HashSet<String>,
     /// Host calls whose callback came before their step, by harness id.
     called_back_ahead: HashMap<String, CallbackAhead>,
 }
@@ -115,11 +113,8 @@ impl TurnActivity {
         let ToolKind::Custom { call_id } = &tool.kind else {
             return;
         };
-        if !call_id.is_empty() && !self.seen_calls.contains(call_id) {
-            self.seen_calls.insert(call_id.clone());
-            if let Some(ahead) = self.called_back_ahead.get_mut(call_id) {
-                ahead.step_seen = true;
-            }
+        if let Some(ahead) = self.called_back_ahead.get_mut(call_id) {
+            ahead.step_seen = true;
         }
         if step.is_final() {
             self.open_calls.remove(&step.key);
@@ -179,7 +174,10 @@ impl TurnActivity {
     /// Notes that the harness called back at `at` for the host call `harness_id` of
     /// `trajectory`.
     pub(crate) fn called_back(&mut self, harness_id: &str, trajectory: &str, at: Instant) {
-        if !self.seen_calls.contains(harness_id) {
+        // The harness calls back while the call's step is open: seen, it is among the open
+        // calls.
+        let seen = self.open_calls.values().any(|c| c.harness_id == harness_id);
+        if !seen {
             self.called_back_ahead
                 .entry(harness_id.to_owned())
                 .or_insert_with(|| CallbackAhead {

@@ -188,7 +188,7 @@ impl SpareConversations {
         let trees = inner.trees.clone();
         let (owner, tree) = (owner.clone(), tree.clone());
         let (place, placement) = tokio::task::spawn_blocking(move || {
-            let slot = trees.new_slot_in(&tree)?;
+            let slot = trees.new_slot(&tree)?;
             let place = Place { tree, slot };
             let placement = trees.placement(&owner, "", &place)?;
             Ok::<_, crate::trees::TreeError>((place, placement))

@@ -12,19 +12,23 @@ use harness_client::{CloseReason, ExitInfo};
 use serde_json::json;
 use support::{FakeAgent, eventually, finish, last, text, types, user};
 
+/// How the connection of a conversation whose harness process was SIGKILLed ends.
+fn killed() -> CloseReason {
+    CloseReason::ProcessExited(ExitInfo {
+        pid: 1,
+        status: "killed by SIGKILL".into(),
+        code: None,
+        stderr_tail: String::new(),
+    })
+}
+
 #[tokio::test]
 async fn a_dead_harness_fails_the_run_and_the_next_run_starts_over() {
     let fx = FakeAgent::new();
     let run = fx.start(json!({"messages": [user("m1", "one")]}));
     let c = fx.harness.conversation(0).await;
     c.next_input().await;
-    let info = ExitInfo {
-        pid: 1,
-        status: "killed by SIGKILL".into(),
-        code: None,
-        stderr_tail: String::new(),
-    };
-    c.close(CloseReason::ProcessExited(info));
+    c.close(killed());
     let events = finish(run).await;
     let Event::RunError(error) = last(&events) else {
         panic!("{}", types(&events))
@@ -208,12 +212,7 @@ async fn an_answer_to_a_turn_lost_with_its_harness_fails_clearly_and_the_thread_
     let _call = c.call_tool("h-1", "pick", json!({}));
     finish(run).await;
     // The harness dies while the thread waits for its user.
-    c.close(CloseReason::ProcessExited(ExitInfo {
-        pid: 1,
-        status: "killed by SIGKILL".into(),
-        code: None,
-        stderr_tail: String::new(),
-    }));
+    c.close(killed());
     let answered = json!([user("m1", "pick"), {"id": "t1", "role": "tool", "toolCallId": "h-1", "content": "red"}]);
     let events = finish(fx.start(json!({"messages": answered, "tools": tools}))).await;
     assert_eq!(
@@ -390,13 +389,7 @@ async fn a_conversation_opened_ahead_whose_process_died_is_let_go_and_the_thread
     let fx = with_spare_conversations(Duration::from_secs(600));
     plain_turn(&fx, "a", 0).await;
     let spare = fx.harness.conversation(1).await;
-    let info = ExitInfo {
-        pid: 1,
-        status: "killed by SIGKILL".into(),
-        code: None,
-        stderr_tail: String::new(),
-    };
-    spare.close(CloseReason::ProcessExited(info));
+    spare.close(killed());
     let b = plain_turn(&fx, "b", 2).await;
     assert_ne!(b.id(), spare.id());
     eventually(

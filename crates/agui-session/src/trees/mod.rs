@@ -463,8 +463,9 @@ impl Trees {
         }
     }
 
-    /// A new slot in `tree`: a random name whose workspace directory this call creates.
-    fn new_slot(&self, tree: &TreeId) -> Result<String, TreeError> {
+    /// A new slot in `tree`: a random name whose workspace directory this call creates (a
+    /// thread's, or a conversation's opened ahead of its thread). Blocking.
+    pub(crate) fn new_slot(&self, tree: &TreeId) -> Result<String, TreeError> {
         let workspaces = self.open_root(&self.workspaces_dir(tree))?;
         loop {
             let slot = random_slot().map_err(io_error("allocate a slot"))?;
@@ -475,12 +476,6 @@ impl Trees {
                 return Ok(slot);
             }
         }
-    }
-
-    /// A new slot in `tree` (its workspace directory made), for a conversation opened ahead
-    /// of its thread. Blocking.
-    pub(crate) fn new_slot_in(&self, tree: &TreeId) -> Result<String, TreeError> {
-        self.new_slot(tree)
     }
 
     /// The tree of `owner`, once known.
